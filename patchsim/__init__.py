@@ -1,0 +1,17 @@
+"""patchsim: rules-variant simulation and balance testing for the board game Patchwork."""
+
+from patchsim.game import Game, IllegalMoveError, Move, MoveList
+from patchsim.ruleset import Ruleset, RulesetError, load_ruleset
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Game",
+    "IllegalMoveError",
+    "Move",
+    "MoveList",
+    "Ruleset",
+    "RulesetError",
+    "load_ruleset",
+    "__version__",
+]

@@ -1,0 +1,87 @@
+"""Compiled whole-game loops: play games from start to end without returning to Python.
+
+The loops call :func:`patchsim.policies.choose_move`, which dispatches on a policy id to the
+compiled bots, and the same :mod:`patchsim.core` functions the Python API uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from patchsim import core
+from patchsim.policies import choose_move
+
+# columns of a game result row (see play_game)
+R_WINNER = 0
+R_SCORE = 1  # [2]
+R_BUTTONS = 3  # [2]
+R_EMPTY = 5  # [2]
+R_POS = 7  # [2]
+R_BONUS = 9  # owner or -1
+R_FIRST_END = 10
+R_PLIES = 11
+R_PASSES = 12  # [2]
+R_BUYS = 14  # [2]
+R_LEATHER = 16  # [2] leather patches placed
+R_ERROR = 18  # 0, or 1 + the player whose policy returned an illegal move
+R_WIDTH = 19
+
+
+@njit(cache=True)
+def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.ndarray,
+              rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> np.int64:
+    """Play ``state`` to the end in place with compiled policies ``kinds[p]``/``params[p]``.
+
+    Writes the move codes to ``moves`` (if it has room), events to ``ev`` (if it has rows) and
+    a result row to ``result``; returns the number of event rows written. A policy that
+    returns an illegal move stops the game with ``result[R_ERROR] = 1 + player``.
+    """
+    buf = np.empty(core.max_moves(tab), dtype=np.int64)
+    ne = 0
+    result[:] = 0
+    while True:
+        p = core.to_move(state, tab)
+        if p < 0:
+            break
+        code = choose_move(kinds[p], params[p], state, tab, rng, buf)
+        ply = state[core.S_PLY]
+        if ply < moves.shape[0]:
+            moves[ply] = code
+        if core.legality(state, tab, code) != 0:
+            result[R_ERROR] = 1 + p
+            result[R_PLIES] = ply + 1
+            return ne
+        if code == core.PASS:
+            result[R_PASSES + p] += 1
+        elif code <= core.LEATHER_BASE:
+            result[R_LEATHER + p] += 1
+        else:
+            result[R_BUYS + p] += 1
+        ne = core.apply_logged(state, tab, code, ev, ne)
+    result[R_WINNER] = core.winner(state, tab)
+    for p in range(2):
+        result[R_SCORE + p] = core.score(state, tab, p)
+        result[R_BUTTONS + p] = state[core.S_BTN + p]
+        result[R_EMPTY + p] = core.empty_squares(state, tab, p)
+        result[R_POS + p] = state[core.S_POS + p]
+    result[R_BONUS] = state[core.S_BONUS]
+    result[R_FIRST_END] = state[core.S_FIRST_END]
+    result[R_PLIES] = state[core.S_PLY]
+    return ne
+
+
+@njit(cache=True)
+def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
+               params: np.ndarray) -> np.ndarray:
+    """Play one game per row of ``circles`` with rng seeds ``seeds``; return result rows."""
+    n = circles.shape[0]
+    out = np.zeros((n, R_WIDTH), dtype=np.int64)
+    moves = np.empty(0, dtype=np.int64)
+    ev = np.zeros((0, core.EV_WIDTH), dtype=np.int64)
+    rng = np.zeros(1, dtype=np.uint64)
+    for i in range(n):
+        state = core.new_state(tab, circles[i])
+        rng[0] = seeds[i]
+        play_game(tab, state, kinds, params, rng, moves, ev, out[i])
+    return out

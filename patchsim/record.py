@@ -1,0 +1,134 @@
+"""Game records: the JSON text form of a game, and replaying one move by move.
+
+A record is ``{"rules": ..., "circle": [...], "moves": [...]}``:
+
+* ``rules``: a shipped ruleset name, a path to a ruleset file (relative paths are looked up
+  beside the record first, then in the working directory), or an inline ruleset mapping.
+* ``circle``: every patch id once, clockwise, from the patch right after the neutral token.
+* ``moves``: ``pass``, ``buy <patch> <square>...``, ``leather <square>``; player 0 moves first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchsim.game import Game, IllegalMoveError
+from patchsim.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
+
+
+class RecordError(ValueError):
+    """A malformed record, or a move that cannot be played; says where and why."""
+
+    def __init__(self, message: str, move_number: int | None = None) -> None:
+        super().__init__(message)
+        self.move_number = move_number
+
+
+@dataclass
+class GameRecord:
+    rules: str | dict[str, Any]
+    circle: list[str]
+    moves: list[str] = field(default_factory=list)
+    source: str = "<record>"
+
+    @classmethod
+    def from_dict(cls, data: object, source: str = "<record>") -> GameRecord:
+        if not isinstance(data, dict):
+            raise RecordError(f"{source}: a record is a JSON object with keys rules, circle, moves")
+        unknown = sorted(set(data) - {"rules", "circle", "moves"})
+        if unknown:
+            raise RecordError(f"{source}: unknown key(s) {', '.join(unknown)} "
+                              "(a record has rules, circle, moves)")
+        for key in ("rules", "circle", "moves"):
+            if key not in data:
+                raise RecordError(f"{source}: missing key {key!r}")
+        rules, circle, moves = data["rules"], data["circle"], data["moves"]
+        if not isinstance(rules, str | dict):
+            raise RecordError(f"{source}: rules: expected a ruleset name, path or mapping")
+        if not isinstance(circle, list) or not all(isinstance(c, str) for c in circle):
+            raise RecordError(f"{source}: circle: expected a list of patch ids")
+        if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
+            raise RecordError(f"{source}: moves: expected a list of move strings")
+        return cls(rules, list(circle), list(moves), source)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<record>") -> GameRecord:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} "
+                              f"column {e.colno}") from None
+        return cls.from_dict(data, source)
+
+    @classmethod
+    def load(cls, path: str | Path) -> GameRecord:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as e:
+            raise RecordError(f"{path}: cannot read the record: {e.strerror}") from None
+        return cls.from_json(text, str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": self.rules, "circle": list(self.circle), "moves": list(self.moves)}
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def resolve_rules(self) -> Ruleset:
+        """The ruleset the record names; RecordError if it cannot be found or is invalid."""
+        try:
+            if isinstance(self.rules, dict):
+                return ruleset_from_dict(self.rules, source=f"{self.source}: rules")
+            ref = self.rules
+            if ref.endswith((".yaml", ".yml")) and self.source not in ("<record>", "-"):
+                beside = Path(self.source).parent / ref
+                if beside.exists():
+                    return load_ruleset(beside)
+            return load_ruleset(ref)
+        except RulesetError as e:
+            raise RecordError(f"{self.source}: rules: {e}") from None
+
+    def start(self) -> Game:
+        """The start position of the recorded game."""
+        ruleset = self.resolve_rules()
+        try:
+            return Game.new(ruleset, circle=self.circle)
+        except ValueError as e:
+            raise RecordError(f"{self.source}: {e}") from None
+
+
+def replay(record: GameRecord) -> Iterator[Game]:
+    """Yield the game at the start and after each move (the same Game object, updated).
+
+    Raises RecordError naming the 1-based move number, its text and the reason when a move is
+    malformed or illegal.
+    """
+    game = record.start()
+    yield game
+    for i, text in enumerate(record.moves, start=1):
+        try:
+            move = game.parse_move(text)
+            game.apply(move)
+        except IllegalMoveError as e:
+            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: "
+                              f"{_reason(e)}", i) from None
+        except ValueError as e:
+            raise RecordError(f"{record.source}: move {i} ({text!r}) is malformed: {e}",
+                              i) from None
+        yield game
+
+
+def _reason(e: Exception) -> str:
+    msg = str(e)
+    return msg.split(": ", 1)[1] if ": " in msg else msg
+
+
+def final_position(record: GameRecord) -> Game:
+    """Replay the whole record and return the final position."""
+    *_, game = replay(record)
+    return game
