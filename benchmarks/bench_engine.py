@@ -35,7 +35,7 @@ def main() -> None:
     def batch(n: int) -> tuple[np.ndarray, np.ndarray]:
         circles = np.array([[tables.patch_index[c] for c in deal_circle(rs, rng)]
                             for _ in range(n)], dtype=np.int64)
-        seeds = rng.integers(0, 2**63, size=n, dtype=np.int64).astype(np.uint64)
+        seeds = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64).astype(np.uint64)
         return circles, seeds
 
     kinds = np.array([policies.RANDOM, policies.RANDOM], dtype=np.int64)

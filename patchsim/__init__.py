@@ -1,5 +1,11 @@
 """patchsim: rules-variant simulation and balance testing for the board game Patchwork."""
 
+from patchsim import _jitcache
+
+_jitcache.configure()  # before any compiled function is defined
+
+# ruff: noqa: E402
+
 from patchsim.game import Game, IllegalMoveError, Move, MoveList
 from patchsim.ruleset import Ruleset, RulesetError, load_ruleset
 

@@ -64,6 +64,10 @@ O_WIN_HI = 29
 O_FULL_LO = 30  # mask of all squares of the quilt
 O_FULL_HI = 31
 O_NEIGH = 32  # [nsq, 2]: lo/hi masks of the orthogonal neighbours of each square
+O_PLACE_NB_LO = 33  # per placement: squares orthogonally next to it (not in it)
+O_PLACE_NB_HI = 34
+O_PLACE_EDGE = 35  # per placement: sides of its squares that lie on the quilt's border
+O_BORDER = 36  # [8]: lo/hi of first column, last column, first row, last row
 T_HEADER = 40
 
 # --- state layout -----------------------------------------------------------------------------

@@ -33,6 +33,8 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
               rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> np.int64:
     """Play ``state`` to the end in place with compiled policies ``kinds[p]``/``params[p]``.
 
+    ``rng`` holds one splitmix64 word per seat: each seat draws from its own stream, so a
+    Python driver that feeds the same streams to the same policies plays the same game.
     Writes the move codes to ``moves`` (if it has room), events to ``ev`` (if it has rows) and
     a result row to ``result``; returns the number of event rows written. A policy that
     returns an illegal move stops the game with ``result[R_ERROR] = 1 + player``.
@@ -44,7 +46,7 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
         p = core.to_move(state, tab)
         if p < 0:
             break
-        code = choose_move(kinds[p], params[p], state, tab, rng, buf)
+        code = choose_move(kinds[p], params[p], state, tab, rng[p : p + 1], buf)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -74,14 +76,16 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
 @njit(cache=True)
 def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                params: np.ndarray) -> np.ndarray:
-    """Play one game per row of ``circles`` with rng seeds ``seeds``; return result rows."""
+    """Play one game per row of ``circles``; ``seeds[i]`` (shape (n, 2)) are the two seats'
+    random streams. Returns result rows."""
     n = circles.shape[0]
     out = np.zeros((n, R_WIDTH), dtype=np.int64)
     moves = np.empty(0, dtype=np.int64)
     ev = np.zeros((0, core.EV_WIDTH), dtype=np.int64)
-    rng = np.zeros(1, dtype=np.uint64)
+    rng = np.zeros(2, dtype=np.uint64)
     for i in range(n):
         state = core.new_state(tab, circles[i])
-        rng[0] = seeds[i]
+        rng[0] = seeds[i, 0]
+        rng[1] = seeds[i, 1]
         play_game(tab, state, kinds, params, rng, moves, ev, out[i])
     return out

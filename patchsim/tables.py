@@ -131,6 +131,32 @@ def _build(ruleset: Ruleset) -> Tables:
         lo, hi = split(m)
         neigh += [lo, hi]
 
+    def place_nb(m: int) -> int:
+        nb = 0
+        for s in range(nsq):
+            if m >> s & 1:
+                r, c = divmod(s, cols)
+                for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+                    rr, cc = r + dr, c + dc
+                    if 0 <= rr < rows and 0 <= cc < cols:
+                        nb |= 1 << (rr * cols + cc)
+        return nb & ~m
+
+    def place_edge(m: int) -> int:
+        n = 0
+        for s in range(nsq):
+            if m >> s & 1:
+                r, c = divmod(s, cols)
+                n += (r == 0) + (r == rows - 1) + (c == 0) + (c == cols - 1)
+        return n
+
+    nbs = [place_nb(m) for m in masks]
+    first_col = sum(1 << (r * cols) for r in range(rows))
+    last_col = sum(1 << (r * cols + cols - 1) for r in range(rows))
+    first_row = sum(1 << c for c in range(cols))
+    last_row = sum(1 << ((rows - 1) * cols + c) for c in range(cols))
+    border = [w for m in (first_col, last_col, first_row, last_row) for w in split(m)]
+
     sections: dict[int, list[int]] = {
         core.O_PLACE_LO: [split(m)[0] for m in masks],
         core.O_PLACE_HI: [split(m)[1] for m in masks],
@@ -149,6 +175,10 @@ def _build(ruleset: Ruleset) -> Tables:
         core.O_FULL_LO: [split((1 << nsq) - 1)[0]],
         core.O_FULL_HI: [split((1 << nsq) - 1)[1]],
         core.O_NEIGH: neigh,
+        core.O_PLACE_NB_LO: [split(m)[0] for m in nbs],
+        core.O_PLACE_NB_HI: [split(m)[1] for m in nbs],
+        core.O_PLACE_EDGE: [place_edge(m) for m in masks],
+        core.O_BORDER: border,
     }
     size = core.T_HEADER + sum(len(v) for v in sections.values())
     tab = np.zeros(size, dtype=np.int64)

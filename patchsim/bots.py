@@ -1,0 +1,370 @@
+"""Bots: one small protocol, a registry of built-in strategies, and bot specs.
+
+A bot is anything with a ``choose(game, moves, rng)`` method that returns one of ``moves``.
+It gets a private copy of the game (so it cannot change the real one), the legal moves and a
+random generator seeded for this game and seat; the engine applies the move.
+
+Built-in bots are *compiled*: they also carry a policy id and a parameter vector so that whole
+games between them run inside numba (:mod:`patchsim.policies`). Their ``choose`` calls the
+very same compiled function, so a compiled bot plays identically in both loops.
+
+Bots are named by specs: ``greedy``, ``mcts(iterations=1000, rollout=greedy)``, a mapping
+``{name: mcts, iterations: 1000}``, or an import path ``mypackage.mybots:Hoarder(x=1)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import yaml
+
+from patchsim import policies as P
+from patchsim.game import Game, Move, MoveList
+
+
+class BotSpecError(ValueError):
+    """A bot spec that names no bot, or gives it a bad parameter."""
+
+
+@runtime_checkable
+class Bot(Protocol):
+    """The bot protocol."""
+
+    spec: str  # canonical spec, recorded with every result
+
+    def choose(self, game: Game, moves: MoveList, rng: np.random.Generator) -> Move: ...
+
+
+class CompiledBot:
+    """A built-in bot backed by a compiled policy (policy id + parameter vector)."""
+
+    kind: int = P.RANDOM
+    spec: str = "random"
+
+    def __init__(self) -> None:
+        self.params = np.zeros(P.N_PARAMS, dtype=np.float64)
+
+    def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
+        """The move code this bot picks, drawing from a splitmix64 stream (shape (1,))."""
+        buf = np.empty(P.core.max_moves(game.tab), dtype=np.int64)
+        return int(P.choose_move(self.kind, self.params, game.state, game.tab, rng_state, buf))
+
+    def choose(self, game: Game, moves: MoveList, rng: np.random.Generator) -> Move:
+        state = np.array([rng.integers(0, 2**63)], dtype=np.uint64)
+        code = self.choose_code(game, state)
+        from patchsim.game import decode_move
+
+        return decode_move(code, game.tables)
+
+    def __repr__(self) -> str:
+        return f"<bot {self.spec}>"
+
+
+# --- registry ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Param:
+    default: Any
+    help: str
+    kind: type = float
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BotInfo:
+    name: str
+    description: str
+    factory: Callable[..., Bot]
+    params: dict[str, Param]
+
+
+REGISTRY: dict[str, BotInfo] = {}
+
+
+def register(name: str, description: str, params: dict[str, Param] | None = None):
+    """Class decorator: make a bot available by name in specs and ``patchsim bots``."""
+
+    def deco(factory: Callable[..., Bot]) -> Callable[..., Bot]:
+        REGISTRY[name] = BotInfo(name, description, factory, params or {})
+        return factory
+
+    return deco
+
+
+def _canonical(name: str, given: dict[str, Any]) -> str:
+    if not given:
+        return name
+    inner = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(given.items()))
+    return f"{name}({inner})"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v)) if abs(v) < 1e15 else repr(v)
+    return str(v)
+
+
+@register("random", "Every legal move equally likely; leather squares uniform (the benchmark).")
+class RandomBot(CompiledBot):
+    kind = P.RANDOM
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec = "random"
+
+
+@register("pass", "Always pass (a floor: collects buttons, never covers a square).")
+class PassBot(CompiledBot):
+    kind = P.ALWAYS_PASS
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec = "pass"
+
+
+@register("first-fit", "Buy the first affordable patch on offer that fits, at the first "
+                       "placement found (a baseline with no judgement).")
+class FirstFitBot(CompiledBot):
+    kind = P.FIRST_FIT
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spec = "first-fit"
+
+
+# The scripted strategies share one compiled policy; a strategy is a set of weights.
+SCRIPTED_PARAMS: dict[str, tuple[int, Param]] = {
+    "w_income": (P.P_W_INCOME, Param(1.0, "value of 1 income button per income mark ahead")),
+    "w_area": (P.P_W_AREA, Param(1.0, "value of 1 square, in units of the empty-square "
+                                      "penalty")),
+    "w_cost": (P.P_W_COST, Param(1.0, "weight of the button cost")),
+    "w_time": (P.P_W_TIME, Param(1.0, "cost of 1 time space (when ratio=0)")),
+    "ratio": (P.P_RATIO, Param(1, "1: rank by value per time; 0: value minus time cost", int)),
+    "time_offset": (P.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing")),
+    "w_place": (P.P_W_PLACE, Param(0.1, "weight of the packing score in the patch choice")),
+    "contact": (P.P_CONTACT, Param(1.0, "placement: per side touching a patch or the border")),
+    "holes": (P.P_HOLES, Param(3.0, "placement: penalty per one-square hole created")),
+    "window": (P.P_WINDOW, Param(0.3, "placement: per square of the fullest 7x7 window")),
+    "pass_margin": (P.P_PASS_MARGIN, Param(0.0, "buy only when the best value beats this")),
+    "epsilon": (P.P_EPSILON, Param(0.0, "probability of a uniformly random move")),
+    "area_ramp": (P.P_AREA_RAMP, Param(0.0, "square value grows by this factor over the game")),
+    "placement": (P.P_FIRST_FIT, Param("tight", "tight: best packing; first: first fit", str,
+                                       ("tight", "first"))),
+    "button_cap": (P.P_BUTTON_CAP, Param(0.0, "above this many buttons, cost counts half "
+                                              "(0: off)")),
+}
+
+STRATEGIES: dict[str, tuple[str, dict[str, float]]] = {
+    "greedy": ("Button efficiency: (income still to come + squares x penalty - cost) per "
+               "time space, tight packing.", {}),
+    "income": ("Income first: buys button income early, coverage late (area weight ramps up "
+               "over the game).", {"w_income": 1.6, "w_area": 0.4, "area_ramp": 2.5}),
+    "area": ("Area first: squares covered per time space, money second.",
+             {"w_income": 0.5, "w_area": 1.6, "w_cost": 0.6}),
+    "bonus": ("7x7 chaser: efficiency plus a strong pull to fill one 7x7 window first.",
+              {"window": 2.0, "w_place": 0.3, "w_area": 1.2}),
+}
+
+
+class ScriptedBot(CompiledBot):
+    """A scripted strategy: patch choice by weighted value per time, tight placement."""
+
+    kind = P.SCRIPTED
+
+    def __init__(self, strategy: str = "greedy", **given: Any) -> None:
+        super().__init__()
+        preset = dict(STRATEGIES[strategy][1])
+        values = {k: p.default for k, (_, p) in SCRIPTED_PARAMS.items()}
+        values.update(preset)
+        values.update(given)
+        for key, value in values.items():
+            idx, param = SCRIPTED_PARAMS[key]
+            if key == "placement":
+                self.params[idx] = 1.0 if value == "first" else 0.0
+            else:
+                self.params[idx] = float(value)
+        self.values = values
+        self.strategy = strategy
+        self.spec = _canonical(strategy, given)
+
+
+def _scripted_factory(strategy: str) -> Callable[..., Bot]:
+    def make(**given: Any) -> Bot:
+        return ScriptedBot(strategy, **given)
+
+    return make
+
+
+for _name, (_desc, _preset) in STRATEGIES.items():
+    register(_name, _desc, {k: p for k, (_, p) in SCRIPTED_PARAMS.items()})(
+        _scripted_factory(_name))
+
+
+MCTS_PARAMS: dict[str, tuple[int, Param]] = {
+    "iterations": (P.M_ITERATIONS, Param(1000, "playouts per move", int)),
+    "c": (P.M_C, Param(0.7, "UCT exploration constant")),
+    "top_k": (P.M_TOP_K, Param(2, "placements searched per patch (best by the heuristic)",
+                               int)),
+    "margin_weight": (P.M_MARGIN_WEIGHT, Param(0.2, "share of the reward from the score "
+                                                    "margin (rest: win/loss)")),
+    "margin_scale": (P.M_MARGIN_SCALE, Param(15.0, "points of margin for ~76% of the margin "
+                                                   "reward")),
+    "time_ms": (P.M_TIME_MS, Param(0.0, "stop after this many ms per move (0: off; not "
+                                        "reproducible)")),
+}
+
+
+@register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
+                  "patch, scripted rollouts.",
+          {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
+           "rollout": Param("greedy(epsilon=0.1)", "rollout policy: a non-search bot spec", str)})
+class MCTSBot(CompiledBot):
+    kind = P.MCTS
+
+    def __init__(self, rollout: str = "greedy(epsilon=0.1)", **given: Any) -> None:
+        super().__init__()
+        values = {k: p.default for k, (_, p) in MCTS_PARAMS.items()}
+        values.update(given)
+        for key, value in values.items():
+            self.params[MCTS_PARAMS[key][0]] = float(value)
+        roll = make_bot(rollout)
+        if not isinstance(roll, CompiledBot) or isinstance(roll, MCTSBot):
+            raise BotSpecError(f"mcts: rollout={rollout!r} must be a built-in non-search bot "
+                               f"({', '.join(n for n in REGISTRY if n != 'mcts')})")
+        self.params[P.M_ROLLOUT_KIND] = roll.kind
+        self.params[P.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - P.ROLLOUT_OFFSET]
+        self.values = {**values, "rollout": roll.spec}
+        shown = dict(given)
+        if rollout != "greedy(epsilon=0.1)":
+            shown["rollout"] = roll.spec
+        self.spec = _canonical("mcts", shown)
+
+
+# --- specs ------------------------------------------------------------------------------------
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside parentheses."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [s.strip() for s in out if s.strip()]
+
+
+def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A spec as (name, parameters). Accepts ``name``, ``name(k=v, ...)`` or a mapping."""
+    if isinstance(spec, dict):
+        if "name" not in spec:
+            raise BotSpecError(f"bot mapping {spec!r} has no 'name' key")
+        params = {k: v for k, v in spec.items() if k != "name"}
+        return str(spec["name"]), params
+    if not isinstance(spec, str) or not spec.strip():
+        raise BotSpecError(f"bot spec must be a non-empty string or mapping, got {spec!r}")
+    text = spec.strip()
+    if "(" not in text:
+        return text, {}
+    if not text.endswith(")") or text.count("(") != text.count(")"):
+        raise BotSpecError(f"bot spec {spec!r}: unbalanced parentheses")
+    name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
+    params: dict[str, Any] = {}
+    for part in _split_top(inner):
+        if "=" not in part:
+            raise BotSpecError(f"bot spec {spec!r}: parameter {part!r} is not key=value")
+        key, raw = part.split("=", 1)
+        key, raw = key.strip(), raw.strip()
+        if "(" in raw:
+            params[key] = raw  # a nested spec, e.g. rollout=greedy(epsilon=0.1)
+        else:
+            try:
+                params[key] = yaml.safe_load(raw)
+            except yaml.YAMLError:
+                params[key] = raw
+    return name, params
+
+
+def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
+    if param.choices:
+        if value not in param.choices:
+            raise BotSpecError(f"{bot}: {key}={value!r} is not one of "
+                               f"{', '.join(param.choices)}")
+        return value
+    if param.kind is str:
+        return str(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BotSpecError(f"{bot}: {key}={value!r} is not a number")
+    if param.kind is int:
+        if float(value) != int(value):
+            raise BotSpecError(f"{bot}: {key}={value!r} must be a whole number")
+        return int(value)
+    return float(value)
+
+
+def make_bot(spec: str | dict[str, Any] | Bot) -> Bot:
+    """The bot a spec names; BotSpecError listing what exists when it names none."""
+    if not isinstance(spec, str | dict):
+        if isinstance(spec, Bot):
+            return spec
+        raise BotSpecError(f"not a bot spec: {spec!r}")
+    name, params = parse_spec(spec)
+    if ":" in name:
+        return _import_bot(name, params)
+    info = REGISTRY.get(name)
+    if info is None:
+        close = difflib.get_close_matches(name, REGISTRY, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise BotSpecError(f"unknown bot {name!r}{hint}; built-in bots: "
+                           f"{', '.join(REGISTRY)}; or give an import path "
+                           "like mypackage.mybots:MyBot")
+    clean = {}
+    for key, value in params.items():
+        if key not in info.params:
+            known = ", ".join(info.params) or "none"
+            raise BotSpecError(f"{name}: unknown parameter {key!r} (parameters: {known})")
+        clean[key] = _coerce(name, key, value, info.params[key])
+    if name == "mcts" and clean.get("iterations", 1) < 1:
+        raise BotSpecError("mcts: iterations must be at least 1")
+    if "epsilon" in clean and not 0 <= clean["epsilon"] <= 1:
+        raise BotSpecError(f"{name}: epsilon={clean['epsilon']} must be between 0 and 1")
+    return info.factory(**clean)
+
+
+def _import_bot(path: str, params: dict[str, Any]) -> Bot:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise BotSpecError(f"cannot import bot module {module_name!r}: {e}") from None
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise BotSpecError(f"module {module_name!r} has no attribute {attr!r}")
+    try:
+        bot = factory(**params)
+    except TypeError as e:
+        raise BotSpecError(f"{path}: bad parameters {params!r}: {e}") from None
+    if not callable(getattr(bot, "choose", None)):
+        raise BotSpecError(f"{path} is not a bot: it has no choose(game, moves, rng) method")
+    if not isinstance(getattr(bot, "spec", None), str):
+        with contextlib.suppress(AttributeError):
+            bot.spec = _canonical(path, params)
+    return bot
+
+
+def bot_spec(bot: Bot) -> str:
+    return getattr(bot, "spec", type(bot).__name__)
+
+
+def describe_bots() -> list[tuple[str, str]]:
+    """(name, one-line description) of every registered bot."""
+    return [(i.name, i.description) for i in REGISTRY.values()]

@@ -1,0 +1,176 @@
+"""Compiled evaluation terms shared by the scripted bots and the search bot.
+
+Quilt features are computed on the 128-bit bitboards with shifts, so that judging one placement
+costs a few dozen machine instructions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from patchsim import core
+
+U1 = np.uint64(1)
+U64 = np.uint64(64)
+
+
+@njit(cache=True, inline="always")
+def _shl(lo: np.uint64, hi: np.uint64, k: np.uint64) -> tuple[np.uint64, np.uint64]:
+    return lo << k, (hi << k) | (lo >> (U64 - k))
+
+
+@njit(cache=True, inline="always")
+def _shr(lo: np.uint64, hi: np.uint64, k: np.uint64) -> tuple[np.uint64, np.uint64]:
+    return (lo >> k) | (hi << (U64 - k)), hi >> k
+
+
+@njit(cache=True, inline="always")
+def _pc(lo: np.uint64, hi: np.uint64) -> np.int64:
+    return core.popcount64(np.int64(lo)) + core.popcount64(np.int64(hi))
+
+
+@njit(cache=True)
+def hole_mask(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> tuple[np.uint64, np.uint64]:
+    """Empty squares whose four neighbours are all covered or off the quilt (one-square holes:
+    only a leather patch can ever fill them)."""
+    clo = np.uint64(qlo)
+    chi = np.uint64(qhi)
+    flo = np.uint64(tab[tab[core.O_FULL_LO]])
+    fhi = np.uint64(tab[tab[core.O_FULL_HI]])
+    b = tab[core.O_BORDER]
+    fclo = np.uint64(tab[b])
+    fchi = np.uint64(tab[b + 1])
+    lclo = np.uint64(tab[b + 2])
+    lchi = np.uint64(tab[b + 3])
+    frlo = np.uint64(tab[b + 4])
+    frhi = np.uint64(tab[b + 5])
+    lrlo = np.uint64(tab[b + 6])
+    lrhi = np.uint64(tab[b + 7])
+    cols = np.uint64(tab[core.T_COLS])
+    # right neighbour covered (or border)
+    rlo, rhi = _shr(clo, chi, U1)
+    rlo = (rlo & ~lclo) | lclo
+    rhi = (rhi & ~lchi) | lchi
+    llo, lhi = _shl(clo, chi, U1)
+    llo = (llo & ~fclo) | fclo
+    lhi = (lhi & ~fchi) | fchi
+    dlo, dhi = _shr(clo, chi, cols)
+    dlo |= lrlo
+    dhi |= lrhi
+    ulo, uhi = _shl(clo, chi, cols)
+    ulo |= frlo
+    uhi |= frhi
+    hlo = ~clo & flo & rlo & llo & dlo & ulo
+    hhi = ~chi & fhi & rhi & lhi & dhi & uhi
+    return hlo, hhi
+
+
+@njit(cache=True)
+def count_holes(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+    hlo, hhi = hole_mask(tab, qlo, qhi)
+    return _pc(hlo, hhi)
+
+
+@njit(cache=True)
+def best_window(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+    """Covered squares in the fullest bonus window (0 if the ruleset has no bonus)."""
+    best = 0
+    wl = tab[core.O_WIN_LO]
+    wh = tab[core.O_WIN_HI]
+    for w in range(tab[core.T_NWINDOWS]):
+        c = core.popcount64(qlo & tab[wl + w]) + core.popcount64(qhi & tab[wh + w])
+        if c > best:
+            best = c
+    return best
+
+
+@njit(cache=True)
+def contact(tab: np.ndarray, qlo: np.int64, qhi: np.int64, g: np.int64) -> np.int64:
+    """Sides of placement g that touch a covered square or the quilt's border."""
+    return (core.popcount64(tab[tab[core.O_PLACE_NB_LO] + g] & qlo)
+            + core.popcount64(tab[tab[core.O_PLACE_NB_HI] + g] & qhi)
+            + tab[tab[core.O_PLACE_EDGE] + g])
+
+
+@njit(cache=True)
+def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.int64,
+                    g: np.int64, w_contact: float, w_holes: float, w_window: float,
+                    bonus_open: bool) -> float:
+    """How well placement g packs: contact with what is there, minus one-square holes it
+    creates (holes0 = holes before), plus coverage of the fullest bonus window."""
+    nlo = qlo | tab[tab[core.O_PLACE_LO] + g]
+    nhi = qhi | tab[tab[core.O_PLACE_HI] + g]
+    s = w_contact * contact(tab, qlo, qhi, g)
+    if w_holes != 0.0:
+        s -= w_holes * (count_holes(tab, nlo, nhi) - holes0)
+    if w_window != 0.0 and bonus_open:
+        s += w_window * best_window(tab, nlo, nhi)
+    return s
+
+
+@njit(cache=True)
+def best_placement(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.int64,
+                   w_contact: float, w_holes: float, w_window: float,
+                   first_fit: bool) -> tuple[np.int64, float]:
+    """The best-scoring placement of ``patch`` on p's quilt: (placement id, score), or
+    (-1, 0.0) if it does not fit anywhere. ``first_fit`` takes the first one that fits."""
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    first = tab[tab[core.O_PATCH_FIRST] + patch]
+    n = tab[tab[core.O_PATCH_COUNT] + patch]
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0
+    best_g = -1
+    best_s = -1e300
+    for g in range(first, first + n):
+        if not core.fits(state, tab, p, g):
+            continue
+        if first_fit:
+            return g, placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes, w_window,
+                                      bonus_open)
+        s = placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes, w_window, bonus_open)
+        if s > best_s:
+            best_s = s
+            best_g = g
+    if best_g < 0:
+        return -1, 0.0
+    return best_g, best_s
+
+
+@njit(cache=True)
+def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
+    """Where a claimed leather patch goes: into a one-square hole if there is one (nothing else
+    can fill it), else the empty square with the most covered or border sides."""
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    hlo, hhi = hole_mask(tab, qlo, qhi)
+    nsq = tab[core.T_NSQ]
+    nb = tab[core.O_NEIGH]
+    best = -1
+    best_s = -1
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    for s in range(nsq):
+        blo, bhi = core.square_bit(s)
+        if (qlo & blo) != 0 or (qhi & bhi) != 0:
+            continue
+        if (np.int64(hlo) & blo) != 0 or (np.int64(hhi) & bhi) != 0:
+            score = 1000
+        else:
+            covered = core.popcount64(tab[nb + 2 * s] & qlo) + core.popcount64(
+                tab[nb + 2 * s + 1] & qhi)
+            border = 4 - core.popcount64(tab[nb + 2 * s]) - core.popcount64(tab[nb + 2 * s + 1])
+            score = 10 * (covered + border)
+        if bonus_open:
+            score += best_window(tab, qlo | blo, qhi | bhi)
+        if score > best:
+            best = score
+            best_s = s
+    return best_s
+
+
+@njit(cache=True)
+def income_marks_left(tab: np.ndarray, pos: np.int64) -> np.int64:
+    """Income marks still ahead of a token on ``pos`` (each pays the quilt's income once)."""
+    cum = tab[core.O_INCOME_CUM]
+    return tab[cum + tab[core.T_LAST]] - tab[cum + pos]

@@ -1,0 +1,174 @@
+"""Playing games between bots: one game from a deal, compiled when both bots are built in,
+through the Python API otherwise, with the same result either way.
+
+A *deal* is a patch circle plus a seed; the seed gives each seat its own random stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from patchsim import core, playout
+from patchsim.bots import Bot, CompiledBot, bot_spec
+from patchsim.game import Game, Move, decode_move
+from patchsim.ruleset import Ruleset
+from patchsim.tables import Tables, compile_ruleset
+
+
+class BotError(RuntimeError):
+    """A bot raised, or chose a move that is not legal. Carries a record reproducing it."""
+
+    def __init__(self, message: str, bot: str, seed: int, move_number: int,
+                 record: dict) -> None:
+        super().__init__(message)
+        self.bot = bot
+        self.seed = seed
+        self.move_number = move_number
+        self.record = record
+
+
+@dataclass
+class GameResult:
+    """The outcome of one game, plus its move codes and event rows (see core.EV_*)."""
+
+    winner: int
+    scores: tuple[int, int]
+    buttons: tuple[int, int]
+    empty: tuple[int, int]
+    positions: tuple[int, int]
+    bonus_owner: int
+    first_to_end: int
+    plies: int
+    passes: tuple[int, int]
+    buys: tuple[int, int]
+    leather: tuple[int, int]
+    moves: np.ndarray = field(repr=False)
+    events: np.ndarray = field(repr=False)
+
+    @property
+    def tie_break(self) -> bool:
+        return self.scores[0] == self.scores[1]
+
+    @classmethod
+    def from_row(cls, r: np.ndarray, moves: np.ndarray, events: np.ndarray) -> GameResult:
+        def pair(i: int) -> tuple[int, int]:
+            return int(r[i]), int(r[i + 1])
+
+        return cls(int(r[playout.R_WINNER]), pair(playout.R_SCORE), pair(playout.R_BUTTONS),
+                   pair(playout.R_EMPTY), pair(playout.R_POS), int(r[playout.R_BONUS]),
+                   int(r[playout.R_FIRST_END]), int(r[playout.R_PLIES]),
+                   pair(playout.R_PASSES), pair(playout.R_BUYS), pair(playout.R_LEATHER),
+                   moves, events)
+
+
+def seat_streams(seed: int) -> np.ndarray:
+    """The two seats' splitmix64 stream seeds of a game seed (shape (2,), uint64)."""
+    return np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64)
+
+
+def max_plies(ruleset: Ruleset) -> int:
+    """An upper bound on the moves of a game: every pass advances a token, every buy takes a
+    patch, every leather placement uses a mark."""
+    return 2 * ruleset.last_space + len(ruleset.patches) + len(ruleset.leather_marks) + 2
+
+
+def max_events(ruleset: Ruleset) -> int:
+    return max_plies(ruleset) + 2 * len(ruleset.income_marks) + 3 * len(ruleset.leather_marks) + 2
+
+
+def _record(tables: Tables, circle: list[str], codes: np.ndarray | list[int]) -> dict:
+    return {"rules": tables.ruleset.name, "circle": list(circle),
+            "moves": [str(decode_move(int(c), tables)) for c in codes]}
+
+
+def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
+              circle: list[str], seed: int) -> GameResult:
+    """Play one game: ``bots[0]`` takes the first turn. Raises BotError naming the bot, the
+    seed and the 1-based move number when a bot fails."""
+    tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
+    rs = tables.ruleset
+    game = Game.new(rs, circle=circle)
+    streams = seat_streams(seed)
+    moves = np.full(max_plies(rs), -9999, dtype=np.int64)
+    ev = np.zeros((max_events(rs), core.EV_WIDTH), dtype=np.int64)
+    result = np.zeros(playout.R_WIDTH, dtype=np.int64)
+    if all(isinstance(b, CompiledBot) for b in bots):
+        kinds = np.array([b.kind for b in bots], dtype=np.int64)  # type: ignore[union-attr]
+        params = np.stack([b.params for b in bots])  # type: ignore[union-attr]
+        rng = streams.copy()
+        ne = playout.play_game(tables.tab, game.state, kinds, params, rng, moves, ev, result)
+        if result[playout.R_ERROR]:
+            p = int(result[playout.R_ERROR]) - 1
+            n = int(result[playout.R_PLIES])
+            bad = int(moves[n - 1])
+            raise _bot_error(tables, circle, moves[: n - 1], bots[p], p, seed, n,
+                             f"chose an illegal move (code {bad})")
+        return GameResult.from_row(result, moves[: result[playout.R_PLIES]].copy(), ev[:ne].copy())
+    return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result)
+
+
+def _bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, seed: int,
+               move_number: int, what: str) -> BotError:
+    spec = bot_spec(bot)
+    return BotError(f"bot {spec!r} (seat {seat}) {what} at move {move_number} of the game "
+                    f"with seed {seed}", spec, seed, move_number,
+                    _record(tables, circle, codes))
+
+
+def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: np.ndarray,
+                 moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> GameResult:
+    tab = tables.tab
+    state = game.state
+    gens = [np.random.default_rng([seed, s]) for s in (0, 1)]
+    rngs = [streams[s : s + 1].copy() for s in (0, 1)]
+    ne = 0
+    while True:
+        p = int(core.to_move(state, tab))
+        if p < 0:
+            break
+        bot = bots[p]
+        n = int(state[core.S_PLY])
+        try:
+            if isinstance(bot, CompiledBot):
+                code = bot.choose_code(game, rngs[p])
+            else:
+                legal = game.legal_moves()
+                choice = bot.choose(game.copy(), legal, gens[p])
+                code = choice.code if isinstance(choice, Move) else int(choice)
+                if isinstance(choice, Move) and choice.code not in legal:
+                    code = -10**9  # a Move from another game or ruleset
+        except Exception as e:  # a user's bot may raise anything: report it, with the game
+            raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                             f"raised {type(e).__name__}: {e}") from e
+        moves[n] = code
+        if core.legality(state, tab, code) != 0:
+            why = game.illegal_reason(code) if code > -10**9 else "not one of the legal moves"
+            raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                             f"chose an illegal move ({why})")
+        if code == core.PASS:
+            result[playout.R_PASSES + p] += 1
+        elif code <= core.LEATHER_BASE:
+            result[playout.R_LEATHER + p] += 1
+        else:
+            result[playout.R_BUYS + p] += 1
+        ne = core.apply_logged(state, tab, code, ev, ne)
+        game.history.append(code)
+    result[playout.R_WINNER] = core.winner(state, tab)
+    for p in (0, 1):
+        result[playout.R_SCORE + p] = core.score(state, tab, p)
+        result[playout.R_BUTTONS + p] = state[core.S_BTN + p]
+        result[playout.R_EMPTY + p] = core.empty_squares(state, tab, p)
+        result[playout.R_POS + p] = state[core.S_POS + p]
+    result[playout.R_BONUS] = state[core.S_BONUS]
+    result[playout.R_FIRST_END] = state[core.S_FIRST_END]
+    result[playout.R_PLIES] = state[core.S_PLY]
+    plies = int(state[core.S_PLY])
+    return GameResult.from_row(result, moves[:plies].copy(), ev[:ne].copy())
+
+
+def game_record(ruleset: Ruleset | Tables, circle: list[str], result: GameResult) -> dict:
+    """The record of a played game (replays to the same result)."""
+    tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
+    return _record(tables, circle, result.moves)
