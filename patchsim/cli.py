@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -85,6 +86,99 @@ def show_ruleset(
         raise fail(str(e)) from None
     typer.echo(f"# {rs.name}  hash {rs.content_hash()}")
     typer.echo(yaml.safe_dump(rs.to_dict(), sort_keys=False, default_flow_style=None))
+
+
+@app.command()
+def bots() -> None:
+    """List the built-in bots with the idea behind each, and their parameters."""
+    from patchsim.bots import REGISTRY
+
+    for info in REGISTRY.values():
+        typer.echo(f"{info.name:<10} {info.description}")
+    typer.echo("\nParameters (name(key=value, ...)):")
+    for info in REGISTRY.values():
+        if info.params:
+            keys = ", ".join(f"{k}={p.default}" for k, p in info.params.items())
+            typer.echo(f"  {info.name}: {keys}")
+    typer.echo("\nA bot of your own: mypackage.mybots:MyBot (a class with "
+               "choose(game, moves, rng)).")
+
+
+@app.command()
+def run(
+    config: Annotated[str | None, typer.Argument(
+        help="A ruleset (shipped name or YAML) or an experiment YAML.")] = None,
+    games: Annotated[int | None, typer.Option(help="Games per pairing and ruleset "
+                                              "(rounded up to seat-swapped pairs).")] = None,
+    bots: Annotated[str | None, typer.Option(help="Bot specs separated by ';' "
+                                             "(default: greedy;mcts(iterations=200)).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Master seed (default 1).")] = None,
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="Run folder (default "
+                                            "reports/<config>/<time>-s<seed>).")] = None,
+    backend: Annotated[str, typer.Option(help="loky (local processes), dask, threading, "
+                                         "sequential.")] = "loky",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or scheduler "
+                                                  "file (with --backend dask).")] = None,
+    override: Annotated[list[str] | None, typer.Option(
+        "--set", help="Ruleset override key=value, e.g. --set starting_buttons=6.")] = None,
+    resume: Annotated[str | None, typer.Option(help="Finish (or, with a larger --games, "
+                                               "extend) an earlier run folder.")] = None,
+    report: Annotated[bool, typer.Option(help="Write the report at the end.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
+    import json as _json
+    import os
+
+    from patchsim.runner import (
+        RunConfig,
+        RunError,
+        execute,
+        games_to_deals,
+        load_games,
+        load_run_config,
+        new_run_dir,
+    )
+    from patchsim.stats import format_summary, run_summary
+
+    try:
+        if resume:
+            run_dir = Path(resume)
+            mpath = run_dir / "manifest.json"
+            if not mpath.exists():
+                raise RunError(f"{run_dir} is not a run folder (no manifest.json)")
+            cfg = RunConfig.from_manifest(_json.loads(mpath.read_text())["config"])
+            if games is not None:
+                cfg.deals = max(cfg.deals, games_to_deals(games))
+        else:
+            if config is None:
+                raise RunError("give a ruleset or experiment file (e.g. configs/edition2.yaml) "
+                               "or --resume RUN_DIR")
+            spec_list = [b.strip() for b in bots.split(";")] if bots else None
+            cfg = load_run_config(config, games=games, bots=spec_list, seed=seed,
+                                  overrides=override or ())
+            run_dir = new_run_dir(cfg, out)
+        n_jobs = os.cpu_count() or 1 if jobs == -1 else max(1, jobs)
+        typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
+                   f"pairing(s), {cfg.deals} deals x 2 seats, {n_jobs} worker(s) -> {run_dir}")
+        result = execute(cfg, run_dir, jobs=n_jobs, backend=backend, scheduler=scheduler,
+                         progress=progress, command=" ".join(sys.argv))
+    except RunError as e:
+        raise fail(str(e)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    games_df = load_games(result.run_dir)
+    typer.echo(format_summary(run_summary(games_df)))
+    typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
+               f"tables in {result.run_dir}")
+    if report:
+        try:
+            from patchsim.report import write_report
+        except ImportError:
+            return
+        path = write_report(result.run_dir)
+        typer.echo(f"report: {path}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -94,7 +94,7 @@ EV_WIDTH = 6
 EV_BUY = 1  # player, patch, position before, buttons before, placement id
 EV_PASS = 2  # player, position before, position after, buttons gained
 EV_INCOME = 3  # player, mark, amount
-EV_LEATHER_CLAIM = 4  # player, mark
+EV_LEATHER_CLAIM = 4  # player, mark, opponent's position, score lead (claimer - opponent)
 EV_LEATHER_PLACE = 5  # player, mark, square, filled an isolated one-square hole (0/1)
 EV_LEATHER_LOST = 6  # player, mark (quilt full: discarded, or left on the track under "stay")
 EV_BONUS = 7  # player, position
@@ -392,7 +392,8 @@ def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, 
                 state[S_PENDING] += 1
                 state[S_PENDING_PLAYER] = p
                 free -= 1
-                ne = _log(ev, ne, EV_LEATHER_CLAIM, p, m, 0, 0, 0)
+                ne = _log(ev, ne, EV_LEATHER_CLAIM, p, m, state[S_POS + q],
+                          score(state, tab, p) - score(state, tab, q), 0)
             else:
                 # No empty square: discarded, or left on the track under the "stay" variant.
                 if tab[T_LEATHER_STAY] == 0:

@@ -84,13 +84,16 @@ def _record(tables: Tables, circle: list[str], codes: np.ndarray | list[int]) ->
 
 
 def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
-              circle: list[str], seed: int) -> GameResult:
+              circle: list[str], seed: int, streams: np.ndarray | None = None) -> GameResult:
     """Play one game: ``bots[0]`` takes the first turn. Raises BotError naming the bot, the
-    seed and the 1-based move number when a bot fails."""
+    seed and the 1-based move number when a bot fails.
+
+    ``streams`` (two uint64) overrides the seats' random streams derived from ``seed``; the
+    batch runner uses it so that a bot keeps its stream when the seats are swapped."""
     tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
     rs = tables.ruleset
     game = Game.new(rs, circle=circle)
-    streams = seat_streams(seed)
+    streams = seat_streams(seed) if streams is None else np.asarray(streams, dtype=np.uint64)
     moves = np.full(max_plies(rs), -9999, dtype=np.int64)
     ev = np.zeros((max_events(rs), core.EV_WIDTH), dtype=np.int64)
     result = np.zeros(playout.R_WIDTH, dtype=np.int64)
@@ -121,7 +124,7 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
                  moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> GameResult:
     tab = tables.tab
     state = game.state
-    gens = [np.random.default_rng([seed, s]) for s in (0, 1)]
+    gens = [np.random.default_rng(int(streams[s])) for s in (0, 1)]
     rngs = [streams[s : s + 1].copy() for s in (0, 1)]
     ne = 0
     while True:
