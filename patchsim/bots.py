@@ -148,7 +148,7 @@ SCRIPTED_PARAMS: dict[str, tuple[int, Param]] = {
     "time_offset": (P.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing")),
     "w_place": (P.P_W_PLACE, Param(0.1, "weight of the packing score in the patch choice")),
     "contact": (P.P_CONTACT, Param(1.0, "placement: per side touching a patch or the border")),
-    "holes": (P.P_HOLES, Param(3.0, "placement: penalty per one-square hole created")),
+    "holes": (P.P_HOLES, Param(0.5, "placement: penalty per one-square hole created")),
     "window": (P.P_WINDOW, Param(0.3, "placement: per square of the fullest 7x7 window")),
     "pass_margin": (P.P_PASS_MARGIN, Param(0.0, "buy only when the best value beats this")),
     "epsilon": (P.P_EPSILON, Param(0.0, "probability of a uniformly random move")),
@@ -205,6 +205,9 @@ for _name, (_desc, _preset) in STRATEGIES.items():
         _scripted_factory(_name))
 
 
+# Rollouts skip the hole and window terms: half the cost per rollout for little strength.
+DEFAULT_ROLLOUT = "greedy(epsilon=0.1, holes=0, window=0)"
+
 MCTS_PARAMS: dict[str, tuple[int, Param]] = {
     "iterations": (P.M_ITERATIONS, Param(1000, "playouts per move", int)),
     "c": (P.M_C, Param(0.7, "UCT exploration constant")),
@@ -222,11 +225,11 @@ MCTS_PARAMS: dict[str, tuple[int, Param]] = {
 @register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
                   "patch, scripted rollouts.",
           {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
-           "rollout": Param("greedy(epsilon=0.1)", "rollout policy: a non-search bot spec", str)})
+           "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str)})
 class MCTSBot(CompiledBot):
     kind = P.MCTS
 
-    def __init__(self, rollout: str = "greedy(epsilon=0.1)", **given: Any) -> None:
+    def __init__(self, rollout: str = DEFAULT_ROLLOUT, **given: Any) -> None:
         super().__init__()
         values = {k: p.default for k, (_, p) in MCTS_PARAMS.items()}
         values.update(given)
@@ -240,7 +243,7 @@ class MCTSBot(CompiledBot):
         self.params[P.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - P.ROLLOUT_OFFSET]
         self.values = {**values, "rollout": roll.spec}
         shown = dict(given)
-        if rollout != "greedy(epsilon=0.1)":
+        if rollout != DEFAULT_ROLLOUT:
             shown["rollout"] = roll.spec
         self.spec = _canonical("mcts", shown)
 

@@ -181,6 +181,42 @@ def run(
         typer.echo(f"report: {path}")
 
 
+@app.command("ladder")
+def ladder_cmd(
+    bots: Annotated[str, typer.Option(help="Bot specs separated by ';'.")]
+    = "random;first-fit;area;bonus;income;greedy;mcts(iterations=1000)",
+    rules: Annotated[str, typer.Option(help="Ruleset for the games.")] = "edition2",
+    games: Annotated[int, typer.Option(help="Games per pairing (seat-swapped pairs).")] = 200,
+    seed: Annotated[int, typer.Option(help="Master seed.")] = 1,
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="Run folder (default "
+                                            "reports/ladder/<time>-s<seed>).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Seat-swapped round robin between bots on common deals: the ladder with 95% intervals
+    and Bradley-Terry (Elo) ratings."""
+    import os
+
+    from patchsim.ladder import format_ladder, head_to_head, ladder
+    from patchsim.runner import RunError, execute, load_games, load_run_config, new_run_dir
+
+    try:
+        cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
+                              seed=seed, pairings="cross")
+        cfg.name = "ladder"
+        run_dir = new_run_dir(cfg, out)
+        n_jobs = os.cpu_count() or 1 if jobs == -1 else max(1, jobs)
+        typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "
+                   f"{2 * cfg.deals} games on {rules}, {n_jobs} worker(s) -> {run_dir}")
+        execute(cfg, run_dir, jobs=n_jobs, progress=progress, command=" ".join(sys.argv))
+    except RunError as e:
+        raise fail(str(e)) from None
+    g = load_games(run_dir)
+    text = format_ladder(ladder(g), head_to_head(g))
+    (run_dir / "ladder.md").write_text(text + "\n", encoding="utf-8")
+    typer.echo(text)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 

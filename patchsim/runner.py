@@ -112,7 +112,8 @@ def games_to_deals(games: int) -> int:
 
 
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
-                    seed: int | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+                    seed: int | None = None, overrides: Sequence[str] = (),
+                    pairings: str | None = None) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
     mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win."""
     path = Path(ref)
@@ -143,7 +144,7 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             except RulesetError as e:
                 raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
         bot_specs = list(bots) if bots else list(data.get("bots") or DEFAULT_BOTS)
-        mode = str(data.get("pairings", "all"))
+        mode = pairings or str(data.get("pairings", "all"))
         if mode not in ("all", "cross", "self"):
             raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
         games_n = games if games is not None else int(data.get("games", DEFAULT_GAMES))
@@ -158,7 +159,9 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(str(e)) from None
         name = rulesets[0].name if not path.exists() else path.stem
         bot_specs = list(bots) if bots else list(DEFAULT_BOTS)
-        mode = "all"
+        mode = pairings or "all"
+        if mode not in ("all", "cross", "self"):
+            raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
         games_n = games if games is not None else DEFAULT_GAMES
         seed_n = seed if seed is not None else 1
         batch_deals = None
