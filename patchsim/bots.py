@@ -104,8 +104,10 @@ def _canonical(name: str, given: dict[str, Any]) -> str:
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v)) if abs(v) < 1e15 else repr(v)
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e15:
+            return str(int(v))
+        return repr(v)  # shortest text that reads back as the same float
     return str(v)
 
 
@@ -229,7 +231,7 @@ MCTS_PARAMS: dict[str, tuple[int, Param]] = {
 class MCTSBot(CompiledBot):
     kind = P.MCTS
 
-    def __init__(self, rollout: str = DEFAULT_ROLLOUT, **given: Any) -> None:
+    def __init__(self, rollout: str | dict[str, Any] = DEFAULT_ROLLOUT, **given: Any) -> None:
         super().__init__()
         values = {k: p.default for k, (_, p) in MCTS_PARAMS.items()}
         values.update(given)
@@ -243,7 +245,7 @@ class MCTSBot(CompiledBot):
         self.params[P.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - P.ROLLOUT_OFFSET]
         self.values = {**values, "rollout": roll.spec}
         shown = dict(given)
-        if rollout != DEFAULT_ROLLOUT:
+        if roll.spec != make_bot(DEFAULT_ROLLOUT).spec:
             shown["rollout"] = roll.spec
         self.spec = _canonical("mcts", shown)
 
@@ -287,14 +289,21 @@ def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
             raise BotSpecError(f"bot spec {spec!r}: parameter {part!r} is not key=value")
         key, raw = part.split("=", 1)
         key, raw = key.strip(), raw.strip()
-        if "(" in raw:
-            params[key] = raw  # a nested spec, e.g. rollout=greedy(epsilon=0.1)
-        else:
-            try:
-                params[key] = yaml.safe_load(raw)
-            except yaml.YAMLError:
-                params[key] = raw
+        params[key] = raw if "(" in raw else _scalar(raw)  # "(": a nested spec (rollout)
     return name, params
+
+
+def _scalar(raw: str) -> Any:
+    """A spec value: int, float (1e-3 included, which YAML 1.1 reads as text), bool, text."""
+    for conv in (int, float):
+        try:
+            return conv(raw)
+        except ValueError:
+            pass
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
 
 
 def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
@@ -304,6 +313,8 @@ def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
                                f"{', '.join(param.choices)}")
         return value
     if param.kind is str:
+        if isinstance(value, dict):  # a nested bot mapping (mcts rollout)
+            return value
         return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BotSpecError(f"{bot}: {key}={value!r} is not a number")

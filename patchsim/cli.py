@@ -91,14 +91,15 @@ def show_ruleset(
 @app.command()
 def bots() -> None:
     """List the built-in bots with the idea behind each, and their parameters."""
-    from patchsim.bots import REGISTRY
+    from patchsim.bots import REGISTRY, STRATEGIES
 
     for info in REGISTRY.values():
         typer.echo(f"{info.name:<10} {info.description}")
     typer.echo("\nParameters (name(key=value, ...)):")
     for info in REGISTRY.values():
         if info.params:
-            keys = ", ".join(f"{k}={p.default}" for k, p in info.params.items())
+            preset = STRATEGIES.get(info.name, ("", {}))[1]
+            keys = ", ".join(f"{k}={preset.get(k, p.default)}" for k, p in info.params.items())
             typer.echo(f"  {info.name}: {keys}")
     typer.echo("\nA bot of your own: mypackage.mybots:MyBot (a class with "
                "choose(game, moves, rng)).")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import overload
 
 import numpy as np
@@ -318,11 +319,21 @@ class Game:
         code = self._code(move)
         why = int(core.legality(self.state, self.tab, code))
         if why:
-            text = str(decode_move(code, self.tables)) if why not in (3, 6) else str(move)
             raise IllegalMoveError(
-                f"{text}: " + ILLEGAL_REASONS[why].format(offer=self.ruleset.offer_size))
+                f"{self._describe(move, code)}: "
+                + ILLEGAL_REASONS[why].format(offer=self.ruleset.offer_size))
         core.apply_move(self.state, self.tab, code)
         self.history.append(code)
+
+    def _describe(self, move: Move | int | str, code: int) -> str:
+        """Text of a move for messages; codes that name no move are shown as codes."""
+        if isinstance(move, Move | str):
+            return str(move)
+        nsq = self.tables.rows * self.tables.cols
+        if code == core.PASS or 0 <= code < len(self.tables.placement_masks) or \
+                core.LEATHER_BASE - nsq < code <= core.LEATHER_BASE:
+            return str(decode_move(code, self.tables))
+        return f"move code {code}"
 
     def _code(self, move: Move | int | str) -> int:
         if isinstance(move, Move):
@@ -335,9 +346,12 @@ class Game:
     def move_texts(self) -> list[str]:
         return [str(decode_move(c, self.tables)) for c in self.history]
 
-    def record(self, rules: str | None = None) -> dict:
-        """This game as a record (``{"rules", "circle", "moves"}``, see :mod:`patchsim.record`)."""
-        return {"rules": rules or self.ruleset.name, "circle": list(self.circle),
+    def record(self, rules: str | dict | None = None) -> dict:
+        """This game as a record (``{"rules", "circle", "moves"}``, see :mod:`patchsim.record`).
+
+        The rules are named when a shipped ruleset has exactly these rules, else written out
+        in full, so the record always replays under the rules it was played with."""
+        return {"rules": rules or rules_reference(self.ruleset), "circle": list(self.circle),
                 "moves": self.move_texts()}
 
     def summary(self) -> dict:
@@ -361,6 +375,29 @@ class Game:
                 for v in (self.player(0), self.player(1))
             ],
         }
+
+
+@lru_cache(maxsize=1)
+def _shipped_by_hash() -> dict[str, str]:
+    from patchsim.ruleset import shipped_rulesets
+
+    out: dict[str, str] = {}
+    for name in shipped_rulesets():
+        try:
+            out.setdefault(load_ruleset(name).content_hash(), name)
+        except ValueError:  # a broken file in configs/ must not break records
+            continue
+    return out
+
+
+def rules_reference(ruleset: Ruleset) -> str | dict:
+    """How a record names a ruleset: the shipped name with the same content hash, else the
+    full resolved mapping (which replays anywhere)."""
+    h = ruleset.content_hash()
+    shipped = _shipped_by_hash()
+    if h in shipped:
+        return shipped[h]
+    return ruleset.to_dict()
 
 
 def deal_circle(ruleset: Ruleset, rng: np.random.Generator) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from patchsim import core, playout
 from patchsim.bots import Bot, CompiledBot, bot_spec
-from patchsim.game import Game, Move, decode_move
+from patchsim.game import Game, Move, decode_move, rules_reference
 from patchsim.ruleset import Ruleset
 from patchsim.tables import Tables, compile_ruleset
 
@@ -79,7 +79,7 @@ def max_events(ruleset: Ruleset) -> int:
 
 
 def _record(tables: Tables, circle: list[str], codes: np.ndarray | list[int]) -> dict:
-    return {"rules": tables.ruleset.name, "circle": list(circle),
+    return {"rules": rules_reference(tables.ruleset), "circle": list(circle),
             "moves": [str(decode_move(int(c), tables)) for c in codes]}
 
 

@@ -71,6 +71,9 @@ class GameRecord:
             text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise RecordError(f"{path}: cannot read the record: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise RecordError(f"{path}: not a UTF-8 text file (byte {e.start}); a record is "
+                              "JSON text") from None
         return cls.from_json(text, str(path))
 
     def to_dict(self) -> dict[str, Any]:
