@@ -29,7 +29,7 @@ def main() -> None:
     from patchsim import policies
     from patchsim.bots import make_bot
     from patchsim.game import deal_circle
-    from patchsim.playout import R_PLIES, R_SCORE, play_games
+    from patchsim.playout import R_SCORE, play_games
     from patchsim.ruleset import load_ruleset
     from patchsim.tables import compile_ruleset
 

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from patchsim.bots import SCRIPTED_PARAMS, make_bot
+from patchsim.bots import make_bot
 from patchsim.game import deal_circle
 from patchsim.playout import R_SCORE, R_WINNER, play_games
 from patchsim.ruleset import load_ruleset
@@ -76,12 +76,12 @@ def main() -> None:
                     print(json.dumps({"round": rnd, "accepted": cand.spec,
                                       "win_share": round(share, 4), "score": round(score, 2)}),
                           flush=True)
-    _ = SCRIPTED_PARAMS
     self_share, self_score = duel(best, best)
     base_share, _ = duel(best, make_bot(args.start))
     rnd_share, _ = duel(best, make_bot("random"))
     print(json.dumps({"final": best.spec, "vs_start": round(base_share, 4),
-                      "vs_random": round(rnd_share, 4), "selfplay_mean_score": round(self_score, 2)}))
+                      "vs_random": round(rnd_share, 4),
+                      "selfplay_mean_score": round(self_score, 2)}))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ O_PLACE_NB_LO = 33  # per placement: squares orthogonally next to it (not in it)
 O_PLACE_NB_HI = 34
 O_PLACE_EDGE = 35  # per placement: sides of its squares that lie on the quilt's border
 O_BORDER = 36  # [8]: lo/hi of first column, last column, first row, last row
+T_SECOND_BUTTONS = 37  # extra starting buttons of the player who moves second
 T_HEADER = 40
 
 # --- state layout -----------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def new_state(tab: np.ndarray, circle: np.ndarray) -> np.ndarray:
     npatch = tab[T_NPATCH]
     state = np.zeros(S_CIRCLE + npatch, dtype=np.int64)
     state[S_BTN] = tab[T_START_BUTTONS]
-    state[S_BTN + 1] = tab[T_START_BUTTONS]
+    state[S_BTN + 1] = tab[T_START_BUTTONS] + tab[T_SECOND_BUTTONS]
     state[S_TOP] = 0  # the start player's token is on top
     state[S_FIRST_END] = -1
     state[S_BONUS] = -1

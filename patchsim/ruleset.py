@@ -51,9 +51,9 @@ _HASH_FORMAT = "patchsim-ruleset/1"
 _ID_RE = re.compile(r"[A-Za-z0-9_]+")
 
 _TOP_KEYS = (
-    "name", "description", "extends", "board", "starting_buttons", "track", "offer_size",
-    "bonus", "empty_square_penalty", "patches", "patch_changes", "start_after",
-    "leather_when_full",
+    "name", "description", "extends", "board", "starting_buttons", "second_player_buttons",
+    "track", "offer_size", "bonus", "empty_square_penalty", "patches", "patch_changes",
+    "start_after", "leather_when_full",
 )
 _TOP_REQUIRED = (
     "board", "starting_buttons", "track", "offer_size", "bonus", "empty_square_penalty",
@@ -158,6 +158,10 @@ class Ruleset:
     patches: tuple[PatchSpec, ...]
     start_after: str
     leather_when_full: str
+    # Extra starting buttons for the player who moves second (a balancing variant; 0 in the
+    # printed game). Optional in files, and left out of the hash when 0 so that the hashes of
+    # rulesets written before it existed do not change.
+    second_player_buttons: int = 0
     description: str = ""
     # Where it came from only matters for messages; two equal rulesets may come from two files.
     source: str | None = field(default=None, compare=False)
@@ -179,7 +183,8 @@ class Ruleset:
             "patches": [[p.id, p.shape, p.cost, p.time, p.income] for p in self.patches],
             "start_after": self.start_after,
             "leather_when_full": self.leather_when_full,
-        }
+        } | ({"second_player_buttons": self.second_player_buttons}
+             if self.second_player_buttons else {})
 
     def content_hash(self) -> str:
         """16 hex digits identifying the rules (not the name, description or source file)."""
@@ -210,7 +215,8 @@ class Ruleset:
             "patches": [p.to_dict() for p in self.patches],
             "start_after": self.start_after,
             "leather_when_full": self.leather_when_full,
-        }
+        } | ({"second_player_buttons": self.second_player_buttons}
+             if self.second_player_buttons else {})
 
     def patch(self, patch_id: str) -> PatchSpec:
         """The patch with this id; KeyError if there is none."""
@@ -836,6 +842,8 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
         leather = _check_marks(rep, track, "leather", last_space, MAX_LEATHER)
 
     starting_buttons = _int_key(rep, data, "starting_buttons", "", 0)
+    second_buttons = (_int_key(rep, data, "second_player_buttons", "", 0)
+                      if "second_player_buttons" in data else 0)
     offer_size = _int_key(rep, data, "offer_size", "", 1)
     penalty = _int_key(rep, data, "empty_square_penalty", "", 0)
 
@@ -884,7 +892,7 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
         leather_marks=leather, starting_buttons=starting_buttons, offer_size=offer_size,
         bonus_square=bonus_square, bonus_points=bonus_points, empty_square_penalty=penalty,
         patches=patches, start_after=start_after, leather_when_full=str(policy),
-        description=description, source=source,
+        second_player_buttons=second_buttons or 0, description=description, source=source,
     )
 
 

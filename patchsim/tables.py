@@ -199,6 +199,7 @@ def _build(ruleset: Ruleset) -> Tables:
         core.T_NPLACE: nplace,
         core.T_NINCOME: len(ruleset.income_marks),
         core.T_MAX_PATCH_PLACEMENTS: max(len(ms) for ms in per_patch),
+        core.T_SECOND_BUTTONS: ruleset.second_player_buttons,
     }
     for k, v in header.items():
         tab[k] = v

@@ -47,6 +47,7 @@ def ruleset_dicts(draw: st.DrawFn, max_side: int = 11) -> dict:
         "name": "random",
         "board": {"rows": rows, "cols": cols},
         "starting_buttons": draw(st.integers(0, 12)),
+        "second_player_buttons": draw(st.integers(0, 3)),
         "track": {"last_space": last, "income": draw(marks), "leather": draw(marks)},
         "offer_size": draw(st.integers(1, 4)),
         "bonus": ({"square": draw(st.integers(1, min(rows, cols))),

@@ -149,6 +149,25 @@ def test_starting_buttons(buttons: int, affordable: set[str]) -> None:
     assert game.score(1) == buttons - 2 * 25
 
 
+@pytest.mark.parametrize("extra", [0, 1, 3])
+def test_second_player_buttons(extra: int) -> None:
+    """Extra starting buttons for the player who moves second (a balancing variant)."""
+    game = start(rules(starting_buttons=2, second_player_buttons=extra))
+    assert game.buttons(0) == 2
+    assert game.buttons(1) == 2 + extra
+    game.apply("pass")  # player 0 moves to 1; player 1 is behind and can now afford more
+    assert game.to_move == 1
+    assert game.score(1) == 2 + extra - 2 * 25
+    edition = load_ruleset("edition2")
+    varied = edition.with_overrides({"second_player_buttons": extra})
+    assert (varied.content_hash() == edition.content_hash()) == (extra == 0)
+
+
+def test_second_player_buttons_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="second_player_buttons"):
+        rules(second_player_buttons=-1)
+
+
 @pytest.mark.parametrize(("size", "offer"), [
     (1, ["A"]), (2, ["A", "B"]), (3, ["A", "B", "C"]), (5, ["A", "B", "C", "D", "S"]),
     (9, ["A", "B", "C", "D", "S"]),

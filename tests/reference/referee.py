@@ -133,7 +133,8 @@ class Game:
         # circle: remaining patches clockwise, starting right after the neutral token.
         self.circle = list(circle)
         self.position = [0, 0]
-        self.buttons = [rules["starting_buttons"]] * 2
+        start = rules["starting_buttons"]
+        self.buttons = [start, start + rules.get("second_player_buttons", 0)]
         self.income = [0, 0]
         self.covered = [set(), set()]
         self.bonus_holder = None
