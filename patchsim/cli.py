@@ -218,6 +218,110 @@ def ladder_cmd(
     typer.echo(text)
 
 
+def _load_experiment(path: str):
+    from patchsim.experiment import ExperimentError, load_experiment
+
+    try:
+        return load_experiment(path)
+    except ExperimentError as e:
+        raise fail(str(e)) from None
+
+
+def _jobs(jobs: int) -> int:
+    import os
+
+    return (os.cpu_count() or 1) if jobs == -1 else max(1, jobs)
+
+
+@app.command()
+def sweep(
+    experiment: Annotated[str, typer.Argument(help="Experiment YAML (experiments/...).")],
+    games: Annotated[int | None, typer.Option(help="Games per variant and pairing.")] = None,
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="Run folder (default reports/<name>).")]
+    = None,
+    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
+    = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Play every variant of an experiment on the same deals; write the comparison report."""
+    from patchsim.runner import RunError
+    from patchsim.sweep import run_sweep
+
+    exp = _load_experiment(experiment)
+    typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
+               f"{len(exp.skill or exp.bots)} bot(s)")
+    try:
+        res = run_sweep(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
+                        progress=progress, games=games, command=" ".join(sys.argv))
+    except RunError as e:
+        raise fail(str(e)) from None
+    typer.echo("\n".join(res.report_md.read_text().split("## Variants")[0].splitlines()[2:]))
+    typer.echo(f"report: {res.report_html} (and {res.report_md.name})")
+
+
+@app.command()
+def tune(
+    experiment: Annotated[str, typer.Argument(help="Experiment YAML with a tune section.")],
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="Folder (default reports/<name>-tune).")]
+    = None,
+    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
+    = None,
+) -> None:
+    """Search the declared ruleset fields for the variant closest to the declared targets."""
+    from patchsim.runner import RunError
+    from patchsim.tune import run_tune
+
+    exp = _load_experiment(experiment)
+    if not exp.tune:
+        raise fail(f"{experiment}: no tune section (fields and targets to tune for)")
+    try:
+        res = run_tune(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
+                       echo=typer.echo)
+    except RunError as e:
+        raise fail(str(e)) from None
+    text = res.report.read_text()
+    typer.echo(text.split("## Search")[0])
+    typer.echo(f"report: {res.report}")
+
+
+@app.command()
+def check(
+    experiment: Annotated[str, typer.Argument(help="Experiment YAML with a check section.")],
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="Folder (default reports/<name>-check).")]
+    = None,
+    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
+    = None,
+) -> None:
+    """Balance gate: exit 0 when every tolerance is shown to hold, 1 when one is shown to
+    fail, 2 when the game budget ran out undecided (3: the experiment file is invalid)."""
+    from patchsim.experiment import ExperimentError, load_experiment
+    from patchsim.gate import run_check
+    from patchsim.runner import RunError
+
+    try:
+        exp = load_experiment(experiment)
+    except ExperimentError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(3) from None
+    if not exp.tolerances:
+        typer.echo(f"error: {experiment}: no check section with tolerances", err=True)
+        raise typer.Exit(3)
+    try:
+        res = run_check(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
+                        echo=typer.echo)
+    except RunError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(3) from None
+    typer.echo(res.lines[-1])
+    raise typer.Exit(res.code)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()
 

@@ -1,0 +1,431 @@
+"""Comparing two variants on the same deals, and planning how many deals a question needs.
+
+Two rulesets played on the same deals (same deal seeds, same bots: common random numbers)
+are compared deal by deal: each metric is averaged over a deal's games under each ruleset,
+and the per-deal differences give a paired interval, usually much narrower than the unpaired
+one because the deal's own luck cancels. Winners that flip between the rulesets get an exact
+McNemar test; "the same within +-margin" needs a TOST; many metrics are Holm-corrected.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from statsmodels.stats.weightstats import DescrStatsW
+
+from patchsim.stats import (
+    MIN_DEALS,
+    NAN,
+    first_player_advantage,
+    holm,
+    leather_games,
+    leather_table,
+    mcnemar_exact,
+    num,
+    pct,
+    tost_mean,
+)
+
+ALL_PAIRINGS = "all pairings"
+
+# metric name -> (kind, description); kind "rate" metrics get an equivalence test
+METRICS: dict[str, tuple[str, str]] = {
+    "first-seat win rate": ("rate", "share of games won by seat 0"),
+    "first bot win rate": ("rate", "share of games won by the pairing's first bot"),
+    "first leather useful": ("rate", "the first leather patch filled an isolated hole"),
+    "leather useful (all)": ("rate", "share of a game's leather patches placed in a hole"),
+    "bonus claimed": ("rate", "someone completed a 7x7 square"),
+    "tie-break decided": ("rate", "equal scores, decided by who ended first"),
+    "mean score": ("points", "mean of both seats' scores"),
+    "margin seat 0 - seat 1": ("points", "score difference between the seats"),
+    "plies": ("moves", "moves in the game, leather placements included"),
+}
+
+
+class CompareError(ValueError):
+    """Two runs that cannot be compared deal by deal."""
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare`: B (the variant) against A (the reference)."""
+
+    label_a: str
+    label_b: str
+    margin: float
+    alpha: float
+    metrics: pd.DataFrame
+    flips: pd.DataFrame
+    fpa: pd.DataFrame
+    leather: pd.DataFrame
+    shared_deals: int
+    notes: list[str] = field(default_factory=list)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"metrics": self.metrics, "flips": self.flips, "fpa": self.fpa,
+                "leather": self.leather}
+
+    def metric(self, name: str, group: str | None = None) -> pd.Series | None:
+        """One metric row (for ``group`` or, by default, the pooled / only group)."""
+        m = self.metrics[self.metrics["metric"] == name]
+        if group is not None:
+            m = m[m["group"] == group]
+        elif (m["group"] == ALL_PAIRINGS).any():
+            m = m[m["group"] == ALL_PAIRINGS]
+        return None if m.empty else m.iloc[0]
+
+    def verdict(self) -> str:
+        """Plain-language sentences for a designer; numbers from ``fpa``, ``leather`` and
+        ``metrics``."""
+        a, b = self.label_a, self.label_b
+        out = []
+        for pairing, g in self.fpa.groupby("pairing", sort=False):
+            ra = g[g["side"] == "A"].iloc[0]
+            rb = g[g["side"] == "B"].iloc[0]
+            text = (f"With {pairing}, the first seat wins {pct(ra['rate'])} "
+                    f"[{pct(ra['lo'])}, {pct(ra['hi'])}] of games under {a} and "
+                    f"{pct(rb['rate'])} [{pct(rb['lo'])}, {pct(rb['hi'])}] under {b}")
+            m = self.metric("first-seat win rate", pairing)
+            if m is not None and math.isfinite(m["diff"]):
+                text += (f"; the change is {num(100 * m['diff'], 1, True)} points "
+                         f"[{num(100 * m['lo'], 1, True)}, {num(100 * m['hi'], 1, True)}] "
+                         f"over {int(m['deals'])} shared deals")
+                text += "." + _difference_words(m, self.margin, self.alpha)
+            else:
+                text += "."
+            out.append(text)
+        first = self.leather[self.leather["rank"] == 1]
+        la = first[first["side"] == "A"]
+        lb = first[first["side"] == "B"]
+        if len(la) and len(lb):
+            ra, rb = la.iloc[0], lb.iloc[0]
+            text = (f"Under {b} the first leather patch (mark {int(rb['mark'])}) fills an "
+                    f"isolated one-square hole in {pct(rb['useful_rate'])} "
+                    f"[{pct(rb['useful_lo'])}, {pct(rb['useful_hi'])}] of games, against "
+                    f"{pct(ra['useful_rate'])} [{pct(ra['useful_lo'])}, "
+                    f"{pct(ra['useful_hi'])}] under {a} (mark {int(ra['mark'])})")
+            m = self.metric("first leather useful")
+            if m is not None and math.isfinite(m["diff"]):
+                text += (f"; difference {num(100 * m['diff'], 1, True)} points "
+                         f"[{num(100 * m['lo'], 1, True)}, {num(100 * m['hi'], 1, True)}]")
+            out.append(text + ".")
+        if self.shared_deals < MIN_DEALS:
+            out.append(f"Only {self.shared_deals} shared deals: too few games for firm "
+                       "conclusions.")
+        return "\n".join(out)
+
+
+def _difference_words(m: pd.Series, margin: float, alpha: float) -> str:
+    """' Clearly different ...' / ' The same within ...' / ' Not settled ...'."""
+    if m["deals"] < MIN_DEALS:
+        return " Too few deals to say more."
+    if math.isfinite(m["p_holm"]) and m["p_holm"] < alpha:
+        return f" That is a clear difference (Holm-adjusted p = {_p(m['p_holm'])})."
+    if m["kind"] == "rate" and math.isfinite(m["tost_holm"]) and m["tost_holm"] < alpha:
+        return (f" The two are the same within +-{100 * margin:g} points "
+                f"(equivalence test, Holm-adjusted p = {_p(m['tost_holm'])}).")
+    return (f" The data show neither a difference (Holm-adjusted p = {_p(m['p_holm'])}) "
+            f"nor equality within +-{100 * margin:g} points.")
+
+
+def _p(p: float) -> str:
+    if not math.isfinite(p):
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# --- per-game metric values -------------------------------------------------------------------
+def game_metrics(games: pd.DataFrame, events: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per game: the keys that match games across runs (pairing, deal, order,
+    deal_seed) and each metric's value in that game (NaN where it does not apply)."""
+    out = games[["game_id", "pairing", "deal", "order", "deal_seed"]].copy()
+    out["first-seat win rate"] = (games["winner"] == 0).astype(float)
+    self_play = (games["bot0"] == games["bot1"]).to_numpy()  # the pooled rate is 50% there
+    a_win = (games["winner"] == games["order"]).astype(float)
+    out["first bot win rate"] = np.where(self_play, np.nan, a_win)
+    if events is not None:
+        lg = leather_games(games, events)
+        if len(lg):
+            first = lg[lg["rank"] == 1].set_index("game_id")["useful"].astype(float)
+            out["first leather useful"] = out["game_id"].map(first)
+            share = lg.groupby("game_id")["useful"].mean()
+            out["leather useful (all)"] = out["game_id"].map(share)
+        else:
+            out["first leather useful"] = np.nan
+            out["leather useful (all)"] = np.nan
+    out["bonus claimed"] = (games["bonus0"] | games["bonus1"]).astype(float)
+    out["tie-break decided"] = games["tie_break"].astype(float)
+    out["mean score"] = (games["score0"] + games["score1"]) / 2.0
+    out["margin seat 0 - seat 1"] = (games["score0"] - games["score1"]).astype(float)
+    out["plies"] = games["plies"].astype(float)
+    return out
+
+
+def _paired(xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict[str, float]:
+    """Mean difference b - a over deals with a paired t interval and p-value (statsmodels),
+    and the unpaired interval the same numbers would give without the pairing."""
+    d = xb - xa
+    n = len(d)
+    res = {"deals": n, "a": float(xa.mean()) if n else NAN, "b": float(xb.mean()) if n else NAN,
+           "diff": float(d.mean()) if n else NAN, "lo": NAN, "hi": NAN, "p": NAN,
+           "lo_unpaired": NAN, "hi_unpaired": NAN, "corr": NAN}
+    if n < 2:
+        return res
+    if np.ptp(d) == 0:  # every deal moved by the same amount: nothing left to estimate
+        res.update(lo=res["diff"], hi=res["diff"], p=1.0 if res["diff"] == 0 else 0.0)
+    else:
+        ds = DescrStatsW(d)
+        lo, hi = ds.tconfint_mean(alpha)
+        res.update(lo=float(lo), hi=float(hi), p=float(ds.ttest_mean(0.0)[1]))
+    se_u = math.sqrt(xa.var(ddof=1) / n + xb.var(ddof=1) / n)
+    t = sps.t.ppf(1 - alpha / 2, n - 1)
+    res.update(lo_unpaired=res["diff"] - t * se_u, hi_unpaired=res["diff"] + t * se_u)
+    if xa.std() > 0 and xb.std() > 0:
+        res["corr"] = float(np.corrcoef(xa, xb)[0, 1])
+    return res
+
+
+def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
+    """Pair the games of two runs (or two rulesets of a run) that were played on the same
+    deal by the same pairing in the same seat order; raise CompareError if none are shared
+    or the shared deal numbers have different seeds."""
+    keys = ["pairing", "deal", "order"]
+    a = games_a[[*keys, "deal_seed", "game_id"]]
+    b = games_b[[*keys, "deal_seed", "game_id"]]
+    m = a.merge(b, on=keys, suffixes=("_a", "_b"))
+    if m.empty:
+        pa, pb = set(games_a["pairing"]), set(games_b["pairing"])
+        why = ("they have no pairing in common" if not pa & pb
+               else "they have no deal number in common")
+        raise CompareError(f"the two runs share no deals: {why}")
+    bad = m["deal_seed_a"] != m["deal_seed_b"]
+    if bad.any():
+        raise CompareError(
+            f"{int(bad.sum())} of {len(m)} games have the same deal number but a different "
+            "deal seed: the runs used different master seeds, so they do not share deals "
+            "(run both with the same --seed)")
+    return m
+
+
+def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
+            events_a: pd.DataFrame | None = None, events_b: pd.DataFrame | None = None,
+            margin: float = 0.02, alpha: float = 0.05, label_a: str | None = None,
+            label_b: str | None = None) -> Comparison:
+    """Compare variant B against reference A on their shared deals (see the module doc).
+
+    ``metrics`` has one row per metric and pairing (plus "all pairings" when there are
+    several): the means under A and B, the paired difference B - A with its interval and
+    p-value, the unpaired interval for contrast, a TOST p-value for rates (|B - A| <
+    margin), and Holm-adjusted versions of both. ``flips`` holds exact McNemar tests on
+    games whose winning seat differs between A and B."""
+    if games_a.empty or games_b.empty:
+        raise CompareError("a run without games cannot be compared")
+    la = label_a or _label(games_a)
+    lb = label_b or _label(games_b)
+    if la == lb:
+        la, lb = f"A ({la})", f"B ({lb})"
+    notes: list[str] = []
+    matched = match_games(games_a, games_b)
+    only = (set(games_a["pairing"]) ^ set(games_b["pairing"]))
+    if only:
+        notes.append(f"pairings in only one run are left out: {', '.join(sorted(only))}")
+    va = game_metrics(games_a, events_a).set_index("game_id")
+    vb = game_metrics(games_b, events_b).set_index("game_id")
+    pairings = list(dict.fromkeys(matched["pairing"]))
+    groups = [(p, matched["pairing"] == p) for p in pairings]
+    if len(pairings) > 1:
+        groups.append((ALL_PAIRINGS, pd.Series(True, index=matched.index)))
+    rows = []
+    for group, sel in groups:
+        mg = matched[sel]
+        for metric, (kind, _desc) in METRICS.items():
+            if metric not in va.columns or metric not in vb.columns:
+                continue
+            xa = va.loc[mg["game_id_a"], metric].to_numpy()
+            xb = vb.loc[mg["game_id_b"], metric].to_numpy()
+            ok = np.isfinite(xa) & np.isfinite(xb)
+            if not ok.any():
+                continue
+            deal = mg["deal"].to_numpy()[ok]
+            da = pd.Series(xa[ok]).groupby(deal).mean()
+            db = pd.Series(xb[ok]).groupby(deal).mean()
+            r = _paired(da.to_numpy(), db.to_numpy(), alpha)
+            tost = (tost_mean(db.to_numpy() - da.to_numpy(), -margin, margin)
+                    if kind == "rate" else NAN)
+            rows.append({"group": group, "metric": metric, "kind": kind, **r,
+                         "tost_p": tost})
+    metrics = pd.DataFrame(rows)
+    if len(metrics):
+        metrics["p_holm"] = holm(metrics["p"])
+        metrics["tost_holm"] = holm(metrics["tost_p"])
+        enough = metrics["deals"] >= MIN_DEALS
+        metrics["different"] = enough & (metrics["p_holm"] < alpha)
+        metrics["equivalent"] = enough & (metrics["tost_holm"] < alpha)
+    flips = _flips(matched, games_a, games_b, pairings)
+    fpa = pd.concat([first_player_advantage(games_a[games_a["pairing"].isin(pairings)],
+                                            margin, alpha).assign(side="A", label=la),
+                     first_player_advantage(games_b[games_b["pairing"].isin(pairings)],
+                                            margin, alpha).assign(side="B", label=lb)],
+                    ignore_index=True)
+    leather = []
+    for side, lab, g, e in (("A", la, games_a, events_a), ("B", lb, games_b, events_b)):
+        if e is not None:
+            leather.append(leather_table(g[g["pairing"].isin(pairings)], e, alpha)
+                           .assign(side=side, label=lab))
+    lt = pd.concat(leather, ignore_index=True) if leather else pd.DataFrame(
+        columns=["side", "label", "rank", "mark", "useful_rate", "useful_lo", "useful_hi"])
+    shared = int(matched.groupby("pairing")["deal"].nunique().min())
+    return Comparison(la, lb, margin, alpha, metrics, flips, fpa, lt, shared, notes)
+
+
+def _flips(matched: pd.DataFrame, games_a: pd.DataFrame, games_b: pd.DataFrame,
+           pairings: list[str]) -> pd.DataFrame:
+    """Games whose winning seat differs between A and B, and an exact McNemar test on them.
+
+    The test counts deals, not games: a deal's two games are dependent (with deterministic
+    bots in self-play they are the same game), so each deal is one discordant pair when its
+    net flip points one way (toward seat 0 under B or under A), and neutral when it is zero.
+    """
+    wa = games_a.set_index("game_id")["winner"]
+    wb = games_b.set_index("game_id")["winner"]
+    s_a = (wa.loc[matched["game_id_a"]].to_numpy() == 0)
+    s_b = (wb.loc[matched["game_id_b"]].to_numpy() == 0)
+    rows = []
+    groups = [(p, (matched["pairing"] == p).to_numpy()) for p in pairings]
+    if len(pairings) > 1:
+        groups.append((ALL_PAIRINGS, np.ones(len(matched), dtype=bool)))
+    for group, sel in groups:
+        only_a = int((s_a & ~s_b)[sel].sum())
+        only_b = int((~s_a & s_b)[sel].sum())
+        net = pd.Series((s_b.astype(int) - s_a.astype(int))[sel]).groupby(
+            (matched["pairing"] + "/" + matched["deal"].astype(str)).to_numpy()[sel]).sum()
+        toward_b, toward_a = int((net > 0).sum()), int((net < 0).sum())
+        n = int(sel.sum())
+        rows.append({"group": group, "games": n, "flips": only_a + only_b,
+                     "flip_rate": (only_a + only_b) / n if n else NAN,
+                     "seat0_only_a": only_a, "seat0_only_b": only_b,
+                     "deals": int(len(net)), "deals_toward_a": toward_a,
+                     "deals_toward_b": toward_b,
+                     "p_value": mcnemar_exact(toward_a, toward_b)})
+    return pd.DataFrame(rows)
+
+
+def _label(games: pd.DataFrame) -> str:
+    names = list(dict.fromkeys(games["ruleset"]))
+    return names[0] if len(names) == 1 else " + ".join(names)
+
+
+def split_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None
+                   ) -> list[tuple[str, pd.DataFrame, pd.DataFrame | None]]:
+    """A run's rulesets in run order as (label, games, events); rulesets are told apart by
+    content hash, so two differently named copies of the same rules stay separate only if
+    their names differ, and two rulesets with one name get the hash in the label."""
+    keys = list(dict.fromkeys(zip(games["ruleset"], games["ruleset_hash"], strict=True)))
+    names = [n for n, _ in keys]
+    out = []
+    for name, h in keys:
+        sel = (games["ruleset"] == name) & (games["ruleset_hash"] == h)
+        g = games[sel]
+        e = None
+        if events is not None:
+            e = events[events["game_id"].isin(g["game_id"])]
+        label = name if names.count(name) == 1 else f"{name} ({h[:8]})"
+        out.append((label, g, e))
+    return out
+
+
+def compare_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None,
+                     a: str | None = None, b: str | None = None, margin: float = 0.02,
+                     alpha: float = 0.05) -> Comparison:
+    """Compare two rulesets of one run (default: the second against the first)."""
+    parts = split_rulesets(games, events)
+    if len(parts) < 2:
+        raise CompareError("the run has only one ruleset; give a second run to compare with")
+    by = {lab: (g, e) for lab, g, e in parts}
+    la = a or parts[0][0]
+    lb = b or parts[1][0]
+    for lab in (la, lb):
+        if lab not in by:
+            raise CompareError(f"no ruleset {lab!r} in the run (it has {', '.join(by)})")
+    return compare(by[la][0], by[lb][0], by[la][1], by[lb][1], margin, alpha, la, lb)
+
+
+# --- planning -------------------------------------------------------------------------------
+def plan(games: pd.DataFrame, target_halfwidth: float = 0.01,
+         alpha: float = 0.05) -> pd.DataFrame:
+    """How many deals a question needs for a 95% interval of +-``target_halfwidth``, from the
+    variance seen in a pilot run: the first-seat win rate of each ruleset and pairing (without
+    pairing: independent games; with pairing: seat-swapped deals), and with two or more
+    rulesets the change in it against the first ruleset (without pairing: independent deals
+    under each; with pairing: the same deals under both). Where the pilot is too small to
+    show any variance the worst case (a fair coin, fully correlated within a deal) is used."""
+    z = sps.norm.ppf(1 - alpha / 2)
+    h2 = target_halfwidth**2
+    rows = []
+    parts = split_rulesets(games)
+    per_deal: dict[tuple[str, str], pd.Series] = {}
+    for label, g, _ in parts:
+        for pairing, gp in g.groupby("pairing", sort=False):
+            win = (gp["winner"] == 0).astype(float)
+            x = win.groupby(gp["deal"].to_numpy()).mean()
+            per_deal[(label, pairing)] = x
+            p = float(win.mean())
+            var_g, var_x, note = p * (1 - p), float(x.var(ddof=1)) if len(x) > 1 else NAN, ""
+            if not (len(x) >= 2 and var_g > 0 and var_x > 0):
+                var_g, var_x, note = 0.25, 0.25, "pilot too small: worst case assumed"
+            games_unpaired = math.ceil(z * z * var_g / h2)
+            deals_paired = math.ceil(z * z * var_x / h2)
+            rows.append({"ruleset": label, "pairing": pairing,
+                         "question": "first-seat win rate", "pilot_deals": len(x),
+                         "estimate": p, "halfwidth": target_halfwidth,
+                         "deals_unpaired": math.ceil(games_unpaired / 2),
+                         "games_unpaired": games_unpaired, "deals_paired": deals_paired,
+                         "games_paired": 2 * deals_paired,
+                         "paired_saves": 1 - 2 * deals_paired / games_unpaired, "note": note})
+    base = parts[0][0] if parts else None
+    for label, _g, _ in parts[1:]:
+        for (lab, pairing), xb in per_deal.items():
+            if lab != label or (base, pairing) not in per_deal:
+                continue
+            xa = per_deal[(base, pairing)]
+            both = xa.index.intersection(xb.index)
+            d = (xb.loc[both] - xa.loc[both]).to_numpy()
+            var_u = (float(xa.var(ddof=1)) + float(xb.var(ddof=1))) if len(both) > 1 else NAN
+            var_p = float(d.var(ddof=1)) if len(d) > 1 else NAN
+            note = ""
+            if not (np.isfinite(var_u) and var_u > 0 and np.isfinite(var_p)):
+                var_u, var_p, note = 0.5, 1.0, "pilot too small: worst case assumed"
+            deals_u = math.ceil(z * z * var_u / h2)
+            deals_p = math.ceil(z * z * var_p / h2)
+            rows.append({"ruleset": f"{label} - {base}", "pairing": pairing,
+                         "question": "change in first-seat win rate",
+                         "pilot_deals": len(both),
+                         "estimate": float(d.mean()) if len(d) else NAN,
+                         "halfwidth": target_halfwidth, "deals_unpaired": deals_u,
+                         "games_unpaired": 4 * deals_u, "deals_paired": deals_p,
+                         "games_paired": 4 * deals_p,
+                         "paired_saves": 1 - deals_p / deals_u if deals_u else NAN,
+                         "note": note})
+    return pd.DataFrame(rows)
+
+
+def format_plan(table: pd.DataFrame) -> str:
+    """The plan as text for the terminal."""
+    lines = []
+    for r in table.itertuples():
+        est = (f"{num(100 * r.estimate, 1, True)} points" if r.question.startswith("change")
+               else pct(r.estimate))
+        lines.append(
+            f"{r.ruleset} / {r.pairing}: {r.question} (pilot {r.pilot_deals} deals, {est}); "
+            f"for +-{100 * r.halfwidth:g} points: {r.deals_paired} deals paired "
+            f"({r.games_paired} games), {r.deals_unpaired} deals without pairing "
+            f"({r.games_unpaired} games)" + (f"  [{r.note}]" if r.note else ""))
+    return "\n".join(lines)
+
+
+__all__ = ["Comparison", "CompareError", "compare", "compare_rulesets", "format_plan",
+           "game_metrics", "match_games", "plan", "split_rulesets"]

@@ -1,0 +1,132 @@
+"""Balance metrics per deal, and their estimates with intervals.
+
+The unit of analysis is the deal: a seat-swapped pair of games (and, across rulesets, the same
+deal under each ruleset). A metric is first averaged within each deal, then estimated over
+deals with a t-interval; differences between rulesets are paired by deal. This is what makes
+the intervals honest (games of one deal are not independent) and comparisons precise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+
+METRICS: dict[str, str] = {
+    "first_player_win": "share of games won by the player who moves first",
+    "first_player_edge": "first-seat win share minus 50% (signed imbalance)",
+    "mean_score": "mean final score over both seats",
+    "score_margin": "mean absolute score difference",
+    "score_sd": "spread of final scores (standard deviation within the deal)",
+    "plies": "moves per game (leather placements included)",
+    "passes": "passes per game",
+    "bonus_rate": "share of games in which the 7x7 bonus was taken",
+    "tie_break_rate": "share of games decided by the tie-break",
+    "leather_useful": "share of placed leather patches that filled a one-square hole",
+    "first_leather_useful": "share of games whose first leather patch filled a hole",
+}
+
+
+def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (ruleset, pairing, deal): every metric averaged over the deal's games."""
+    g = games.copy()
+    g["first_player_win"] = (g["winner"] == 0).astype(float)
+    g["first_player_edge"] = g["first_player_win"] - 0.5
+    g["mean_score"] = (g["score0"] + g["score1"]) / 2.0
+    g["score_margin"] = (g["score0"] - g["score1"]).abs().astype(float)
+    g["score_sq"] = (g["score0"] ** 2 + g["score1"] ** 2) / 2.0
+    g["plies"] = g["plies"].astype(float)
+    g["passes"] = (g["passes0"] + g["passes1"]).astype(float)
+    g["bonus_rate"] = (g["bonus0"] | g["bonus1"]).astype(float)
+    g["tie_break_rate"] = g["tie_break"].astype(float)
+    if events is not None and len(events):
+        place = events[events["event"] == "leather_place"]
+        useful = place.groupby("game_id")["filled_hole"].agg(["sum", "count"])
+        first = place.sort_values(["game_id", "seq"]).groupby("game_id")["filled_hole"].first()
+        g = g.join(useful, on="game_id")
+        g["leather_hits"] = g["sum"].fillna(0.0)
+        g["leather_placed"] = g["count"].fillna(0.0)
+        g["first_leather_useful"] = g["game_id"].map(first).astype(float)
+        g = g.drop(columns=["sum", "count"])
+    else:
+        g["leather_hits"] = np.nan
+        g["leather_placed"] = np.nan
+        g["first_leather_useful"] = np.nan
+    keys = ["ruleset", "pairing", "deal"]
+    cols = ["first_player_win", "first_player_edge", "mean_score", "score_margin", "score_sq",
+            "plies", "passes", "bonus_rate", "tie_break_rate", "leather_hits",
+            "leather_placed", "first_leather_useful"]
+    d = g.groupby(keys, sort=False)[cols].mean().reset_index()
+    d["score_sd"] = np.sqrt(np.maximum(d["score_sq"] - d["mean_score"] ** 2, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d["leather_useful"] = d["leather_hits"] / d["leather_placed"]
+    return d.drop(columns=["score_sq", "leather_hits", "leather_placed"])
+
+
+def _t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float, int]:
+    x = x[~np.isnan(x)]
+    n = len(x)
+    if n == 0:
+        return np.nan, np.nan, np.nan, np.nan, 0
+    m = float(x.mean())
+    if n < 2:
+        return m, np.nan, np.nan, np.nan, n
+    se = float(x.std(ddof=1) / np.sqrt(n))
+    q = float(sps.t.ppf(0.5 + level / 2, n - 1))
+    return m, se, m - q * se, m + q * se, n
+
+
+def estimate(deals: pd.DataFrame, metrics: Sequence[str] = ("first_player_win",),
+             by: Sequence[str] = ("ruleset", "pairing"), level: float = 0.95) -> pd.DataFrame:
+    """Mean of each metric over deals with its standard error and t-interval."""
+    rows = []
+    for key, grp in deals.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        for m in metrics:
+            mean, se, lo, hi, n = _t_interval(grp[m].to_numpy(dtype=float), level)
+            rows.append({**dict(zip(by, key, strict=True)), "metric": m, "mean": mean,
+                         "se": se, "lo": lo, "hi": hi, "deals": n})
+    return pd.DataFrame(rows)
+
+
+def paired_differences(deals: pd.DataFrame, base: str,
+                       metrics: Sequence[str] = ("first_player_win",), level: float = 0.95,
+                       ) -> pd.DataFrame:
+    """Each ruleset minus ``base``, paired by (pairing, deal): mean difference, t-interval,
+    p-value of a paired t-test, and Holm-adjusted p-values over all rows."""
+    rows = []
+    ref = deals[deals["ruleset"] == base].set_index(["pairing", "deal"])
+    for ruleset, grp in deals[deals["ruleset"] != base].groupby("ruleset", sort=False):
+        joined = grp.set_index(["pairing", "deal"]).join(ref, rsuffix="_base", how="inner")
+        for pairing, pj in joined.groupby(level=0, sort=False):
+            for m in metrics:
+                diff = (pj[m] - pj[f"{m}_base"]).to_numpy(dtype=float)
+                mean, se, lo, hi, n = _t_interval(diff, level)
+                if n >= 2 and se > 0:
+                    p = float(2 * sps.t.sf(abs(mean / se), n - 1))
+                elif n >= 2:
+                    p = 1.0 if mean == 0 else 0.0
+                else:
+                    p = np.nan
+                rows.append({"ruleset": ruleset, "pairing": pairing, "metric": m,
+                             "diff": mean, "se": se, "lo": lo, "hi": hi, "deals": n,
+                             "p": p})
+    out = pd.DataFrame(rows)
+    if len(out):
+        ok = out["p"].notna()
+        out["p_holm"] = np.nan
+        if ok.any():
+            out.loc[ok, "p_holm"] = multipletests(out.loc[ok, "p"], method="holm")[1]
+    return out
+
+
+def tost(mean: float, se: float, df: int, low: float, high: float) -> float:
+    """p-value of the two one-sided tests that the true value lies inside (low, high)."""
+    if not np.isfinite(se) or se <= 0 or df < 1:
+        return 0.0 if low < mean < high and se == 0 else 1.0
+    p_low = sps.t.sf((mean - low) / se, df)
+    p_high = sps.t.cdf((mean - high) / se, df)
+    return float(max(p_low, p_high))

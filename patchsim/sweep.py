@@ -1,0 +1,323 @@
+"""Parameter sweeps: every variant of an experiment on the same deals, and a comparison
+report (one row per variant, differences to the base paired by deal, Holm-corrected)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from patchsim.experiment import Experiment  # noqa: E402
+from patchsim.metrics import METRICS, deal_metrics, estimate, paired_differences  # noqa: E402
+from patchsim.runner import (  # noqa: E402
+    RunConfig,
+    all_pairings,
+    execute,
+    games_to_deals,
+    load_events,
+    load_games,
+)
+
+SWEEP_METRICS = ["first_player_win", "score_margin", "score_sd", "mean_score", "plies",
+                 "bonus_rate", "leather_useful", "first_leather_useful"]
+
+
+def run_config(exp: Experiment, games: int | None = None, seed: int | None = None,
+               variants: list | None = None, name: str | None = None) -> RunConfig:
+    """The batch run that plays every variant of ``exp`` on common deals."""
+    vs = variants if variants is not None else exp.variants
+    bots = exp.skill or exp.bots
+    mode = "self" if exp.skill else exp.pairings
+    return RunConfig(name or exp.name, [v.ruleset for v in vs], list(bots),
+                     all_pairings(len(bots), mode), games_to_deals(games or exp.games),
+                     exp.seed if seed is None else seed, exp.batch_deals, str(exp.path))
+
+
+@dataclass
+class SweepResult:
+    run_dir: Path
+    table: pd.DataFrame
+    report_md: Path
+    report_html: Path
+
+
+def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
+                metrics: list[str] | None = None) -> pd.DataFrame:
+    """One row per (variant, pairing): each metric with its 95% interval over deals, and its
+    difference to the base with a paired interval and a Holm-adjusted p-value."""
+    metrics = metrics or SWEEP_METRICS
+    deals = deal_metrics(games, events)
+    est = estimate(deals, metrics)
+    wide = est.pivot_table(index=["ruleset", "pairing"], columns="metric",
+                           values=["mean", "lo", "hi"], sort=False)
+    out = pd.DataFrame(index=wide.index)
+    for m in metrics:
+        out[m] = wide[("mean", m)]
+        out[f"{m}_lo"] = wide[("lo", m)]
+        out[f"{m}_hi"] = wide[("hi", m)]
+    out["deals"] = est.groupby(["ruleset", "pairing"], sort=False)["deals"].max()
+    if (deals["ruleset"] == "base").any() and deals["ruleset"].nunique() > 1:
+        diff = paired_differences(deals, "base", metrics)
+        for m in metrics:
+            d = diff[diff["metric"] == m].set_index(["ruleset", "pairing"])
+            out[f"d_{m}"] = d["diff"]
+            out[f"d_{m}_lo"] = d["lo"]
+            out[f"d_{m}_hi"] = d["hi"]
+            out[f"p_{m}"] = d["p_holm"]
+    return out.reset_index()
+
+
+def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str]) -> pd.DataFrame:
+    """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
+    whether the imbalance grows with skill: the paired (same deals) difference of the edge,
+    taken in the direction of the strongest bot's edge, is above 0 with 95% confidence."""
+    from patchsim.metrics import _t_interval
+
+    rows = []
+    weak, strong = f"{skill[0]} vs {skill[0]}", f"{skill[-1]} vs {skill[-1]}"
+    for ruleset, d in deals.groupby("ruleset", sort=False):
+        w = d[d["pairing"] == weak].set_index("deal")["first_player_edge"]
+        s = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
+        both = pd.concat([w, s], axis=1, keys=["w", "s"]).dropna()
+        sign = np.sign(both["s"].mean()) or 1.0
+        diff = sign * (both["s"] - both["w"]).to_numpy()
+        mean, _se, lo, hi, n = _t_interval(diff)
+        rows.append({"ruleset": ruleset, "edge_weakest": both["w"].mean(),
+                     "edge_strongest": both["s"].mean(), "growth": mean, "growth_lo": lo,
+                     "growth_hi": hi, "deals": n,
+                     "imbalance_grows_with_skill": bool(n >= 2 and lo > 0)})
+    return pd.DataFrame(rows)
+
+
+def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
+              backend: str = "loky", scheduler: str | None = None, progress: bool = True,
+              games: int | None = None, command: str = "") -> SweepResult:
+    """Play every variant on common deals (resumable: the run folder is reused) and write
+    the sweep report."""
+    cfg = run_config(exp, games=games)
+    run_dir = Path(out) if out else Path("reports") / exp.name
+    execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress,
+            command=command)
+    return write_sweep_report(exp, run_dir)
+
+
+def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
+    games = load_games(run_dir)
+    events = load_events(run_dir)
+    table = sweep_table(games, events)
+    deals = deal_metrics(games, events)
+    figures: dict[str, plt.Figure] = {"metric": plot_metric(table, exp.metric)}
+    if len(exp.grid_fields) == 2:
+        figures["heatmap"] = plot_heatmap(table, exp, exp.metric)
+    flags = None
+    if exp.skill and len(exp.skill) >= 2:
+        flags = skill_flags(table, deals, exp.skill)
+        figures["skill"] = plot_skill(table, exp)
+    table.to_csv(run_dir / "sweep.csv", index=False)
+    md, page = _render(exp, table, flags, figures, run_dir)
+    (run_dir / "sweep.md").write_text(md, encoding="utf-8")
+    (run_dir / "sweep.html").write_text(page, encoding="utf-8")
+    for f in figures.values():
+        plt.close(f)
+    return SweepResult(run_dir, table, run_dir / "sweep.md", run_dir / "sweep.html")
+
+
+# --- plots ------------------------------------------------------------------------------------
+def plot_metric(table: pd.DataFrame, metric: str) -> plt.Figure:
+    """The metric per variant with 95% intervals (one marker per pairing)."""
+    labels = list(dict.fromkeys(table["ruleset"]))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.6))
+    pairings = list(dict.fromkeys(table["pairing"]))
+    for k, pairing in enumerate(pairings):
+        t = table[table["pairing"] == pairing].set_index("ruleset").reindex(labels)
+        y = np.arange(len(labels)) + (k - (len(pairings) - 1) / 2) * 0.15
+        err = np.vstack([t[metric] - t[f"{metric}_lo"], t[f"{metric}_hi"] - t[metric]])
+        ax.errorbar(t[metric], y, xerr=err, fmt="o", capsize=3, label=pairing)
+    if metric == "first_player_win":
+        ax.axvline(0.5, color="grey", lw=1, ls="--")
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"{metric} (95% interval over deals)")
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def plot_heatmap(table: pd.DataFrame, exp: Experiment, metric: str) -> plt.Figure:
+    """A two-parameter grid: the metric per cell, annotated with its 95% half-width."""
+    fx, fy = exp.grid_fields
+    pairing = table["pairing"].iloc[0]
+    t = table[table["pairing"] == pairing].set_index("ruleset")
+    xs = list(dict.fromkeys(c[fx] for c, _ in exp.grid_cells))
+    ys = list(dict.fromkeys(c[fy] for c, _ in exp.grid_cells))
+    z = np.full((len(ys), len(xs)), np.nan)
+    half = np.full_like(z, np.nan)
+    for coords, label in exp.grid_cells:
+        if label in t.index:
+            i, j = ys.index(coords[fy]), xs.index(coords[fx])
+            z[i, j] = t.loc[label, metric]
+            half[i, j] = (t.loc[label, f"{metric}_hi"] - t.loc[label, f"{metric}_lo"]) / 2
+    fig, ax = plt.subplots(figsize=(1.3 * len(xs) + 2.5, 0.8 * len(ys) + 2))
+    norm = None
+    if metric == "first_player_win" and np.isfinite(z).any():
+        # centred on a fair game, so that colour shows which seat a variant favours
+        span = max(0.01, float(np.nanmax(np.abs(z - 0.5))))
+        norm = matplotlib.colors.TwoSlopeNorm(0.5, 0.5 - span, 0.5 + span)
+    im = ax.imshow(z, cmap="coolwarm", aspect="auto", norm=norm)
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if np.isfinite(z[i, j]):
+                ax.text(j, i, f"{z[i, j]:.3f}\n±{half[i, j]:.3f}", ha="center", va="center",
+                        fontsize=8)
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+    ax.set_xlabel(fx)
+    ax.set_ylabel(fy)
+    ax.set_title(f"{metric} ({pairing})")
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def plot_skill(table: pd.DataFrame, exp: Experiment) -> plt.Figure:
+    """First-seat win rate against bot strength (self-play), one line per variant."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    order = [f"{b} vs {b}" for b in exp.skill]
+    for ruleset, t in table.groupby("ruleset", sort=False):
+        t = t.set_index("pairing").reindex(order)
+        x = np.arange(len(order))
+        err = np.vstack([t["first_player_win"] - t["first_player_win_lo"],
+                         t["first_player_win_hi"] - t["first_player_win"]])
+        ax.errorbar(x, t["first_player_win"], yerr=err, marker="o", capsize=3, label=ruleset)
+    ax.axhline(0.5, color="grey", lw=1, ls="--")
+    ax.set_xticks(np.arange(len(order)), exp.skill, rotation=15, fontsize=8)
+    ax.set_xlabel("bot (self-play), weakest to strongest")
+    ax.set_ylabel("first-seat win rate")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- report -----------------------------------------------------------------------------------
+def _png(fig: plt.Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return buf.getvalue()
+
+
+def _pct(x: float) -> str:
+    return "n/a" if not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+PERCENT_METRICS = ("first_player_win", "bonus_rate", "leather_useful", "first_leather_useful",
+                   "tie_break_rate")
+
+
+def _fmt(m: str, x: float) -> str:
+    if not np.isfinite(x):
+        return "n/a"
+    if m in PERCENT_METRICS:
+        return f"{100 * x:.1f}%"
+    return f"{x:.2f}"
+
+
+def _verdict(exp: Experiment, table: pd.DataFrame) -> list[str]:
+    m = exp.metric
+    lines = []
+    for pairing, t in table.groupby("pairing", sort=False):
+        t = t.copy()
+        if m == "first_player_win":
+            t["dist"] = (t[m] - 0.5).abs()
+            best = t.sort_values("dist").iloc[0]
+            lines.append(f"With {pairing}, the fairest variant is **{best['ruleset']}**: first "
+                         f"seat wins {_pct(best[m])} [{_pct(best[m + '_lo'])}, "
+                         f"{_pct(best[m + '_hi'])}] over {int(best['deals'])} deals.")
+            base = t[t["ruleset"] == "base"]
+            if len(base):
+                b = base.iloc[0]
+                lines.append(f"The base ({exp.base.name}) gives the first seat {_pct(b[m])} "
+                             f"[{_pct(b[m + '_lo'])}, {_pct(b[m + '_hi'])}].")
+        else:
+            for r in t.itertuples():
+                lines.append(f"{r.ruleset}: {m} = {_fmt(m, getattr(r, m))}")
+    return lines
+
+
+def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
+            figures: dict[str, plt.Figure], run_dir: Path) -> tuple[str, str]:
+    import json
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    fig_dir = run_dir / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    pngs = {k: _png(f) for k, f in figures.items()}
+    for k, data in pngs.items():
+        (fig_dir / f"sweep-{k}.png").write_bytes(data)
+    verdict = _verdict(exp, table)
+    shown = [m for m in SWEEP_METRICS if m in table.columns]
+    head = ["variant", "pairing", "deals"] + [m for m in shown]
+    rows = []
+    for r in table.itertuples(index=False):
+        d = r._asdict()
+        cells = [d["ruleset"], d["pairing"], str(d["deals"])]
+        for m in shown:
+            cell = (f"{_fmt(m, d[m])} [{_fmt(m, d[m + '_lo'])}, {_fmt(m, d[m + '_hi'])}]")
+            delta = d.get(f"d_{m}", np.nan)
+            if d["ruleset"] != "base" and np.isfinite(delta):
+                shown_delta = (f"{100 * delta:+.1f} pts" if m in PERCENT_METRICS
+                               else f"{delta:+.2f}")
+                cell += f"<br>Δ {shown_delta} (p={d['p_' + m]:.3g})"
+            cells.append(cell)
+        rows.append(cells)
+    md = [f"# Sweep: {exp.name}", "", exp.description, "", "## Verdict", ""]
+    md += [f"- {v}" for v in verdict]
+    if flags is not None:
+        for f in flags.itertuples():
+            if f.imbalance_grows_with_skill:
+                md.append(f"- **{f.ruleset}**: the first-seat imbalance grows with skill "
+                          f"({_pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
+                          f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}).")
+    md += ["", "## Variants", "", "Each cell: estimate [95% interval over deals]; Δ is the "
+           "difference to the base on the same deals (paired), p Holm-adjusted over all "
+           "variants and metrics.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(c.replace("<br>", " ") for c in row) + " |" for row in rows]
+    md += ["", "Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown), ""]
+    for k in pngs:
+        md.append(f"![{k}](figures/sweep-{k}.png)")
+    md += ["", "## Variants defined", ""]
+    for v in exp.variants:
+        md.append(f"- {v.label}: {v.overrides or 'the base ruleset'} "
+                  f"(hash {v.ruleset.content_hash()})")
+    md += ["", "## Reproduce", "", f"- experiment: `{exp.path}`, seed {exp.seed}, "
+           f"{table['deals'].max()} deals per variant and pairing, seat-swapped",
+           f"- command: `{manifest.get('command', '')}`",
+           f"- versions: {manifest.get('versions', {})}", ""]
+    md_text = "\n".join(md)
+    body = [f"<h1>Sweep: {html.escape(exp.name)}</h1><p>{html.escape(exp.description)}</p>",
+            "<h2>Verdict</h2><ul>"]
+    body += [f"<li>{html.escape(v).replace('**', '')}</li>" for v in verdict]
+    body.append("</ul><h2>Variants</h2><table><tr>" +
+                "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>")
+    for row in rows:
+        body.append("<tr>" + "".join(f"<td>{html.escape(c).replace('&lt;br&gt;', '<br>')}"
+                                     "</td>" for c in row) + "</tr>")
+    body.append("</table>")
+    for k, data in pngs.items():
+        body.append(f'<p><img alt="{k}" src="data:image/png;base64,'
+                    f'{base64.b64encode(data).decode()}"></p>')
+    body.append("<h2>Reproduce</h2><pre>" + html.escape("\n".join(md[-4:])) + "</pre>")
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>Sweep "
+            f"{html.escape(exp.name)}</title><style>body{{font-family:sans-serif;max-width:1100px;"
+            "margin:auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid "
+            "#ccc;padding:4px}</style></head><body>" + "\n".join(body) + "</body></html>")
+    return md_text, page
