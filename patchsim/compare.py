@@ -124,18 +124,19 @@ def _difference_words(m: pd.Series, margin: float, alpha: float) -> str:
     if m["deals"] < MIN_DEALS:
         return " Too few deals to say more."
     if math.isfinite(m["p_holm"]) and m["p_holm"] < alpha:
-        return f" That is a clear difference (Holm-adjusted p = {_p(m['p_holm'])})."
+        return f" That is a clear difference (Holm-adjusted p {_p(m['p_holm'])})."
     if m["kind"] == "rate" and math.isfinite(m["tost_holm"]) and m["tost_holm"] < alpha:
         return (f" The two are the same within +-{100 * margin:g} points "
-                f"(equivalence test, Holm-adjusted p = {_p(m['tost_holm'])}).")
-    return (f" The data show neither a difference (Holm-adjusted p = {_p(m['p_holm'])}) "
+                f"(equivalence test, Holm-adjusted p {_p(m['tost_holm'])}).")
+    return (f" The data show neither a difference (Holm-adjusted p {_p(m['p_holm'])}) "
             f"nor equality within +-{100 * margin:g} points.")
 
 
 def _p(p: float) -> str:
+    """'= 0.035' or '< 0.001' (to follow 'p ')."""
     if not math.isfinite(p):
-        return "—"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+        return "= —"
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
 
 
 # --- per-game metric values -------------------------------------------------------------------

@@ -255,6 +255,8 @@ def _draw(domain: Any, rng: np.random.Generator) -> Any:
         return domain[int(rng.integers(len(domain)))]
     if isinstance(domain, dict) and {"min", "max"} <= set(domain):
         lo, hi = domain["min"], domain["max"]
+        if not isinstance(lo, int | float) or not isinstance(hi, int | float) or lo > hi:
+            return None
         if isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool):
             return int(rng.integers(lo, hi + 1))
         if isinstance(lo, int | float) and isinstance(hi, int | float):
@@ -275,10 +277,12 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
         rng = np.random.default_rng(0)
         for k, dom in fields.items():
             v = _draw(dom, rng)
-            if v is None:
-                bad(f"tune.fields.{k}", "expected a non-empty list of choices or {min, max}")
-            elif isinstance(dom, dict) and dom["min"] > dom["max"]:
+            if isinstance(dom, dict) and {"min", "max"} <= set(dom) and \
+                    isinstance(dom["min"], int | float) and isinstance(dom["max"], int | float) \
+                    and dom["min"] > dom["max"]:
                 bad(f"tune.fields.{k}", f"min {dom['min']} is above max {dom['max']}")
+            elif v is None:
+                bad(f"tune.fields.{k}", "expected a non-empty list of choices or {min, max}")
             elif base is not None:
                 try:
                     base.with_overrides({k: v})

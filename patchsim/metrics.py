@@ -100,7 +100,8 @@ def paired_differences(deals: pd.DataFrame, base: str,
     rows = []
     ref = deals[deals["ruleset"] == base].set_index(["pairing", "deal"])
     for ruleset, grp in deals[deals["ruleset"] != base].groupby("ruleset", sort=False):
-        joined = grp.set_index(["pairing", "deal"]).join(ref, rsuffix="_base", how="inner")
+        joined = grp.set_index(["pairing", "deal"]).join(ref.add_suffix("_base"),
+                                                          how="inner")
         for pairing, pj in joined.groupby(level=0, sort=False):
             for m in metrics:
                 diff = (pj[m] - pj[f"{m}_base"]).to_numpy(dtype=float)

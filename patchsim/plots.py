@@ -178,8 +178,8 @@ def patch_chart(table: pd.DataFrame, ruleset: str | None = None) -> Figure:
     if t.empty:
         return _empty(_figure(7, 2), "no patches bought")
     t = t.sort_values("diff", ascending=True, na_position="first")
-    fig = _figure(11, 1.0 + 0.24 * len(t))
-    ax, ax2 = fig.subplots(1, 2, sharey=True)
+    fig = _figure(12, 1.0 + 0.24 * len(t))
+    ax, ax1, ax2 = fig.subplots(1, 3, sharey=True, width_ratios=[3, 1.2, 2])
     y = np.arange(len(t))
     d = t["diff"].to_numpy(float)
     colours = [{"under-priced?": "#2ca02c", "over-priced?": "#d62728"}.get(f, "#555")
@@ -193,16 +193,17 @@ def patch_chart(table: pd.DataFrame, ruleset: str | None = None) -> Figure:
     labels = [f"{r.patch} ({_int(r.cost)}b/{_int(r.time)}t)" for r in t.itertuples()]
     ax.set_yticks(y, labels, fontsize=7)
     ax.set_xlabel("win rate of buyer - non-buyer (points)")
-    ax.set_title(f"{ruleset or ''} patches: buyers' edge".strip(), fontsize=9)
+    ax.set_title(f"{ruleset or ''} patches: buyers' edge (green / red: flagged)".strip(),
+                 fontsize=9)
+    ax1.barh(y, 100 * t["buy_rate"].to_numpy(float), color="#9ecae1", height=0.7)
+    ax1.set_xlim(0, 100)
+    ax1.set_xlabel("bought in % of games")
     med = t["pos_median"].to_numpy(float)
-    ax2.barh(y, t["buy_rate"].to_numpy(float) * 53, color="#c7d7ea", height=0.7,
-             label="bought in share of games (x53)")
     ax2.errorbar(med, y, xerr=_err(med, t["pos_q1"].to_numpy(float),
-                                   t["pos_q3"].to_numpy(float)),
-                 fmt="|", color="k", capsize=2, label="track position: median, quartiles")
+                                   t["pos_q3"].to_numpy(float)), fmt="o", ms=3, color="k",
+                 capsize=2)
     ax2.set_xlim(0, 54)
-    ax2.set_xlabel("track position when bought")
-    ax2.legend(fontsize=7, loc="lower right")
+    ax2.set_xlabel("track position when bought (median, quartiles)")
     return fig
 
 
@@ -221,7 +222,7 @@ def leather_chart(table: pd.DataFrame) -> Figure:
     if table.empty:
         return _empty(_figure(7, 2), "no leather patches")
     rulesets = list(dict.fromkeys(table["ruleset"]))
-    fig = _figure(9, 3.6)
+    fig = _figure(10, 3.6)
     ax = fig.add_subplot()
     width = 4.0 / max(1, len(rulesets))
     hatches = ["", "//", "..", "xx"]
@@ -248,7 +249,7 @@ def leather_chart(table: pd.DataFrame) -> Figure:
     ax.set_xlabel("leather mark (track position)")
     ax.set_ylabel("share of games (%)")
     ax.set_ylim(0, 105)
-    ax.legend(fontsize=7, ncol=max(1, len(rulesets)), loc="upper left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Leather patches: filled an isolated hole, an ordinary square, or lost",
                  fontsize=9)
     return fig

@@ -1,0 +1,751 @@
+"""The run report: one self-contained HTML file and a Markdown twin.
+
+``write_report(run_dir)`` computes every table once (:mod:`patchsim.stats`,
+:mod:`patchsim.compare`), draws the plots from those same tables (:mod:`patchsim.plots`) and
+writes the verdict sentences from them too, so a number in the text is the number in the
+table and in the picture. The HTML embeds its images as base64 PNG and its style inline; it
+loads nothing from anywhere. The Markdown version keeps its images in ``figures/``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from patchsim import plots
+from patchsim import stats as st
+from patchsim.compare import (
+    CompareError,
+    Comparison,
+    compare,
+    compare_rulesets,
+    plan,
+    split_rulesets,
+)
+from patchsim.stats import MIN_DEALS, num, pct
+
+
+class ReportError(ValueError):
+    """A folder that cannot be reported on (not a run, unfinished, unreadable)."""
+
+
+# --- loading ----------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """A finished run folder's tables, manifest and rulesets (by name)."""
+
+    run_dir: Path
+    games: pd.DataFrame
+    events: pd.DataFrame
+    manifest: dict[str, Any]
+    rulesets: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        names = list(dict.fromkeys(self.games["ruleset"]))
+        return " + ".join(names) if names else self.run_dir.name
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read a finished run folder; ReportError with a plain message if it is not one."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ReportError(f"{run_dir} is not a folder")
+    mpath = run_dir / "manifest.json"
+    if not mpath.exists():
+        raise ReportError(f"{run_dir} is not a run folder (no manifest.json)")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ReportError(f"{mpath}: cannot read the manifest: {e}") from None
+    if not (run_dir / "games.parquet").exists():
+        raise ReportError(f"{run_dir}: the run is not finished (no games.parquet); finish it "
+                          f"with: patchsim run --resume {run_dir}")
+    try:
+        games = pd.read_parquet(run_dir / "games.parquet")
+        events = pd.read_parquet(run_dir / "events.parquet")
+    except (OSError, ValueError) as e:
+        raise ReportError(f"{run_dir}: cannot read the tables: {e}") from None
+    rulesets: dict[str, Any] = {}
+    try:
+        from patchsim.ruleset import ruleset_from_dict
+
+        for r in manifest.get("config", {}).get("rulesets", []):
+            rulesets[r["name"]] = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
+    except Exception:  # noqa: BLE001 - old or hand-edited manifests: report without rules data
+        rulesets = {}
+    return Run(run_dir, games, events, manifest, rulesets)
+
+
+# --- the document model -------------------------------------------------------------------------
+@dataclass
+class Table:
+    frame: pd.DataFrame  # already formatted as strings
+    caption: str = ""
+
+
+@dataclass
+class Figure:
+    name: str
+    png: bytes
+    caption: str
+
+
+@dataclass
+class Section:
+    title: str
+    anchor: str
+    blocks: list[Any] = field(default_factory=list)  # str (paragraph), list[str], Table, Figure
+
+    def p(self, text: str) -> None:
+        self.blocks.append(text)
+
+    def note(self, text: str) -> None:
+        self.blocks.append(("note", text))
+
+    def bullets(self, items: Sequence[str]) -> None:
+        if items:
+            self.blocks.append(list(items))
+
+    def table(self, frame: pd.DataFrame, caption: str = "") -> None:
+        self.blocks.append(Table(frame, caption))
+
+    def figure(self, name: str, fig: Any, caption: str) -> None:
+        self.blocks.append(Figure(name, plots.png_bytes(fig), caption))
+
+
+Col = tuple[str, Callable[[Any], str]]
+
+
+def fmt_table(df: pd.DataFrame, cols: Sequence[Col]) -> pd.DataFrame:
+    """Format rows with (header, row -> text) column specs."""
+    return pd.DataFrame([[f(r) for _, f in cols] for r in df.itertuples(index=False)],
+                        columns=[h for h, _ in cols])
+
+
+def ci(lo: Any, hi: Any) -> str:
+    if not (st._finite(lo) and st._finite(hi)):
+        return "—"
+    return f"[{pct(lo)}, {pct(hi)}]"
+
+
+def pval(p: Any) -> str:
+    if not st._finite(p):
+        return "—"
+    return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
+
+
+def pts(x: Any) -> str:
+    """A difference of proportions in percentage points, signed."""
+    return num(100 * float(x), 1, True) if st._finite(x) else "—"
+
+
+def est_ci(x: Any, lo: Any, hi: Any, digits: int = 1) -> str:
+    """'12.3 [10.1, 14.0]', or the estimate alone when there is no interval."""
+    if st._finite(lo) and st._finite(hi):
+        return f"{num(x, digits)} [{num(lo, digits)}, {num(hi, digits)}]"
+    return num(x, digits)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def p_is(p: Any) -> str:
+    """'p = 0.035' or 'p < 0.001'."""
+    text = pval(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def integer(x: Any) -> str:
+    return str(int(x)) if st._finite(x) else "—"
+
+
+# --- the report ---------------------------------------------------------------------------------
+def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
+                 margin: float = 0.02) -> Path:
+    """Write ``run_dir/report.html`` (self-contained) and ``run_dir/report.md`` (images in
+    ``run_dir/figures/``); return the HTML path. With several rulesets in the run, each is
+    compared with the first; with ``compare_with`` (another run folder on the same deals),
+    this run is compared with that one, which is then the reference."""
+    run = load_run(run_dir)
+    other = load_run(compare_with) if compare_with is not None else None
+    sections = build_sections(run, other, margin)
+    title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
+    out_html = run.run_dir / "report.html"
+    out_md = run.run_dir / "report.md"
+    out_html.write_text(render_html(title, sections), encoding="utf-8")
+    out_md.write_text(render_markdown(title, sections, run.run_dir), encoding="utf-8")
+    return out_html
+
+
+def comparisons_for(run: Run, other: Run | None, margin: float) -> list[Comparison]:
+    """The comparisons a report shows: against ``other`` if given, else each ruleset of the
+    run against the first."""
+    if other is not None:
+        if len(split_rulesets(run.games)) != 1 or len(split_rulesets(other.games)) != 1:
+            raise ReportError("comparing two runs needs one ruleset in each; for a run with "
+                              "several rulesets the report compares them by itself")
+        try:
+            return [compare(other.games, run.games, other.events, run.events, margin=margin,
+                            label_a=other.label, label_b=run.label)]
+        except CompareError as e:
+            raise ReportError(str(e)) from None
+    parts = split_rulesets(run.games, run.events)
+    out = []
+    for label, _g, _e in parts[1:]:
+        out.append(compare_rulesets(run.games, run.events, parts[0][0], label, margin=margin))
+    return out
+
+
+def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> list[Section]:
+    """Every section of the report, tables and figures computed once."""
+    g, e = run.games, run.events
+    n_boot = 999 if len(g) <= 50_000 else 199  # bootstrap cost grows with games x resamples
+    pairings = st.pairing_table(g)
+    fpa = st.first_player_advantage(g, margin=margin)
+    scores = st.score_table(g, n_boot=n_boot)
+    summary = st.game_summary(g)
+    patches = st.patch_table(g, e, run.rulesets)
+    leather = st.leather_table(g, e)
+    bonus = st.bonus_table(g, e, run.rulesets)
+    bonus_ev = st.bonus_events(g, e)
+    comparisons = comparisons_for(run, other, margin)
+    planning = plan(g)
+    few = int(fpa["deals"].min()) if len(fpa) else 0
+
+    sections = [
+        _verdict(run, fpa, leather, bonus, comparisons, margin, few),
+        _overview(run, summary),
+        _seats(pairings, fpa, margin),
+        _ratings(g),
+        _scores(g, scores, summary),
+        _patches(patches, run),
+        _leather(leather),
+        _bonus(bonus, bonus_ev, run),
+        _quilts(run),
+    ]
+    for c in comparisons:
+        sections.append(_comparison(c))
+    sections.append(_planning(planning))
+    sections.append(_methods(margin, n_boot))
+    sections.append(_stamp(run, other))
+    return [s for s in sections if s is not None]
+
+
+# --- sections -----------------------------------------------------------------------------------
+def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataFrame,
+             comparisons: list[Comparison], margin: float, few: int) -> Section:
+    s = Section("Verdict", "verdict")
+    lines: list[str] = []
+    if few < MIN_DEALS:
+        s.note(f"Too few games: the smallest pairing has {plural(few, 'deal')} "
+               f"({plural(2 * few, 'game')}). "
+               f"The numbers below are shown, but intervals are wide or missing and no "
+               f"conclusion should be drawn before at least {MIN_DEALS} deals per pairing.")
+    rows = fpa
+    if len(fpa) > 6:  # many pairings: the verdict names self-play, the tables have the rest
+        sp = fpa[fpa["self_play"]]
+        rows = sp if len(sp) else fpa.head(6)
+    for r in rows.itertuples():
+        text = (f"Under {r.ruleset}, with {r.pairing}, the first seat wins {pct(r.rate)} "
+                f"{ci(r.lo, r.hi)} of games ({plural(r.deals, 'deal')}, each played from both "
+                f"seats)")
+        if r.deals >= MIN_DEALS and st._finite(r.p_value):
+            if r.p_value < 0.05:
+                text += (f": an advantage of {num(abs(r.adv_pp), 1)} points "
+                         f"({num(abs(r.elo), 0)} Elo) for the "
+                         f"{'first' if r.adv_pp > 0 else 'second'} seat ({p_is(r.p_value)})")
+            elif st._finite(r.balanced_p) and r.balanced_p < 0.05:
+                text += (f": balanced within +-{100 * margin:g} points "
+                         f"(equivalence test {p_is(r.balanced_p)})")
+            else:
+                text += (f": no clear seat advantage ({p_is(r.p_value)}), but not shown "
+                         f"to be balanced within +-{100 * margin:g} points either")
+        lines.append(text + ".")
+    for c in comparisons:
+        lines.extend(c.verdict().splitlines())
+    if not comparisons and len(leather):
+        for rs, t in leather.groupby("ruleset", sort=False):
+            first = t[t["rank"] == 1]
+            if len(first):
+                r = first.iloc[0]
+                lines.append(
+                    f"Under {rs} the first leather patch (mark {int(r['mark'])}) fills an "
+                    f"isolated one-square hole in {pct(r['useful_rate'])} "
+                    f"{ci(r['useful_lo'], r['useful_hi'])} of games; elsewhere it covers an "
+                    f"ordinary square ({int(r['ordinary'])} of {int(r['games'])} games).")
+    for r in bonus.head(6).itertuples():
+        if r.points == 0:
+            continue
+        lines.append(
+            f"Under {r.ruleset}, with {r.pairing}, the 7x7 bonus is claimed in "
+            f"{pct(r.claim_rate)} {ci(r.claim_lo, r.claim_hi)} of games and decides the "
+            f"winner in {pct(r.changed_rate)} {ci(r.changed_lo, r.changed_hi)} (won by "
+            f"fewer points than the bonus is worth).")
+    s.bullets(lines)
+    s.p("These are results for these bots: stronger or different play can change every "
+        "number. Intervals are 95%; the unit of analysis is the deal.")
+    return s
+
+
+def _overview(run: Run, summary: pd.DataFrame) -> Section:
+    s = Section("The run", "run")
+    cfg = run.manifest.get("config", {})
+    rs = pd.DataFrame([{"ruleset": r["name"], "hash": r.get("hash", "—"),
+                        "leather marks": ", ".join(map(str, r["rules"]["track"]["leather"]))}
+                       for r in cfg.get("rulesets", []) if "rules" in r])
+    if len(rs):
+        s.table(rs.astype(str), "Rulesets")
+    s.table(fmt_table(summary, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("games", lambda r: str(r.games)), ("deals", lambda r: str(r.deals)),
+        ("plies", lambda r: num(r.plies)), ("passes", lambda r: num(r.passes)),
+        ("buys", lambda r: num(r.buys)),
+        ("tie-breaks", lambda r: f"{r.tie_breaks} ({pct(r.tie_rate)} {ci(r.tie_lo, r.tie_hi)})"),
+        ("mean |margin|", lambda r: num(r.abs_margin)),
+        ("seat 0 ends first", lambda r: pct(r.seat0_first_to_end)),
+    ]), "Games per ruleset and pairing: length (plies, passes and buys per game), how often "
+        "equal scores left the tie-break to decide")
+    return s
+
+
+def _seats(pairings: pd.DataFrame, fpa: pd.DataFrame, margin: float) -> Section:
+    s = Section("Seats and pairings", "seats")
+    s.table(fmt_table(pairings, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("line", lambda r: f"{r.bot} in the {r.line}" if r.line.endswith("seat")
+         else f"{r.bot} vs {r.opponent}"),
+        ("games", lambda r: str(r.games)), ("W - L", lambda r: f"{r.wins} - {r.losses}"),
+        ("win rate", lambda r: pct(r.win_rate)), ("95% CI", lambda r: ci(r.lo, r.hi)),
+        ("pairs 2-0 / 1-1 / 0-2", lambda r: (f"{integer(r.pairs_2_0)} / "
+                                             f"{integer(r.pairs_1_1)} / {integer(r.pairs_0_2)}"
+                                             if st._finite(getattr(r, "pairs_2_0", None))
+                                             else "")),
+        ("Elo", lambda r: num(getattr(r, "elo", None), 0, True)
+         if st._finite(getattr(r, "pairs_2_0", None)) else ""),
+    ]), "Per pairing, like an engine-testing tool: the first bot in the first seat, in the "
+        "second seat, pooled over both (not for self-play, where it is 50% by construction; "
+        "paired interval), and seat 0 against seat 1 (paired interval). Pairs: deals won "
+        "twice, once, never.")
+    s.table(fmt_table(fpa, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("deals", lambda r: str(r.deals)), ("first seat wins", lambda r: pct(r.rate)),
+        ("95% CI (deals)", lambda r: ci(r.lo, r.hi)),
+        ("95% CI (games)", lambda r: ci(r.lo_game, r.hi_game)),
+        ("advantage", lambda r: f"{num(r.adv_pp, 1, True)} pts"),
+        ("Elo", lambda r: f"{num(r.elo, 0, True)} [{num(r.elo_lo, 0, True)}, "
+                          f"{num(r.elo_hi, 0, True)}]"),
+        ("p (McNemar)", lambda r: pval(r.p_value)),
+        (f"balanced +-{100 * margin:g} (TOST p)", lambda r: pval(r.balanced_p)),
+        ("deals 2-0 / split / 0-2", lambda r: f"{r.seat0_both} / {r.split} / {r.seat1_both}"),
+        ("design effect", lambda r: num(r.deff, 2)),
+        ("note", lambda r: "too few games" if r.few else ""),
+    ]), "First-player advantage. The design effect is the per-deal variance over the per-game "
+        "one: 2 means a deal's two games always agree on the winning seat (the deal decides "
+        "it), 1 that they are as good as independent, below 1 that they cancel.")
+    s.figure("seat-win-rates", plots.seat_winrates(fpa, pairings, margin),
+             "First-seat win rate per ruleset and pairing; right: each first bot by seat.")
+    return s
+
+
+def _ratings(games: pd.DataFrame) -> Section | None:
+    bots = set(games["bot0"]) | set(games["bot1"])
+    if len(bots) < 2:
+        return None
+    s = Section("Ratings", "ratings")
+    figs = []
+    for label, g, _ in split_rulesets(games):
+        t = st.ratings(g)
+        s.table(fmt_table(t, [
+            ("bot", lambda r: r.bot), ("Elo", lambda r: num(r.elo, 0, True)),
+            ("95% CI", lambda r: f"[{num(r.elo_lo, 0, True)}, {num(r.elo_hi, 0, True)}]"),
+            ("games", lambda r: str(r.games)), ("score", lambda r: pct(r.score)),
+        ]), f"{label}: Bradley-Terry ratings relative to the average bot; seat term "
+            f"{num(t.attrs['seat_elo'], 0, True)} Elo [{num(t.attrs['seat_elo_lo'], 0, True)}, "
+            f"{num(t.attrs['seat_elo_hi'], 0, True)}] for seat 0")
+        figs.append((label, t))
+    for label, t in figs:
+        s.figure(f"ratings-{_slug(label)}", plots.ratings_plot(t), f"Ratings under {label}.")
+    return s
+
+
+def _scores(games: pd.DataFrame, scores: pd.DataFrame, summary: pd.DataFrame) -> Section:
+    s = Section("Scores and game length", "scores")
+    s.table(fmt_table(scores, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("quantity", lambda r: r.quantity), ("group", lambda r: r.group),
+        ("n", lambda r: integer(r.n)),
+        ("mean [95% CI]", lambda r: est_ci(r.mean, r.mean_lo, r.mean_hi)),
+        ("median [95% CI]", lambda r: est_ci(r.median, r.median_lo, r.median_hi)),
+        ("IQR [95% CI]", lambda r: est_ci(r.iqr, r.iqr_lo, r.iqr_hi)),
+        ("quartiles", lambda r: f"{num(r.q1)} - {num(r.q3)}"),
+    ]), "Distributions with bootstrap intervals that resample whole deals (no interval: too "
+        "few deals)")
+    s.figure("scores", plots.score_distributions(games, scores),
+             "Final scores by seat and the margin, per ruleset (dashed: medians from the "
+             "table when the ruleset has one pairing).")
+    return s
+
+
+def _patches(patches: pd.DataFrame, run: Run) -> Section:
+    s = Section("Patches", "patches")
+    if patches.empty:
+        s.note("No patches were bought.")
+        return s
+    flagged = patches[patches["flag"] != ""]
+    if len(flagged):
+        s.bullets([f"{r.ruleset}: {r.patch} (cost {integer(r.cost)}, time {integer(r.time)}, "
+                   f"income {integer(r.income)}) looks {r.flag.rstrip('?')}: a seat that "
+                   f"bought it won {pct(r.buyer_win)}, one that did not {pct(r.other_win)} "
+                   f"(Holm-adjusted {p_is(r.p_holm)})" for r in flagged.itertuples()])
+    else:
+        s.p("No patch stands out after correcting for testing every patch (Holm).")
+    s.table(fmt_table(patches, [
+        ("ruleset", lambda r: r.ruleset), ("patch", lambda r: r.patch),
+        ("cost/time/income", lambda r: f"{integer(r.cost)}/{integer(r.time)}/"
+                                       f"{integer(r.income)}"),
+        ("bought", lambda r: f"{r.bought} ({pct(r.buy_rate, 0)})"),
+        ("seat 0 / 1", lambda r: f"{r.by_seat0} / {r.by_seat1}"),
+        ("position median (IQR)", lambda r: f"{num(r.pos_median, 0)} ({num(r.pos_q1, 0)}-"
+                                            f"{num(r.pos_q3, 0)})"),
+        ("buyer wins", lambda r: f"{pct(r.buyer_win)} {ci(r.buyer_lo, r.buyer_hi)}"),
+        ("non-buyer wins", lambda r: f"{pct(r.other_win)} {ci(r.other_lo, r.other_hi)}"),
+        ("difference", lambda r: f"{pts(r.diff)} [{pts(r.diff_lo)}, {pts(r.diff_hi)}]"),
+        ("p (Holm)", lambda r: pval(r.p_holm)), ("flag", lambda r: r.flag),
+    ]), "Per patch, ranked by the buyers' edge (points): an association in these bots' play, "
+        "not proof that the price is wrong")
+    for rs in dict.fromkeys(patches["ruleset"]):
+        s.figure(f"patches-{_slug(rs)}", plots.patch_chart(patches, rs),
+                 f"Patches under {rs}: buyers' edge with 95% intervals; when and how often "
+                 "they were bought.")
+    bots = st.patch_bots(run.events)
+    if bots["bot"].nunique() > 1:
+        s.table(fmt_table(bots, [
+            ("ruleset", lambda r: r.ruleset), ("patch", lambda r: r.patch),
+            ("bot", lambda r: r.bot), ("buys", lambda r: str(r.buys)),
+            ("share", lambda r: pct(r.share, 0)), ("mean position", lambda r: num(r.pos_mean)),
+        ]), "Who bought each patch")
+    return s
+
+
+def _leather(leather: pd.DataFrame) -> Section:
+    s = Section("Leather patches", "leather")
+    if leather.empty:
+        s.note("No leather patch was claimed in these games.")
+        return s
+    s.p("The question behind the edition change (RULES.md, Editions): a leather patch is "
+        "useful when it fills an isolated one-square hole, which nothing else can fill.")
+    s.table(fmt_table(leather, [
+        ("ruleset", lambda r: r.ruleset), ("mark", lambda r: str(r.mark)),
+        ("games", lambda r: str(r.games)), ("claimed", lambda r: str(r.claimed)),
+        ("by seat 0", lambda r: str(r.by_seat0)),
+        ("by leader / trailer / level",
+         lambda r: f"{r.by_leader} / {r.by_trailer} / {r.by_level}"),
+        ("useful (hole)", lambda r: f"{r.useful} ({pct(r.useful_rate)} "
+                                    f"{ci(r.useful_lo, r.useful_hi)})"),
+        ("ordinary", lambda r: str(r.ordinary)), ("lost", lambda r: str(r.lost)),
+        ("claimer wins", lambda r: f"{pct(r.claimer_win)} {ci(r.claimer_lo, r.claimer_hi)}"),
+    ]), "Per leather mark: who claimed it (leader / trailer on score at the claim) and where "
+        "it went")
+    s.figure("leather", plots.leather_chart(leather),
+             "Leather patches by track position: useful (filled a hole, with 95% interval), "
+             "ordinary square, lost.")
+    return s
+
+
+def _bonus(bonus: pd.DataFrame, bonus_ev: pd.DataFrame, run: Run) -> Section:
+    s = Section("The 7x7 bonus", "bonus")
+    s.table(fmt_table(bonus, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("games", lambda r: str(r.games)),
+        ("claimed", lambda r: f"{r.claimed} ({pct(r.claim_rate)} {ci(r.claim_lo, r.claim_hi)})"),
+        ("seat 0 / 1", lambda r: f"{r.by_seat0} / {r.by_seat1}"),
+        ("position median", lambda r: num(r.pos_median, 0)),
+        ("holder wins", lambda r: f"{pct(r.holder_win)} {ci(r.holder_lo, r.holder_hi)}"),
+        ("changed the winner",
+         lambda r: f"{r.changed} ({pct(r.changed_rate)} {ci(r.changed_lo, r.changed_hi)})"),
+    ]), "Claims of the 7x7 bonus; it changed the winner when the holder won by fewer points "
+        "than it is worth")
+    last = max((r.last_space for r in run.rulesets.values()), default=53)
+    s.figure("bonus", plots.bonus_timing(bonus_ev, bonus, last),
+             "When the bonus was claimed: the claimer's track position.")
+    return s
+
+
+def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
+    """Replay one game per ruleset (the first pairing's first deal, first bot in seat 0; the
+    same deal under every ruleset) for the quilt pictures."""
+    from patchsim.game import Game
+    from patchsim.render import patch_legend, quilt_labels
+    from patchsim.runner import deal_circle_for
+
+    out = []
+    g = run.games
+    if g.empty:
+        return out
+    first_pairing = g["pairing"].iloc[0]
+    for name in list(dict.fromkeys(g["ruleset"]))[:limit]:
+        rs = run.rulesets.get(name)
+        sub = g[(g["ruleset"] == name) & (g["pairing"] == first_pairing)]
+        if rs is None or sub.empty:
+            continue
+        row = sub.sort_values(["deal", "order"]).iloc[0]
+        try:
+            game = Game.new(rs, circle=deal_circle_for(rs, int(row["deal_seed"])))
+            for code in row["moves"]:
+                game.apply(int(code))
+        except Exception:  # noqa: BLE001 - a picture must never stop the report
+            continue
+        ev = run.events[run.events["game_id"] == row["game_id"]]
+        buys = ev[ev["event"] == "buy"][["seat", "position", "patch"]].to_dict("records")
+        leather = (ev[ev["event"] == "leather_claim"].rename(columns={"position": "mark"})
+                   [["mark", "seat"]].to_dict("records"))
+        out.append({
+            "title": (f"{name}: {row['bot0']} (seat 0) vs {row['bot1']} (seat 1), deal "
+                      f"{int(row['deal'])}; seat {int(row['winner'])} wins"
+                      f"{' on the tie-break' if row['tie_break'] else ''}"),
+            "labels": quilt_labels(game), "legend": patch_legend(game), "ruleset": rs,
+            "buys": buys, "leather": leather,
+            "scores": (int(row["score0"]), int(row["score1"])),
+        })
+    return out
+
+
+def _quilts(run: Run) -> Section:
+    s = Section("Sample final quilts", "quilts")
+    samples = sample_games(run)
+    if not samples:
+        s.note("No game could be replayed for a picture (the manifest has no rules data).")
+        return s
+    s.figure("quilts", plots.quilt_pictures(samples),
+             "Final quilts of one deal (under each ruleset): patches coloured by id, leather "
+             "brown with an L, empty squares white; below, the time track.")
+    return s
+
+
+def _comparison(c: Comparison) -> Section:
+    s = Section(f"Comparison: {c.label_b} against {c.label_a}", f"compare-{_slug(c.label_b)}")
+    s.p(f"{c.label_b} (B) against {c.label_a} (A) on {c.shared_deals} shared deals: the same "
+        "deal seeds and bots under both, so each deal is compared with itself.")
+    s.bullets(c.verdict().splitlines() + c.notes)
+    m = c.metrics
+    if len(m):
+        def val(kind: str, x: Any) -> str:
+            return pct(x) if kind == "rate" else num(x, 2)
+
+        def diff(kind: str, x: Any) -> str:
+            return (f"{num(100 * x, 1, True)} pts" if kind == "rate" and st._finite(x)
+                    else num(x, 2, True))
+
+        s.table(fmt_table(m, [
+            ("group", lambda r: r.group), ("metric", lambda r: r.metric),
+            ("deals", lambda r: str(r.deals)), ("A", lambda r: val(r.kind, r.a)),
+            ("B", lambda r: val(r.kind, r.b)), ("B - A", lambda r: diff(r.kind, r.diff)),
+            ("95% CI (paired)", lambda r: f"[{diff(r.kind, r.lo)}, {diff(r.kind, r.hi)}]"),
+            ("95% CI (unpaired)",
+             lambda r: f"[{diff(r.kind, r.lo_unpaired)}, {diff(r.kind, r.hi_unpaired)}]"),
+            ("p (Holm)", lambda r: pval(r.p_holm)),
+            (f"same within +-{100 * c.margin:g} (TOST, Holm)", lambda r: pval(r.tost_holm)),
+            ("conclusion", lambda r: "different" if r.different
+             else ("equivalent" if r.equivalent else "")),
+        ]), "Paired differences per metric (B - A); p-values Holm-corrected over all rows")
+        s.figure(f"compare-{_slug(c.label_b)}", plots.comparison_chart(m, c.margin),
+                 "Changes in rates with paired (thick) and unpaired (thin) 95% intervals; "
+                 f"grey: +-{100 * c.margin:g} points.")
+    s.table(fmt_table(c.flips, [
+        ("group", lambda r: r.group), ("games", lambda r: str(r.games)),
+        ("winner flips", lambda r: f"{r.flips} ({pct(r.flip_rate)})"),
+        ("seat 0 wins only under A / B", lambda r: f"{r.seat0_only_a} / {r.seat0_only_b}"),
+        ("deals net toward seat 0 under A / B",
+         lambda r: f"{r.deals_toward_a} / {r.deals_toward_b}"),
+        ("exact McNemar p", lambda r: pval(r.p_value)),
+    ]), "Games whose winning seat flips between the rulesets; the exact test counts deals")
+    return s
+
+
+def _planning(table: pd.DataFrame) -> Section:
+    s = Section("How many deals?", "plan")
+    s.table(fmt_table(table, [
+        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("question", lambda r: r.question), ("pilot deals", lambda r: str(r.pilot_deals)),
+        ("deals, paired", lambda r: f"{r.deals_paired} ({r.games_paired} games)"),
+        ("deals, unpaired", lambda r: f"{r.deals_unpaired} ({r.games_unpaired} games)"),
+        ("note", lambda r: r.note),
+    ]), "Deals needed for a 95% interval of +-1 point, from the variance in this run: paired "
+        "(seat-swapped deals; the same deals under both rulesets) against unpaired")
+    return s
+
+
+def _methods(margin: float, n_boot: int) -> Section:
+    s = Section("Methods", "methods")
+    s.bullets([
+        "Every deal (a shuffled patch circle with its random streams) is played twice with "
+        "the seats swapped, and every ruleset of a run gets the same deals. The deal is the "
+        "unit of analysis: a deal's games are dependent, and with deterministic bots in "
+        "self-play they are the same game.",
+        "Rates: the estimate is the share of games; its variance is the deal-clustered "
+        "(cluster-robust) one, turned into a Wilson interval on the effective number of games "
+        "(games / design effect). A weak prior of two imaginary deals, one won twice by each "
+        "side, keeps the interval from collapsing at 0%, 100% or when every deal is split. "
+        "Naive per-game Wilson intervals are shown for contrast.",
+        "First-player advantage: the p-value is an exact McNemar test on the deals that the "
+        "same seat won twice (split deals say nothing about the seat); 'balanced within "
+        f"+-{100 * margin:g} points' needs a TOST equivalence test on the per-deal rates at "
+        "the 5% level, with at least " + str(MIN_DEALS) + " deals.",
+        f"Scores, margins, game length: mean, median and IQR with percentile bootstrap "
+        f"intervals ({n_boot} resamples of whole deals, scipy).",
+        "Patches: per seat and game, whether the seat bought the patch and whether it won; the "
+        "difference in win rates is the slope of a linear probability model with "
+        "deal-clustered errors (statsmodels), Holm-corrected over the patches. It measures an "
+        "association in the bots' play, not the effect of the price.",
+        "Leather: per mark, the claim (the claimer's score lead at that moment) and whether "
+        "the placed patch filled an isolated one-square hole (every orthogonal neighbour "
+        "covered or off the board).",
+        "7x7 bonus: it changed the winner when the holder won by fewer points than the bonus "
+        "is worth.",
+        "Ratings: Bradley-Terry with a seat term, P(seat 0 wins) = logistic(h + r0 - r1), "
+        "fitted by Newton's method with a weak Gaussian prior (sd 400 Elo) so that perfect "
+        "results stay finite; intervals use the larger of the model-based and the "
+        "deal-clustered standard error.",
+        "Comparisons: each metric is averaged per deal under each ruleset; the paired "
+        "difference has a t interval and test (statsmodels), rates also a TOST against "
+        f"+-{100 * margin:g} points; p-values are Holm-corrected over all metrics. Winner "
+        "flips get an exact McNemar test over deals.",
+        "Planning: deals needed = z^2 variance / half-width^2 with the per-game, per-deal or "
+        "per-deal-difference variance of the run.",
+    ])
+    return s
+
+
+def _stamp(run: Run, other: Run | None) -> Section:
+    import matplotlib
+    import scipy
+    import statsmodels
+
+    s = Section("Reproducibility", "stamp")
+    rows = []
+    for label, r in (("this run", run), ("compared with", other)):
+        if r is None:
+            continue
+        m = r.manifest
+        cfg = m.get("config", {})
+        rows += [
+            (f"{label}: folder", str(r.run_dir)),
+            (f"{label}: run id", str(m.get("run_id", "—"))),
+            (f"{label}: command", str(m.get("command", "—"))),
+            (f"{label}: seed", str(cfg.get("seed", "—"))),
+            (f"{label}: deals", str(cfg.get("deals", "—"))),
+            (f"{label}: bots", "; ".join(cfg.get("bots", []))),
+            (f"{label}: rulesets", ", ".join(f"{x['name']} {x.get('hash', '')}"
+                                             for x in cfg.get("rulesets", []))),
+            (f"{label}: versions", ", ".join(f"{k} {v}"
+                                             for k, v in m.get("versions", {}).items())),
+            (f"{label}: started / finished",
+             f"{m.get('started', '—')} / {m.get('finished', '—')}"),
+        ]
+    rows.append(("analysis", f"scipy {scipy.__version__}, statsmodels {statsmodels.__version__}, "
+                             f"matplotlib {matplotlib.__version__}, pandas {pd.__version__}, "
+                             f"numpy {np.__version__}"))
+    s.table(pd.DataFrame(rows, columns=["", "value"]))
+    return s
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+# --- rendering ----------------------------------------------------------------------------------
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1200px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.8em 0;font-size:.82em}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}caption{caption-side:top;text-align:left;font-style:italic;padding:.3em 0}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}img{max-width:100%}
+.note{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em .8em}
+nav a{margin-right:1em}
+"""
+
+
+def render_html(title: str, sections: Sequence[Section]) -> str:
+    """One self-contained HTML page: inline style, images as data: URIs, no scripts."""
+    esc = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+           f"<h1>{esc(title)}</h1>",
+           "<nav>" + "".join(f'<a href="#{s.anchor}">{esc(s.title)}</a>' for s in sections)
+           + "</nav>"]
+    for s in sections:
+        out.append(f'<h2 id="{s.anchor}">{esc(s.title)}</h2>')
+        for b in s.blocks:
+            if isinstance(b, str):
+                out.append(f"<p>{esc(b)}</p>")
+            elif isinstance(b, tuple) and b[0] == "note":
+                out.append(f'<p class="note">{esc(b[1])}</p>')
+            elif isinstance(b, list):
+                out.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b) + "</ul>")
+            elif isinstance(b, Table):
+                out.append(_html_table(b))
+            elif isinstance(b, Figure):
+                data = base64.b64encode(b.png).decode("ascii")
+                out.append(f'<figure><img alt="{esc(b.caption)}" '
+                           f'src="data:image/png;base64,{data}">'
+                           f"<figcaption>{esc(b.caption)}</figcaption></figure>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _html_table(t: Table) -> str:
+    esc = html.escape
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in t.frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>"
+                   for row in t.frame.itertuples(index=False))
+    cap = f"<caption>{esc(t.caption)}</caption>" if t.caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_markdown(title: str, sections: Sequence[Section], run_dir: Path) -> str:
+    """Markdown with the figures written to ``run_dir/figures`` and linked relatively."""
+    fig_dir = run_dir / "figures"
+    fig_dir.mkdir(exist_ok=True)
+    out = [f"# {title}", ""]
+    for s in sections:
+        out += [f"## {s.title}", ""]
+        for b in s.blocks:
+            if isinstance(b, str):
+                out += [b, ""]
+            elif isinstance(b, tuple) and b[0] == "note":
+                out += [f"> **Note:** {b[1]}", ""]
+            elif isinstance(b, list):
+                out += [f"- {x}" for x in b] + [""]
+            elif isinstance(b, Table):
+                if b.caption:
+                    out += [f"*{b.caption}*", ""]
+                out += [_md_table(b.frame), ""]
+            elif isinstance(b, Figure):
+                (fig_dir / f"{b.name}.png").write_bytes(b.png)
+                out += [f"![{b.caption}](figures/{b.name}.png)", "", f"*{b.caption}*", ""]
+    return "\n".join(out)
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    def cell(v: Any) -> str:
+        return str(v).replace("|", "\\|").replace("\n", " ")
+
+    cols = [cell(c) or " " for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
+              for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
