@@ -163,8 +163,17 @@ def test_gate_exits_1_when_a_tolerance_fails(tmp_path: Path) -> None:
 
 
 def test_gate_exits_2_when_the_budget_runs_out(tmp_path: Path) -> None:
-    assert gate(tmp_path, ["greedy"], {"metric": "first_player_win", "target": 0.5,
-                                       "margin": 0.04}) == 2
+    # a bound placed exactly at the estimate the last look will see can never be decided
+    from patchsim.metrics import deal_metrics
+    from patchsim.runner import execute, load_events, load_run_config
+
+    cfg = load_run_config("edition2", games=200, bots=["greedy(epsilon=0.1)"], seed=5,
+                          pairings="self")
+    execute(cfg, tmp_path / "pilot", jobs=1, backend="sequential", progress=False)
+    d = deal_metrics(load_games(tmp_path / "pilot"), load_events(tmp_path / "pilot"))
+    bound = float(d["mean_score"].mean())
+    assert gate(tmp_path, ["greedy(epsilon=0.1)"], {"metric": "mean_score",
+                                                     "min": bound}) == 2
 
 
 def test_gate_exits_3_on_a_bad_file(tmp_path: Path) -> None:
