@@ -250,132 +250,189 @@ EVENT_NAMES = {core.EV_BUY: "buy", core.EV_PASS: "pass", core.EV_INCOME: "income
                core.EV_LEATHER_LOST: "leather_lost", core.EV_BONUS: "bonus"}
 
 
-def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Play one batch; return its games and events tables. Raises BotError on a bot failure."""
+@dataclass
+class RawBatch:
+    """A batch's games as arrays: result rows, moves with their counts, events with theirs."""
+
+    res: np.ndarray  # (n, R_WIDTH)
+    moves: np.ndarray  # (n, max_plies)
+    ev: np.ndarray  # (n, max_events, EV_WIDTH)
+    nev: np.ndarray  # (n,)
+    deal: np.ndarray  # (n,)
+    seed: np.ndarray  # (n,)
+    order: np.ndarray  # (n,)
+
+
+def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, pa.Table]:
+    """Play one batch; return its games and events tables. Raises BotError on a bot failure.
+
+    Built-in bots play inside the compiled loop, all deals of a seat order in one call; other
+    bots play game by game through the Python driver. Either way the tables are built from
+    arrays, column by column, so the runner adds little to the engine's own time."""
     rs = config.rulesets[batch.ruleset]
     tables = compile_ruleset(rs)
     a, b = config.pairings[batch.pairing]
     bot_a, bot_b = make_bot(config.bots[a]), make_bot(config.bots[b])
-    deals = range(batch.first_deal, batch.first_deal + batch.deals)
-    seeds = [deal_seed(config.seed, d) for d in deals]
-    circles = [deal_circle_for(rs, s) for s in seeds]
-    results: list[GameResult] = []
-    meta: list[tuple[int, int, int]] = []  # deal, seed, order
+    deals = np.arange(batch.first_deal, batch.first_deal + batch.deals, dtype=np.int64)
+    seeds = np.array([deal_seed(config.seed, int(d)) for d in deals], dtype=np.int64)
+    circles = [deal_circle_for(rs, int(s)) for s in seeds]
+    streams = np.array([deal_streams(int(s)) for s in seeds], dtype=np.uint64)
+    parts: list[RawBatch] = []
     if isinstance(bot_a, CompiledBot) and isinstance(bot_b, CompiledBot):
         idx = np.array([[tables.patch_index[c] for c in circ] for circ in circles],
                        dtype=np.int64)
         for order, (x, y) in enumerate(((bot_a, bot_b), (bot_b, bot_a))):
-            streams = np.array([deal_streams(s) for s in seeds], dtype=np.uint64)
-            if order == 1:
-                streams = streams[:, ::-1].copy()
+            # each bot keeps its own stream when the seats are swapped
+            st = streams if order == 0 else streams[:, ::-1].copy()
             kinds = np.array([x.kind, y.kind], dtype=np.int64)
             params = np.stack([x.params, y.params])
-            res, moves, ev, nev = playout.play_batch(tables.tab, idx, streams, kinds, params,
+            res, moves, ev, nev = playout.play_batch(tables.tab, idx, st, kinds, params,
                                                      max_plies(rs), max_events(rs))
-            for i in range(len(seeds)):
-                row = res[i]
-                if row[playout.R_ERROR]:
-                    p = int(row[playout.R_ERROR]) - 1
-                    n = int(row[playout.R_PLIES])
-                    from patchsim.match import _bot_error
+            bad = np.flatnonzero(res[:, playout.R_ERROR])
+            if len(bad):
+                from patchsim.match import _bot_error
 
-                    raise _bot_error(tables, circles[i], moves[i, : n - 1], (x, y)[p], p,
-                                     seeds[i], n, f"chose an illegal move (code {moves[i, n-1]})")
-                results.append(GameResult.from_row(row, moves[i, : row[playout.R_PLIES]],
-                                                   ev[i, : nev[i]]))
-                meta.append((deals[i], seeds[i], order))
+                i = int(bad[0])
+                p = int(res[i, playout.R_ERROR]) - 1
+                n = int(res[i, playout.R_PLIES])
+                raise _bot_error(tables, circles[i], moves[i, : n - 1], (x, y)[p], p,
+                                 int(seeds[i]), n,
+                                 f"chose an illegal move (code {moves[i, n - 1]})")
+            parts.append(RawBatch(res, moves, ev, nev, deals, seeds,
+                                  np.full(len(deals), order, dtype=np.int8)))
     else:
-        for i, s in enumerate(seeds):
-            st = deal_streams(s)
-            for order, pair in enumerate(((bot_a, bot_b), (bot_b, bot_a))):
-                streams = st if order == 0 else st[::-1].copy()
-                results.append(play_game(tables, pair, circles[i], s, streams=streams))
-                meta.append((deals[i], s, order))
-    return _tables(config, batch, run_id, tables, results, meta)
+        mp, me = max_plies(rs), max_events(rs)
+        n = len(deals)
+        for order in (0, 1):
+            raw = RawBatch(np.zeros((n, playout.R_WIDTH), dtype=np.int64),
+                           np.full((n, mp), -9999, dtype=np.int64),
+                           np.zeros((n, me, core.EV_WIDTH), dtype=np.int64),
+                           np.zeros(n, dtype=np.int64), deals, seeds,
+                           np.full(n, order, dtype=np.int8))
+            pair = (bot_a, bot_b) if order == 0 else (bot_b, bot_a)
+            for i in range(n):
+                st = streams[i] if order == 0 else streams[i, ::-1].copy()
+                r = play_game(tables, pair, circles[i], int(seeds[i]), streams=st)
+                raw.res[i] = _result_row(r)
+                raw.moves[i, : r.plies] = r.moves
+                raw.ev[i, : len(r.events)] = r.events
+                raw.nev[i] = len(r.events)
+            parts.append(raw)
+    return _tables(config, batch, run_id, tables, parts)
+
+
+def _result_row(r: GameResult) -> np.ndarray:
+    row = np.zeros(playout.R_WIDTH, dtype=np.int64)
+    row[playout.R_WINNER] = r.winner
+    for k, attr in ((playout.R_SCORE, "scores"), (playout.R_BUTTONS, "buttons"),
+                    (playout.R_EMPTY, "empty"), (playout.R_POS, "positions"),
+                    (playout.R_PASSES, "passes"), (playout.R_BUYS, "buys"),
+                    (playout.R_LEATHER, "leather")):
+        row[k : k + 2] = getattr(r, attr)
+    row[playout.R_BONUS] = r.bonus_owner
+    row[playout.R_FIRST_END] = r.first_to_end
+    row[playout.R_PLIES] = r.plies
+    return row
 
 
 def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
-            results: list[GameResult], meta: list[tuple[int, int, int]]
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+            parts: list[RawBatch]) -> tuple[pa.Table, pa.Table]:
+    """Games and events tables of a batch, in (deal, seat order) order."""
     rs = tables.ruleset
     a, b = config.pairings[batch.pairing]
-    specs = (config.bots[a], config.bots[b])
-    n = len(results)
-    gids = np.array([game_id(config, batch.ruleset, batch.pairing, d, o) for d, _, o in meta],
-                    dtype=np.int64)
-    order = np.array([o for _, _, o in meta], dtype=np.int8)
-    bot0 = np.where(order == 0, specs[0], specs[1])
-    bot1 = np.where(order == 0, specs[1], specs[0])
+    specs = np.array([config.bots[a], config.bots[b]], dtype=object)
+    res = np.concatenate([p.res for p in parts])
+    deal = np.concatenate([p.deal for p in parts])
+    seed = np.concatenate([p.seed for p in parts])
+    order = np.concatenate([p.order for p in parts])
+    moves = np.concatenate([p.moves for p in parts])
+    ev = np.concatenate([p.ev for p in parts])
+    nev = np.concatenate([p.nev for p in parts])
+    # rows stay in play order here; the merge orders every batch by game id
+    n = len(deal)
+    gids = ((deal * len(config.rulesets) + batch.ruleset) * len(config.pairings)
+            + batch.pairing) * 2 + order
+    bot0 = specs[order.astype(np.int64)]
+    bot1 = specs[1 - order.astype(np.int64)]
+    winner = res[:, playout.R_WINNER].astype(np.int8)
+    bonus = res[:, playout.R_BONUS]
+    plies = res[:, playout.R_PLIES]
 
-    def col(attr: str, seat: int) -> np.ndarray:
-        return np.array([getattr(r, attr)[seat] for r in results], dtype=np.int32)
+    def i32(col: int) -> pa.Array:
+        return pa.array(res[:, col].astype(np.int32))
 
-    winner = np.array([r.winner for r in results], dtype=np.int8)
-    bonus = np.array([r.bonus_owner for r in results], dtype=np.int8)
-    games = pd.DataFrame({
-        "run_id": run_id,
-        "ruleset": rs.name,
-        "ruleset_hash": rs.content_hash(),
-        "game_id": gids,
-        "deal": np.array([d for d, _, _ in meta], dtype=np.int64),
-        "deal_seed": np.array([s for _, s, _ in meta], dtype=np.int64),
-        "pairing": config.pairing_label(batch.pairing),
-        "order": order,
-        "bot0": bot0,
-        "bot1": bot1,
-        "winner": winner,
-        "winner_bot": np.where(winner == 0, bot0, bot1),
-        "tie_break": np.array([r.tie_break for r in results], dtype=bool),
-        "score0": col("scores", 0), "score1": col("scores", 1),
-        "buttons0": col("buttons", 0), "buttons1": col("buttons", 1),
-        "empty0": col("empty", 0), "empty1": col("empty", 1),
-        "position0": col("positions", 0), "position1": col("positions", 1),
-        "bonus0": bonus == 0, "bonus1": bonus == 1,
-        "first_to_end": np.array([r.first_to_end for r in results], dtype=np.int8),
-        "passes0": col("passes", 0), "passes1": col("passes", 1),
-        "buys0": col("buys", 0), "buys1": col("buys", 1),
-        "leather0": col("leather", 0), "leather1": col("leather", 1),
-        "plies": np.array([r.plies for r in results], dtype=np.int32),
-        "moves": [r.moves.astype(np.int32) for r in results],
-    })
-    counts = [len(r.events) for r in results]
-    ev = (np.concatenate([r.events for r in results]) if sum(counts)
-          else np.zeros((0, core.EV_WIDTH), dtype=np.int64))
-    kind = ev[:, 0]
-    seat = ev[:, 1]
-    names = np.array([EVENT_NAMES.get(int(k), "?") for k in range(8)], dtype=object)
+    mask = np.arange(moves.shape[1])[None, :] < plies[:, None]
+    offsets = np.concatenate([[0], np.cumsum(plies)]).astype(np.int32)
+    move_list = pa.ListArray.from_arrays(pa.array(offsets),
+                                         pa.array(moves[mask].astype(np.int32)))
+    games = pa.table({
+        "run_id": pa.array([run_id] * n, pa.string()),
+        "ruleset": pa.array([rs.name] * n, pa.string()),
+        "ruleset_hash": pa.array([rs.content_hash()] * n, pa.string()),
+        "game_id": pa.array(gids.astype(np.int64)),
+        "deal": pa.array(deal.astype(np.int64)),
+        "deal_seed": pa.array(seed.astype(np.int64)),
+        "pairing": pa.array([config.pairing_label(batch.pairing)] * n, pa.string()),
+        "order": pa.array(order.astype(np.int8)),
+        "bot0": pa.array(bot0, pa.string()),
+        "bot1": pa.array(bot1, pa.string()),
+        "winner": pa.array(winner),
+        "winner_bot": pa.array(np.where(winner == 0, bot0, bot1), pa.string()),
+        "tie_break": pa.array(res[:, playout.R_SCORE] == res[:, playout.R_SCORE + 1]),
+        "score0": i32(playout.R_SCORE), "score1": i32(playout.R_SCORE + 1),
+        "buttons0": i32(playout.R_BUTTONS), "buttons1": i32(playout.R_BUTTONS + 1),
+        "empty0": i32(playout.R_EMPTY), "empty1": i32(playout.R_EMPTY + 1),
+        "position0": i32(playout.R_POS), "position1": i32(playout.R_POS + 1),
+        "bonus0": pa.array(bonus == 0), "bonus1": pa.array(bonus == 1),
+        "first_to_end": pa.array(res[:, playout.R_FIRST_END].astype(np.int8)),
+        "passes0": i32(playout.R_PASSES), "passes1": i32(playout.R_PASSES + 1),
+        "buys0": i32(playout.R_BUYS), "buys1": i32(playout.R_BUYS + 1),
+        "leather0": i32(playout.R_LEATHER), "leather1": i32(playout.R_LEATHER + 1),
+        "plies": pa.array(plies.astype(np.int32)),
+        "moves": move_list,
+    }, schema=GAMES_SCHEMA)
+
+    emask = np.arange(ev.shape[1])[None, :] < nev[:, None]
+    e = ev[emask]
+    kind = e[:, 0]
+    seat = e[:, 1]
+    gid_rows = np.repeat(gids, nev)
+    seq = (np.arange(ev.shape[1])[None, :].repeat(n, axis=0))[emask]
     is_buy = kind == core.EV_BUY
     is_place = kind == core.EV_LEATHER_PLACE
     is_claim = kind == core.EV_LEATHER_CLAIM
-    patch_ids = np.array(tables.patch_ids + [""], dtype=object)
+    is_pass = kind == core.EV_PASS
+    names = np.array([EVENT_NAMES.get(k, "?") for k in range(8)], dtype=object)
+    patch_ids = np.array(tables.patch_ids + [None], dtype=object)
+    cost = np.array([p.cost for p in rs.patches] + [0], dtype=np.int32)
     place_sq = _placement_names(tables)
-    sq_names = np.array([square_name(s, rs.cols) for s in range(rs.rows * rs.cols)] + [""],
+    sq_names = np.array([square_name(s, rs.cols) for s in range(rs.rows * rs.cols)] + [None],
                         dtype=object)
-    cost = np.array([p.cost for p in rs.patches] + [0])
-    gid_rows = np.repeat(gids, counts)
-    seq = np.concatenate([np.arange(c, dtype=np.int32) for c in counts]) if n else np.zeros(0)
-    position = np.where(is_buy, ev[:, 3], np.where(kind == core.EV_PASS, ev[:, 2], ev[:, 2]))
-    events = pd.DataFrame({
-        "run_id": run_id,
-        "ruleset": rs.name,
-        "game_id": gid_rows,
-        "seq": seq.astype(np.int32),
-        "event": pd.Categorical(names[kind], categories=list(EVENT_NAMES.values())),
-        "seat": seat.astype(np.int8),
-        "bot": np.where(seat == 0, np.repeat(bot0, counts), np.repeat(bot1, counts)),
-        "position": position.astype(np.int32),
-        "patch": np.where(is_buy, patch_ids[np.where(is_buy, ev[:, 2], -1)], None),
-        "cost": np.where(is_buy, cost[np.where(is_buy, ev[:, 2], -1)], 0).astype(np.int32),
-        "buttons_before": np.where(is_buy, ev[:, 4], -1).astype(np.int32),
-        "amount": np.where(kind == core.EV_PASS, ev[:, 4],
-                           np.where(kind == core.EV_INCOME, ev[:, 3], 0)).astype(np.int32),
-        "squares": np.where(is_buy, place_sq[np.where(is_buy, ev[:, 5], 0)],
-                            np.where(is_place, sq_names[np.where(is_place, ev[:, 3], -1)],
-                                     None)),
-        "filled_hole": np.where(is_place, ev[:, 4] == 1, False),
-        "opp_position": np.where(is_claim, ev[:, 3], -1).astype(np.int32),
-        "score_lead": np.where(is_claim, ev[:, 4], 0).astype(np.int32),
-    })
+    buy_patch = np.where(is_buy, e[:, 2], -1)
+    bot_rows = np.where(seat == 0, np.repeat(bot0, nev), np.repeat(bot1, nev))
+    squares = np.where(is_buy, place_sq[np.where(is_buy, e[:, 5], 0)],
+                       np.where(is_place, sq_names[np.where(is_place, e[:, 3], -1)], None))
+    m = len(e)
+    events = pa.table({
+        "run_id": pa.array([run_id] * m, pa.string()),
+        "ruleset": pa.array([rs.name] * m, pa.string()),
+        "game_id": pa.array(gid_rows.astype(np.int64)),
+        "seq": pa.array(seq.astype(np.int32)),
+        "event": pa.array(names[kind], pa.string()),
+        "seat": pa.array(seat.astype(np.int8)),
+        "bot": pa.array(bot_rows, pa.string()),
+        # buys: position before the move; pass: the space left; marks: the mark's space
+        "position": pa.array(np.where(is_buy, e[:, 3], e[:, 2]).astype(np.int32)),
+        "patch": pa.array(patch_ids[buy_patch], pa.string()),
+        "cost": pa.array(np.where(is_buy, cost[buy_patch], 0).astype(np.int32)),
+        "buttons_before": pa.array(np.where(is_buy, e[:, 4], -1).astype(np.int32)),
+        "amount": pa.array(np.where(is_pass, e[:, 4], np.where(
+            kind == core.EV_INCOME, e[:, 3], 0)).astype(np.int32)),
+        "squares": pa.array(squares, pa.string()),
+        "filled_hole": pa.array(np.where(is_place, e[:, 4] == 1, False)),
+        "opp_position": pa.array(np.where(is_claim, e[:, 3], -1).astype(np.int32)),
+        "score_lead": pa.array(np.where(is_claim, e[:, 4], 0).astype(np.int32)),
+    }, schema=EVENTS_SCHEMA)
     return games, events
 
 
@@ -411,10 +468,6 @@ EVENTS_SCHEMA = pa.schema([
     ("opp_position", _I32), ("score_lead", _I32),
 ])
 ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the batch size
-
-
-def _to_table(df: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    return pa.Table.from_pandas(df, schema=schema, preserve_index=False).replace_schema_metadata()
 
 
 def _atomic_write_parquet(table: pa.Table, path: Path) -> None:
@@ -596,16 +649,14 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
                     failure = err
                     break
                 bdir = run_dir / "batches"
-                _atomic_write_parquet(_to_table(events, EVENTS_SCHEMA),
-                                      bdir / f"{bt.key}.events.parquet")
-                _atomic_write_parquet(_to_table(games, GAMES_SCHEMA),
-                                      bdir / f"{bt.key}.games.parquet")
+                _atomic_write_parquet(events, bdir / f"{bt.key}.events.parquet")
+                _atomic_write_parquet(games, bdir / f"{bt.key}.games.parquet")
                 done.add(bt.key)
-                played += len(games)
+                played += games.num_rows
                 manifest["batches_done"] = sorted(done)
                 _atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
                 if bar is not None:
-                    bar.update(len(games))
+                    bar.update(games.num_rows)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()

@@ -1,0 +1,165 @@
+"""Analysis commands for the ``patchsim`` command line: report, compare, plan.
+
+Plain typer-annotated functions, registered by :mod:`patchsim.cli`
+(``app.command("report")(cli_analysis.report)`` and so on). Each parses its arguments,
+calls the library and prints; a user mistake ends with ``error: ...`` and exit status 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _is_run_dir(ref: str) -> bool:
+    p = Path(ref)
+    return p.is_dir() and (p / "manifest.json").exists()
+
+
+def _check_margin(margin: float) -> None:
+    if not 0 < margin < 0.5:
+        raise _fail(f"--margin must be a proportion between 0 and 0.5 (0.02 is 2 points), "
+                    f"got {margin}")
+
+
+def report(
+    run_dir: Annotated[str, typer.Argument(help="A run folder written by 'patchsim run'.")],
+    compare_with: Annotated[str | None, typer.Option(
+        "--compare-with", help="Another run folder on the same deals (same seed and bots) "
+        "to compare with; it is the reference.")] = None,
+    margin: Annotated[float, typer.Option(
+        help="Equivalence margin for 'balanced' and 'the same' (0.02: +-2 points).")] = 0.02,
+) -> None:
+    """Write report.html (self-contained) and report.md into a run folder."""
+    from patchsim.report import ReportError, write_report
+
+    _check_margin(margin)
+    try:
+        path = write_report(run_dir, compare_with=compare_with, margin=margin)
+    except ReportError as e:
+        raise _fail(str(e)) from None
+    typer.echo(f"report: {path}")
+    typer.echo(f"markdown: {path.with_suffix('.md')}")
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="Reference: a run folder, or a ruleset (shipped "
+                                     "name or YAML file).")],
+    b: Annotated[str, typer.Argument(help="Variant: a run folder, or a ruleset.")],
+    margin: Annotated[float, typer.Option(
+        help="Equivalence margin (0.02: the same within +-2 points).")] = 0.02,
+    games: Annotated[int, typer.Option(
+        help="With rulesets: games per pairing and ruleset (seat-swapped pairs).")] = 400,
+    bots: Annotated[str, typer.Option(
+        help="With rulesets: bot specs separated by ';'.")] = "greedy",
+    out: Annotated[str | None, typer.Option(
+        help="With rulesets: the run folder (default reports/<a>-vs-<b>/<time>-s<seed>).")]
+    = None,
+    seed: Annotated[int, typer.Option(help="With rulesets: master seed.")] = 1,
+    jobs: Annotated[int, typer.Option(help="With rulesets: parallel workers (-1: all "
+                                      "cores).")] = -1,
+) -> None:
+    """Compare variant B with reference A on the same deals (two run folders, or two rulesets)."""
+    # Two run folders that share deals (same seed and bots): B is compared with A and the
+    # report is written into B's folder. Two rulesets: both are played on the same deals in
+    # one run (an experiment of two rulesets) whose report compares them.
+    from patchsim.compare import CompareError, compare_rulesets
+    from patchsim.report import ReportError, load_run, write_report
+
+    _check_margin(margin)
+    dirs = (_is_run_dir(a), _is_run_dir(b))
+    try:
+        if all(dirs):
+            from patchsim.compare import compare as compare_runs
+
+            ra, rb = load_run(a), load_run(b)
+            c = compare_runs(ra.games, rb.games, ra.events, rb.events, margin=margin,
+                             label_a=ra.label, label_b=rb.label)
+            path = write_report(b, compare_with=a, margin=margin)
+        elif any(dirs):
+            which = a if dirs[0] else b
+            raise _fail(f"{which} is a run folder but the other argument is not; give two run "
+                        "folders or two rulesets")
+        else:
+            run_dir = _run_two_rulesets(a, b, games, bots, out, seed, jobs)
+            run = load_run(run_dir)
+            c = compare_rulesets(run.games, run.events, margin=margin)
+            path = write_report(run_dir, margin=margin)
+    except (CompareError, ReportError) as e:
+        raise _fail(str(e)) from None
+    typer.echo(c.verdict())
+    typer.echo(f"report: {path}")
+
+
+def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, seed: int,
+                      jobs: int) -> Path:
+    """Play rulesets a and b on the same deals: an experiment of two rulesets."""
+    import os
+
+    import yaml
+
+    from patchsim.runner import RunError, execute, load_run_config, new_run_dir
+
+    if games < 1:
+        raise _fail(f"--games must be at least 1, got {games}")
+    specs = [s.strip() for s in bots.split(";") if s.strip()]
+    if not specs:
+        raise _fail("--bots needs at least one bot spec")
+    # file references become absolute: the experiment file lives elsewhere
+    refs = [str(Path(r).resolve()) if Path(r).is_file() else r for r in (a, b)]
+    name = f"{Path(a).stem}-vs-{Path(b).stem}"
+    experiment = {"name": name, "rulesets": refs, "bots": specs, "games": games, "seed": seed}
+    text = yaml.safe_dump(experiment, sort_keys=False)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{name}.yaml"
+            path.write_text(text, encoding="utf-8")
+            try:
+                cfg = load_run_config(str(path))
+            except RunError as e:  # name the arguments, not the temporary file
+                raise RunError(str(e).replace(f"{path}: ", "")) from None
+        h = [r.content_hash() for r in cfg.rulesets]
+        if h[0] == h[1]:
+            raise RunError(f"{a} and {b} are the same rules (hash {h[0]}): nothing to compare")
+        run_dir = new_run_dir(cfg, out)
+        n_jobs = (os.cpu_count() or 1) if jobs == -1 else max(1, jobs)
+        typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
+                   f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
+        execute(cfg, run_dir, jobs=n_jobs, backend="loky", progress=True,
+                command=" ".join(sys.argv))
+        (run_dir / "experiment.yaml").write_text(text, encoding="utf-8")
+    except RunError as e:
+        raise _fail(str(e)) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    return run_dir
+
+
+def plan(
+    run_dir: Annotated[str, typer.Argument(help="A pilot run folder.")],
+    halfwidth: Annotated[float, typer.Option(
+        help="Target half-width of the 95% interval (0.01: +-1 point).")] = 0.01,
+) -> None:
+    """How many deals a question needs (paired and unpaired), from a pilot run's variance."""
+    from patchsim.compare import format_plan
+    from patchsim.compare import plan as plan_deals
+    from patchsim.report import ReportError, load_run
+
+    if not 0 < halfwidth < 0.5:
+        raise _fail(f"--halfwidth must be a proportion between 0 and 0.5 (0.01 is 1 point), "
+                    f"got {halfwidth}")
+    try:
+        run = load_run(run_dir)
+    except ReportError as e:
+        raise _fail(str(e)) from None
+    typer.echo(format_plan(plan_deals(run.games, target_halfwidth=halfwidth)))
