@@ -29,6 +29,9 @@ CHECK_KEYS = {"tolerances", "max_games", "step_games", "alpha"}
 TOLERANCE_KEYS = {"metric", "min", "max", "target", "margin", "pairing"}
 
 
+RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the base
+
+
 class ExperimentError(ValueError):
     """Problems in an experiment file, all of them, each with file and key."""
 
@@ -166,9 +169,17 @@ def load_experiment(path: str | Path) -> Experiment:
         seen = {base.content_hash(): "base"}
         for key, label, overrides, coords in _variant_specs(data, src, bad):
             try:
-                rs = base.with_overrides(overrides) if overrides else base
+                rs = base
+                rest = dict(overrides)
+                if RULESET_KEY in rest:
+                    ref = rest.pop(RULESET_KEY)
+                    local = p.parent / ref
+                    rs = load_ruleset(local if ref.endswith((".yaml", ".yml"))
+                                      and local.exists() else ref)
+                rs = rs.with_overrides(rest) if rest else rs
             except RulesetError as e:
-                bad(key, "; ".join(e.problems))
+                bad(f"{key}.ruleset" if RULESET_KEY in overrides and "\n" in str(e) else key,
+                    "; ".join(e.problems))
                 continue
             h = rs.content_hash()
             if h not in seen:  # identical rules (e.g. the base's grid point) are played once
@@ -201,13 +212,18 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
             bad("variants", "expected a non-empty list of {name, set} mappings")
         else:
             for i, v in enumerate(vs):
-                if not isinstance(v, dict) or set(v) - {"name", "set"}:
-                    bad(f"variants[{i}]", "expected {name: ..., set: {field: value, ...}}")
+                if not isinstance(v, dict) or set(v) - {"name", "set", "ruleset"}:
+                    bad(f"variants[{i}]", "expected {name: ..., set: {field: value, ...}} or "
+                                          "{name: ..., ruleset: NAME_OR_FILE}")
                     continue
                 overrides = v.get("set") or {}
                 if not isinstance(overrides, dict):
                     bad(f"variants[{i}].set", "expected a mapping of ruleset fields to values")
                     continue
+                if "ruleset" in v:
+                    # a whole other ruleset (e.g. another quilt size with its own track and
+                    # patch set), still played on the experiment's deals
+                    overrides = {RULESET_KEY: str(v["ruleset"]), **overrides}
                 out.append((f"variants[{i}]", str(v.get("name") or _label(overrides)),
                             dict(overrides), {}))
     if "grid" in data:
