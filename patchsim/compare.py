@@ -5,6 +5,8 @@ are compared deal by deal: each metric is averaged over a deal's games under eac
 and the per-deal differences give a paired interval, usually much narrower than the unpaired
 one because the deal's own luck cancels. Winners that flip between the rulesets get an exact
 McNemar test; "the same within +-margin" needs a TOST; many metrics are Holm-corrected.
+Rates get a weak prior (two imaginary deals half a game either way), so that a few deals with
+no spread at all do not pass for certainty.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from patchsim.stats import (
     num,
     pct,
     tost_mean,
+    with_prior,
 )
 
 ALL_PAIRINGS = "all pairings"
@@ -78,25 +81,32 @@ class Comparison:
             m = m[m["group"] == ALL_PAIRINGS]
         return None if m.empty else m.iloc[0]
 
-    def verdict(self) -> str:
+    def verdict(self, restate: bool = True) -> str:
         """Plain-language sentences for a designer; numbers from ``fpa``, ``leather`` and
-        ``metrics``."""
+        ``metrics``. Without ``restate`` the first-seat win rates of A and B are left out
+        (for a report that has already given them) and only their change is told."""
         a, b = self.label_a, self.label_b
         out = []
         for pairing, g in self.fpa.groupby("pairing", sort=False):
             ra = g[g["side"] == "A"].iloc[0]
             rb = g[g["side"] == "B"].iloc[0]
-            text = (f"With {pairing}, the first seat wins {pct(ra['rate'])} "
-                    f"[{pct(ra['lo'])}, {pct(ra['hi'])}] of games under {a} and "
-                    f"{pct(rb['rate'])} [{pct(rb['lo'])}, {pct(rb['hi'])}] under {b}")
+            if restate:
+                text = (f"With {pairing}, the first seat wins {pct(ra['rate'])} "
+                        f"[{pct(ra['lo'])}, {pct(ra['hi'])}] of games under {a} and "
+                        f"{pct(rb['rate'])} [{pct(rb['lo'])}, {pct(rb['hi'])}] under {b}")
+            else:
+                text = f"With {pairing}, from {a} to {b} the first seat's win rate changes"
             m = self.metric("first-seat win rate", pairing)
             if m is not None and math.isfinite(m["diff"]):
-                text += (f"; the change is {num(100 * m['diff'], 1, True)} points "
+                text += ("; the change is " if restate else " by ")
+                text += (f"{num(100 * m['diff'], 1, True)} points "
                          f"[{num(100 * m['lo'], 1, True)}, {num(100 * m['hi'], 1, True)}] "
                          f"over {int(m['deals'])} shared deals")
                 text += "." + _difference_words(m, self.margin, self.alpha)
-            else:
+            elif restate:
                 text += "."
+            else:
+                continue
             out.append(text)
         first = self.leather[self.leather["rank"] == 1]
         la = first[first["side"] == "A"]
@@ -125,6 +135,9 @@ def _difference_words(m: pd.Series, margin: float, alpha: float) -> str:
         return " Too few deals to say more."
     if math.isfinite(m["p_holm"]) and m["p_holm"] < alpha:
         return f" That is a clear difference (Holm-adjusted p {_p(m['p_holm'])})."
+    if math.isfinite(m["p"]) and m["p"] < alpha:
+        return (" Taken alone that interval excludes no change, but with every metric tested "
+                f"at once it is not a clear difference (Holm-adjusted p {_p(m['p_holm'])}).")
     if m["kind"] == "rate" and math.isfinite(m["tost_holm"]) and m["tost_holm"] < alpha:
         return (f" The two are the same within +-{100 * margin:g} points "
                 f"(equivalence test, Holm-adjusted p {_p(m['tost_holm'])}).")
@@ -166,9 +179,11 @@ def game_metrics(games: pd.DataFrame, events: pd.DataFrame | None) -> pd.DataFra
     return out
 
 
-def _paired(xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict[str, float]:
+def _paired(xa: np.ndarray, xb: np.ndarray, alpha: float,
+            prior: bool = False) -> dict[str, float]:
     """Mean difference b - a over deals with a paired t interval and p-value (statsmodels),
-    and the unpaired interval the same numbers would give without the pairing."""
+    and the unpaired interval the same numbers would give without the pairing. With
+    ``prior`` (rates) the interval and test use the weak prior of ``stats.with_prior``."""
     d = xb - xa
     n = len(d)
     res = {"deals": n, "a": float(xa.mean()) if n else NAN, "b": float(xb.mean()) if n else NAN,
@@ -176,6 +191,8 @@ def _paired(xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict[str, float]:
            "lo_unpaired": NAN, "hi_unpaired": NAN, "corr": NAN}
     if n < 2:
         return res
+    if prior:
+        d = with_prior(d)
     if np.ptp(d) == 0:  # every deal moved by the same amount: nothing left to estimate
         res.update(lo=res["diff"], hi=res["diff"], p=1.0 if res["diff"] == 0 else 0.0)
     else:
@@ -254,7 +271,7 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
             deal = mg["deal"].to_numpy()[ok]
             da = pd.Series(xa[ok]).groupby(deal).mean()
             db = pd.Series(xb[ok]).groupby(deal).mean()
-            r = _paired(da.to_numpy(), db.to_numpy(), alpha)
+            r = _paired(da.to_numpy(), db.to_numpy(), alpha, prior=kind == "rate")
             tost = (tost_mean(db.to_numpy() - da.to_numpy(), -margin, margin)
                     if kind == "rate" else NAN)
             rows.append({"group": group, "metric": metric, "kind": kind, **r,

@@ -28,6 +28,10 @@ class BotError(RuntimeError):
         self.move_number = move_number
         self.record = record
 
+    def __reduce__(self):
+        # picklable with all its fields, so that it crosses from a worker process intact
+        return (type(self), (str(self), self.bot, self.seed, self.move_number, self.record))
+
 
 @dataclass
 class GameResult:

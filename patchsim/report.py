@@ -133,25 +133,25 @@ def fmt_table(df: pd.DataFrame, cols: Sequence[Col]) -> pd.DataFrame:
 
 
 def ci(lo: Any, hi: Any) -> str:
-    if not (st._finite(lo) and st._finite(hi)):
+    if not (st.finite(lo) and st.finite(hi)):
         return "—"
     return f"[{pct(lo)}, {pct(hi)}]"
 
 
 def pval(p: Any) -> str:
-    if not st._finite(p):
+    if not st.finite(p):
         return "—"
     return "< 0.001" if float(p) < 0.001 else f"{float(p):.3f}"
 
 
 def pts(x: Any) -> str:
     """A difference of proportions in percentage points, signed."""
-    return num(100 * float(x), 1, True) if st._finite(x) else "—"
+    return num(100 * float(x), 1, True) if st.finite(x) else "—"
 
 
 def est_ci(x: Any, lo: Any, hi: Any, digits: int = 1) -> str:
     """'12.3 [10.1, 14.0]', or the estimate alone when there is no interval."""
-    if st._finite(lo) and st._finite(hi):
+    if st.finite(lo) and st.finite(hi):
         return f"{num(x, digits)} [{num(lo, digits)}, {num(hi, digits)}]"
     return num(x, digits)
 
@@ -167,7 +167,7 @@ def p_is(p: Any) -> str:
 
 
 def integer(x: Any) -> str:
-    return str(int(x)) if st._finite(x) else "—"
+    return str(int(x)) if st.finite(x) else "—"
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -252,28 +252,24 @@ def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataF
                f"({plural(2 * few, 'game')}). "
                f"The numbers below are shown, but intervals are wide or missing and no "
                f"conclusion should be drawn before at least {MIN_DEALS} deals per pairing.")
-    rows = fpa
-    if len(fpa) > 6:  # many pairings: the verdict names self-play, the tables have the rest
-        sp = fpa[fpa["self_play"]]
-        rows = sp if len(sp) else fpa.head(6)
-    for r in rows.itertuples():
+    for r in (fpa if len(fpa) <= 6 else _headline_rows(fpa)).itertuples():
         text = (f"Under {r.ruleset}, with {r.pairing}, the first seat wins {pct(r.rate)} "
                 f"{ci(r.lo, r.hi)} of games ({plural(r.deals, 'deal')}, each played from both "
                 f"seats)")
-        if r.deals >= MIN_DEALS and st._finite(r.p_value):
+        if r.deals >= MIN_DEALS and st.finite(r.p_value):
             if r.p_value < 0.05:
                 text += (f": an advantage of {num(abs(r.adv_pp), 1)} points "
                          f"({num(abs(r.elo), 0)} Elo) for the "
                          f"{'first' if r.adv_pp > 0 else 'second'} seat ({p_is(r.p_value)})")
-            elif st._finite(r.balanced_p) and r.balanced_p < 0.05:
+            elif st.finite(r.balanced_p) and r.balanced_p < 0.05:
                 text += (f": balanced within +-{100 * margin:g} points "
                          f"(equivalence test {p_is(r.balanced_p)})")
             else:
                 text += (f": no clear seat advantage ({p_is(r.p_value)}), but not shown "
                          f"to be balanced within +-{100 * margin:g} points either")
         lines.append(text + ".")
-    for c in comparisons:
-        lines.extend(c.verdict().splitlines())
+    for c in comparisons:  # the rates themselves are in the lines above
+        lines.extend(c.verdict(restate=False).splitlines())
     if not comparisons and len(leather):
         for rs, t in leather.groupby("ruleset", sort=False):
             first = t[t["rank"] == 1]
@@ -284,7 +280,7 @@ def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataF
                     f"isolated one-square hole in {pct(r['useful_rate'])} "
                     f"{ci(r['useful_lo'], r['useful_hi'])} of games; elsewhere it covers an "
                     f"ordinary square ({int(r['ordinary'])} of {int(r['games'])} games).")
-    for r in bonus.head(6).itertuples():
+    for r in _headline_rows(bonus).itertuples():
         if r.points == 0:
             continue
         lines.append(
@@ -296,6 +292,16 @@ def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataF
     s.p("These are results for these bots: stronger or different play can change every "
         "number. Intervals are 95%; the unit of analysis is the deal.")
     return s
+
+
+def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a verdict names: per ruleset, the self-play pairings (else the first pairing);
+    the tables have the rest."""
+    out = []
+    for _rs, t in table.groupby("ruleset", sort=False):
+        sp = t[t["self_play"].astype(bool)]
+        out.append(sp if len(sp) else t.head(1))
+    return pd.concat(out) if out else table
 
 
 def _overview(run: Run, summary: pd.DataFrame) -> Section:
@@ -329,10 +335,10 @@ def _seats(pairings: pd.DataFrame, fpa: pd.DataFrame, margin: float) -> Section:
         ("win rate", lambda r: pct(r.win_rate)), ("95% CI", lambda r: ci(r.lo, r.hi)),
         ("pairs 2-0 / 1-1 / 0-2", lambda r: (f"{integer(r.pairs_2_0)} / "
                                              f"{integer(r.pairs_1_1)} / {integer(r.pairs_0_2)}"
-                                             if st._finite(getattr(r, "pairs_2_0", None))
+                                             if st.finite(getattr(r, "pairs_2_0", None))
                                              else "")),
         ("Elo", lambda r: num(getattr(r, "elo", None), 0, True)
-         if st._finite(getattr(r, "pairs_2_0", None)) else ""),
+         if st.finite(getattr(r, "pairs_2_0", None)) else ""),
     ]), "Per pairing, like an engine-testing tool: the first bot in the first seat, in the "
         "second seat, pooled over both (not for self-play, where it is 50% by construction; "
         "paired interval), and seat 0 against seat 1 (paired interval). Pairs: deals won "
@@ -544,7 +550,7 @@ def _comparison(c: Comparison) -> Section:
             return pct(x) if kind == "rate" else num(x, 2)
 
         def diff(kind: str, x: Any) -> str:
-            return (f"{num(100 * x, 1, True)} pts" if kind == "rate" and st._finite(x)
+            return (f"{num(100 * x, 1, True)} pts" if kind == "rate" and st.finite(x)
                     else num(x, 2, True))
 
         s.table(fmt_table(m, [
@@ -601,7 +607,9 @@ def _methods(margin: float, n_boot: int) -> Section:
         "First-player advantage: the p-value is an exact McNemar test on the deals that the "
         "same seat won twice (split deals say nothing about the seat); 'balanced within "
         f"+-{100 * margin:g} points' needs a TOST equivalence test on the per-deal rates at "
-        "the 5% level, with at least " + str(MIN_DEALS) + " deals.",
+        "the 5% level, with at least " + str(MIN_DEALS) + " deals. Equivalence tests and "
+        "paired intervals of rates add two imaginary deals half a game either side of the "
+        "mean, so that a few deals without any spread do not pass for certainty.",
         f"Scores, margins, game length: mean, median and IQR with percentile bootstrap "
         f"intervals ({n_boot} resamples of whole deals, scipy).",
         "Patches: per seat and game, whether the seat bought the patch and whether it won; the "

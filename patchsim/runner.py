@@ -71,6 +71,7 @@ class RunConfig:
             "pairings": [list(p) for p in self.pairings],
             "deals": self.deals,
             "seed": self.seed,
+            "batch_deals": self.batch_deals,
         }
 
     @classmethod
@@ -80,7 +81,8 @@ class RunConfig:
         rulesets = [ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
                     for r in data["rulesets"]]
         return cls(data["name"], rulesets, list(data["bots"]),
-                   [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]))
+                   [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]),
+                   data.get("batch_deals"))
 
     def pairing_label(self, i: int) -> str:
         a, b = self.pairings[i]
@@ -92,7 +94,8 @@ def run_identity(config: RunConfig) -> str:
     top-up keeps it; not of the folder, so two identical runs store identical tables)."""
     import hashlib
 
-    ident = {k: v for k, v in config.to_dict().items() if k not in ("deals", "rulesets")}
+    ident = {k: v for k, v in config.to_dict().items()
+             if k not in ("deals", "rulesets", "batch_deals")}
     ident["rulesets"] = [r.content_hash() for r in config.rulesets]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -173,11 +176,15 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(str(e)) from None
     if games_n < 1:
         raise RunError(f"--games must be at least 1, got {games_n}")
+    canonical = []
     for spec in bot_specs:
         try:
-            make_bot(spec)
+            canonical.append(make_bot(spec).spec)  # one bot, one name, however it was typed
         except BotSpecError as e:
             raise RunError(str(e)) from None
+    if len(set(canonical)) != len(canonical):
+        raise RunError(f"the same bot is listed twice: {', '.join(canonical)}")
+    bot_specs = canonical
     return RunConfig(name, rulesets, bot_specs, all_pairings(len(bot_specs), mode),
                      games_to_deals(games_n), seed_n, batch_deals, ref)
 
@@ -309,8 +316,12 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
                            np.zeros((n, me, core.EV_WIDTH), dtype=np.int64),
                            np.zeros(n, dtype=np.int64), deals, seeds,
                            np.full(n, order, dtype=np.int8))
-            pair = (bot_a, bot_b) if order == 0 else (bot_b, bot_a)
+            specs = (config.bots[a], config.bots[b]) if order == 0 else (config.bots[b],
+                                                                          config.bots[a])
             for i in range(n):
+                # fresh bots for every game: a bot that keeps state between moves must not
+                # carry it into the next game, or results would depend on the batch size
+                pair = (make_bot(specs[0]), make_bot(specs[1]))
                 st = streams[i] if order == 0 else streams[i, ::-1].copy()
                 r = play_game(tables, pair, circles[i], int(seeds[i]), streams=st)
                 raw.res[i] = _result_row(r)
@@ -591,8 +602,21 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             scheduler: str | None = None, progress: bool = True, command: str = "",
             echo: Callable[[str], None] = print) -> RunResult:
     """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
-    manifest. Safe to call again on the same folder (it resumes)."""
+    manifest. Safe to call again on the same folder (it resumes).
+
+    The backend (and a Dask scheduler) is checked before anything is written or played."""
     run_dir = Path(run_dir)
+    client, ctx, parallel = _make_parallel(jobs, backend, scheduler)
+    try:
+        return _execute(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
+                        progress=progress, command=command, echo=echo)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _execute(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, backend: str,
+             progress: bool, command: str, echo: Callable[[str], None]) -> RunResult:
     _check_writable(run_dir)
     manifest_path = run_dir / MANIFEST
     manifest: dict[str, Any] = {}
@@ -606,14 +630,15 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             raise RunError(f"{run_dir} holds a different run (rulesets, bots, pairings or "
                            "seed differ); use another --out or --resume it as it is")
         config.deals = max(config.deals, old.deals)
+        if config.batch_deals is None:
+            config.batch_deals = old.batch_deals  # same plan, so finished batches are found
     run_id = manifest.get("run_id") or run_identity(config)
     batches = plan_batches(config)
-    done = set(manifest.get("batches_done", []))
-    # a batch is done when its file exists: the manifest may lag a killed run
-    for bt in batches:
-        if (run_dir / "batches" / f"{bt.key}.games.parquet").exists() and \
-                (run_dir / "batches" / f"{bt.key}.events.parquet").exists():
-            done.add(bt.key)
+    # a batch is done when both its files exist: the files, not the manifest, are the truth
+    # (the manifest may lag a killed run, or files may have been removed since)
+    done = {bt.key for bt in batches
+            if (run_dir / "batches" / f"{bt.key}.games.parquet").exists()
+            and (run_dir / "batches" / f"{bt.key}.events.parquet").exists()}
     todo = [bt for bt in batches if bt.key not in done]
     # reject stale batches from a differently-batched earlier attempt only if they overlap:
     # keys encode deal ranges, and merging reads exactly the planned keys (see _merge)
@@ -634,7 +659,6 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     t0 = time.perf_counter()
     played = 0
     failure: BotError | None = None
-    client, ctx, parallel = _make_parallel(jobs, backend, scheduler)
     bar = _progress(todo_games, progress)
     try:
         with ctx:
@@ -666,8 +690,6 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     finally:
         if bar is not None:
             bar.close()
-        if client is not None:
-            client.close()
     seconds = time.perf_counter() - t0
     rate = played / seconds if seconds > 0 and played else 0.0
     complete = failure is None and len(done) >= len(batches)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -107,14 +107,25 @@ def deal_means(values: np.ndarray | pd.Series, deal: np.ndarray | pd.Series) -> 
     return v.groupby(np.asarray(deal), sort=True).mean().to_numpy()
 
 
-def tost_mean(x: np.ndarray, low: float, upp: float) -> float:
-    """TOST p-value that the mean of x lies in (low, upp) (statsmodels ``ttost_mean``);
-    NaN with fewer than two values; exact 0/1 when every value is equal."""
+def with_prior(x: np.ndarray) -> np.ndarray:
+    """Per-deal rates plus two imaginary deals half a game either side of their mean: the
+    mean is unchanged, but a small sample with no spread no longer looks certain."""
+    x = np.asarray(x, dtype=float)
+    m = float(x.mean()) if len(x) else 0.0
+    return np.concatenate([x, [m - 0.5, m + 0.5]])
+
+
+def tost_mean(x: np.ndarray, low: float, upp: float, prior: bool = True) -> float:
+    """TOST p-value that the mean of per-deal rates x lies in (low, upp) (statsmodels
+    ``ttost_mean``), by default with the weak prior of :func:`with_prior`; NaN with fewer
+    than two deals. Without the prior, equal values give an exact 0 or 1."""
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
     if len(x) < 2:
         return NAN
-    if np.ptp(x) == 0:  # no spread: the t statistic is infinite, the answer is known
+    if prior:
+        x = with_prior(x)
+    elif np.ptp(x) == 0:  # no spread: the t statistic is infinite, the answer is known
         return 0.0 if low < x[0] < upp else 1.0
     return float(DescrStatsW(x).ttost_mean(low, upp)[0])
 
@@ -214,12 +225,12 @@ def format_pairings(table: pd.DataFrame) -> str:
         for r in g.itertuples():
             who = (f"{r.bot} in the {r.line}" if r.line.endswith("seat")
                    else f"{r.bot} vs {r.opponent}")
-            text = (f"  {who:<46} {r.wins:>6} - {r.losses:<6} [{_pct(r.win_rate)}] "
-                    f"95% {_pct(r.lo)}..{_pct(r.hi)}  {r.games} games")
+            text = (f"  {who:<46} {r.wins:>6} - {r.losses:<6} [{pct(r.win_rate)}] "
+                    f"95% {pct(r.lo)}..{pct(r.hi)}  {r.games} games")
             if r.line != "first seat" and r.line != "second seat":
                 text += (f"  pairs 2-0/1-1/0-2: {r.pairs_2_0:.0f}/{r.pairs_1_1:.0f}/"
                          f"{r.pairs_0_2:.0f}"
-                         f"  Elo {_num(r.elo, 0, True)}")
+                         f"  Elo {num(r.elo, 0, True)}")
             out.append(text)
     return "\n".join(out)
 
@@ -230,8 +241,9 @@ def first_player_advantage(games: pd.DataFrame, margin: float = 0.02,
     interval and the naive per-game one; the advantage in points and Elo; the exact McNemar
     p-value of "no seat advantage" (deals won twice by seat 0 against deals won twice by seat
     1; split deals carry no information about the seat); a TOST p-value for "balanced within
-    +-margin"; and how much the deal decides the outcome: per-game and per-deal variances,
-    the design effect and the intra-deal correlation (deff - 1 for pairs)."""
+    +-margin" (per-deal rates with the weak prior of ``with_prior``); and how much the deal
+    decides the outcome: per-game and per-deal variances, the design effect and the
+    intra-deal correlation (deff - 1 for pairs)."""
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
         win = (g["winner"].to_numpy() == 0).astype(float)
@@ -586,7 +598,8 @@ def bonus_table(games: pd.DataFrame, events: pd.DataFrame,
         rc = clustered_rate(changed.astype(float), deal, alpha)
         pos = be.loc[(be["ruleset"] == ruleset) & (be["pairing"] == pairing), "position"]
         rows.append({
-            "ruleset": ruleset, "pairing": pairing, "points": points, "games": len(g),
+            "ruleset": ruleset, "pairing": pairing, "self_play": is_self_play(g),
+            "points": points, "games": len(g),
             "claimed": int(claimed.sum()), "claim_rate": r["rate"], "claim_lo": r["lo"],
             "claim_hi": r["hi"], "by_seat0": int(has0.sum()), "by_seat1": int(has1.sum()),
             "pos_mean": float(pos.mean()) if len(pos) else NAN,
@@ -667,9 +680,12 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
         precision[1:, 1:] = tau * embed.T @ centre @ embed
         precision[0, 0] = tau
     beta, cov = _fit_logit(x, y, precision)
-    if cluster and n:
+    if cluster and n and "deal" in games.columns:
         mu = 1.0 / (1.0 + np.exp(-(x @ beta)))
-        groups = (games["ruleset"].astype(str) + "/" + games["deal"].astype(str)).to_numpy()
+        keys = games["deal"].astype(str)
+        if "ruleset" in games.columns:
+            keys = games["ruleset"].astype(str) + "/" + keys
+        groups = keys.to_numpy()
         robust = cluster_sandwich(x, y - mu, cov, groups)
     else:
         robust = np.full_like(cov, np.nan)
@@ -748,25 +764,23 @@ def format_summary(summary: pd.DataFrame) -> str:
 
 
 # --- number formatting shared by the report and the command line --------------------------------
-def _finite(x: Any) -> bool:
+def finite(x: Any) -> bool:
+    """Is x a finite number (False for None, NaN, +-inf and non-numbers)?"""
     try:
         return x is not None and math.isfinite(float(x))
     except (TypeError, ValueError):
         return False
 
 
-def _pct(p: Any, digits: int = 1) -> str:
+def pct(p: Any, digits: int = 1) -> str:
     """A proportion as a percentage ("—" when missing)."""
-    return f"{100 * float(p):.{digits}f}%" if _finite(p) else "—"
+    return f"{100 * float(p):.{digits}f}%" if finite(p) else "—"
 
 
-def _num(x: Any, digits: int = 1, sign: bool = False) -> str:
-    if _finite(x):
+def num(x: Any, digits: int = 1, sign: bool = False) -> str:
+    """A number with fixed decimals ("—" when missing, "+∞"/"−∞" when infinite)."""
+    if finite(x):
         return f"{float(x):+.{digits}f}" if sign else f"{float(x):.{digits}f}"
-    if x is not None and isinstance(x, float | np.floating) and np.isinf(x):
+    if isinstance(x, float | np.floating) and np.isinf(x):
         return "+∞" if x > 0 else "−∞"
     return "—"
-
-
-pct: Callable[..., str] = _pct
-num: Callable[..., str] = _num

@@ -1,0 +1,552 @@
+"""Tests for batch runs (patchsim.runner, ``patchsim run``): stored tables independent of
+workers and batch size, resume after a kill, top-up, seat-swapped and common deals, bad
+input found before any work starts, failing bots, and the command end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from patchsim import runner
+from patchsim.bots import make_bot
+from patchsim.cli import app
+from patchsim.game import Game
+from patchsim.match import play_game
+from patchsim.record import GameRecord, replay
+from patchsim.ruleset import load_ruleset
+from patchsim.runner import (
+    RunConfig,
+    RunError,
+    deal_circle_for,
+    deal_seed,
+    deal_streams,
+    execute,
+    load_run_config,
+    plan_batches,
+    run_identity,
+)
+
+SCENARIOS = {
+    "compiled": ["greedy", "random"],
+    "search": ["greedy", "mcts(iterations=10)"],
+    "python": ["greedy", "custom_bots:Hoarder(threshold=3)"],
+}
+KINDS = ("games", "events")
+REAL_BATCH_JOB = runner._batch_job
+
+
+def config(bots=("greedy", "random"), games: int = 40, batch: int | None = None,
+           ref: str = "edition2", **kw) -> RunConfig:
+    cfg = load_run_config(ref, games=games, bots=list(bots), **kw)
+    cfg.batch_deals = batch
+    return cfg
+
+
+def run(cfg: RunConfig, run_dir: Path, **kw) -> runner.RunResult:
+    kw.setdefault("jobs", 1)
+    return execute(cfg, run_dir, progress=False, echo=lambda s: None, **kw)
+
+
+def frame(run_dir: Path, kind: str) -> pd.DataFrame:
+    df = pd.read_parquet(run_dir / f"{kind}.parquet")
+    if "moves" in df:
+        df["moves"] = df["moves"].map(lambda m: tuple(int(x) for x in m))
+    return df
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    for kind in KINDS:
+        assert (a / f"{kind}.parquet").read_bytes() == (b / f"{kind}.parquet").read_bytes(), kind
+        pd.testing.assert_frame_equal(frame(a, kind), frame(b, kind))
+
+
+def batch_files(run_dir: Path) -> list[str]:
+    return sorted(p.name for p in (run_dir / "batches").glob("*.parquet"))
+
+
+class CountingJobs:
+    """Wraps runner._batch_job (sequential runs only): counts the batches played, and can
+    raise KeyboardInterrupt instead of playing batch number ``interrupt_at``."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.calls = 0
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.interrupt_at is not None and self.calls >= self.interrupt_at:
+            raise KeyboardInterrupt
+        return REAL_BATCH_JOB(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, Path]:
+    """One sequential run per scenario, default batching: the tables the others must match."""
+    base = tmp_path_factory.mktemp("reference")
+    out = {}
+    for name, bots in SCENARIOS.items():
+        run(config(bots), base / name)
+        out[name] = base / name
+    return out
+
+
+# --- same tables for any workers and batch size -----------------------------------------------
+def test_reference_tables(reference):
+    cfg = config()
+    games, events = frame(reference["compiled"], "games"), frame(reference["compiled"], "events")
+    assert len(games) == 3 * 20 * 2  # pairings x deals x seats
+    assert games["game_id"].is_unique
+    assert set(games["run_id"]) == {run_identity(cfg)}
+    assert set(games["pairing"]) == {"greedy vs greedy", "greedy vs random", "random vs random"}
+    assert set(events["game_id"]) == set(games["game_id"])
+    counts = events.groupby("game_id").size()
+    assert (counts > 0).all()
+    for _, ev in events.groupby("game_id"):
+        assert ev["seq"].tolist() == list(range(len(ev)))
+    manifest = json.loads((reference["compiled"] / "manifest.json").read_text())
+    assert manifest["complete"] is True and manifest["games_total"] == 120
+    assert len(manifest["batches_done"]) == manifest["batches_total"] == 3
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize(("jobs", "batch", "backend"), [
+    (2, None, "loky"),
+    (2, 3, "loky"),
+    (1, 7, "sequential"),
+    (2, 6, "threading"),
+])
+def test_tables_independent_of_workers_and_batch_size(reference, tmp_path, scenario, jobs,
+                                                      batch, backend):
+    cfg = config(SCENARIOS[scenario], batch=batch)
+    result = run(cfg, tmp_path / "run", jobs=jobs, backend=backend)
+    assert result.complete and result.games == 120
+    if batch:
+        assert len(batch_files(tmp_path / "run")) == 2 * 3 * -(-20 // batch)
+    assert_same_tables(reference[scenario], tmp_path / "run")
+
+
+def test_same_config_in_two_folders_gives_identical_tables(reference, tmp_path):
+    run(config(), tmp_path / "again")
+    assert_same_tables(reference["compiled"], tmp_path / "again")
+
+
+# --- seat-swapped pairs and common deals ------------------------------------------------------
+def replay_row(rs, row) -> Game:
+    """Replay a stored game's moves on its deal's circle; every move must be legal."""
+    game = Game.new(rs, circle=deal_circle_for(rs, int(row.deal_seed)))
+    for code in row.moves:
+        game.apply(int(code))
+    return game
+
+
+@pytest.mark.parametrize("scenario", ["compiled", "python"])
+def test_seat_swapped_pairs_share_the_deal(reference, scenario):
+    rs = load_ruleset("edition2")
+    cfg = config(SCENARIOS[scenario])
+    games = frame(reference[scenario], "games")
+    for (pairing, deal), pair in games.groupby(["pairing", "deal"]):
+        assert sorted(pair["order"]) == [0, 1]
+        first, second = (pair[pair["order"] == o].iloc[0] for o in (0, 1))
+        assert first.deal_seed == second.deal_seed == deal_seed(cfg.seed, int(deal))
+        assert (first.bot0, first.bot1) == (second.bot1, second.bot0)
+        assert pairing == f"{first.bot0} vs {first.bot1}"
+        for row in (first, second):
+            game = replay_row(rs, row)
+            assert game.finished
+            assert game.scores == (row.score0, row.score1)
+            assert game.winner == row.winner
+            assert row.winner_bot == (row.bot0, row.bot1)[row.winner]
+
+
+def test_stored_games_are_the_games_of_match_play(reference):
+    """Each bot keeps its own stream when the seats swap: match.play_game with the deal's
+    streams (reversed for the swapped game) plays exactly the stored games."""
+    rs = load_ruleset("edition2")
+    games = frame(reference["compiled"], "games")
+    for row in games[games["pairing"] == "greedy vs random"].itertuples():
+        seed = int(row.deal_seed)
+        streams = deal_streams(seed)
+        if row.order == 1:
+            streams = streams[::-1].copy()
+        bots = (make_bot(row.bot0), make_bot(row.bot1))
+        result = play_game(rs, bots, deal_circle_for(rs, seed), seed, streams=streams)
+        assert result.moves.tolist() == list(row.moves)
+        assert result.scores == (row.score0, row.score1)
+
+
+def test_common_deals_across_rulesets(tmp_path):
+    exp = tmp_path / "both.yaml"
+    exp.write_text("name: both\nrulesets: [edition1, edition2]\nbots: [greedy, random]\n"
+                   "pairings: cross\ngames: 10\nseed: 7\n")
+    cfg = load_run_config(str(exp))
+    assert [r.name for r in cfg.rulesets] == ["edition1", "edition2"] and cfg.seed == 7
+    run(cfg, tmp_path / "run")
+    games = frame(tmp_path / "run", "games")
+    assert len(games) == 2 * 5 * 2
+    e1, e2 = load_ruleset("edition1"), load_ruleset("edition2")
+    by_rules = {name: g.set_index(["deal", "order"]) for name, g in games.groupby("ruleset")}
+    assert set(by_rules) == {"edition1", "edition2"}
+    assert (by_rules["edition1"]["deal_seed"] == by_rules["edition2"]["deal_seed"]).all()
+    for deal in range(5):
+        seed = deal_seed(7, deal)
+        assert deal_circle_for(e1, seed) == deal_circle_for(e2, seed)
+    for rs in (e1, e2):
+        rows = games[games["ruleset"] == rs.name]
+        assert set(rows["ruleset_hash"]) == {rs.content_hash()}
+        for row in rows.itertuples():
+            assert replay_row(rs, row).scores == (row.score0, row.score1)
+
+
+# --- resume and top-up ------------------------------------------------------------------------
+def forget_batches(run_dir: Path, keys: list[str], *, from_manifest: bool = True) -> None:
+    """Make the folder look like a run killed before finishing those batches."""
+    for key in keys:
+        for kind in KINDS:
+            (run_dir / "batches" / f"{key}.{kind}.parquet").unlink()
+    for kind in KINDS:
+        (run_dir / f"{kind}.parquet").unlink()
+    mpath = run_dir / "manifest.json"
+    manifest = json.loads(mpath.read_text())
+    manifest["complete"] = False
+    manifest.pop("finished", None)
+    if from_manifest:
+        manifest["batches_done"] = [k for k in manifest["batches_done"] if k not in keys]
+    mpath.write_text(json.dumps(manifest, indent=2))
+
+
+def test_resume_after_kill_replays_only_missing_batches(reference, tmp_path, monkeypatch):
+    cfg = config(batch=4)
+    run(cfg, tmp_path / "run")
+    keys = [b.key for b in plan_batches(cfg)]
+    assert len(keys) == 15
+    lost = keys[2:5] + keys[-1:]
+    forget_batches(tmp_path / "run", lost)
+    jobs = CountingJobs()
+    monkeypatch.setattr(runner, "_batch_job", jobs)
+    result = run(config(batch=4), tmp_path / "run")
+    assert result.complete and jobs.calls == len(lost)
+    assert_same_tables(reference["compiled"], tmp_path / "run")
+
+
+def test_resume_replays_listed_batches_whose_files_are_missing(reference, tmp_path):
+    cfg = config(batch=4)
+    run(cfg, tmp_path / "run")
+    keys = [b.key for b in plan_batches(cfg)]
+    forget_batches(tmp_path / "run", keys[:3], from_manifest=False)
+    run(config(batch=4), tmp_path / "run")
+    assert_same_tables(reference["compiled"], tmp_path / "run")
+
+
+def test_keyboard_interrupt_keeps_finished_batches_and_resumes(reference, tmp_path,
+                                                               monkeypatch):
+    messages: list[str] = []
+    jobs = CountingJobs(interrupt_at=4)
+    monkeypatch.setattr(runner, "_batch_job", jobs)
+    with pytest.raises(KeyboardInterrupt):
+        execute(config(batch=4), tmp_path / "run", jobs=1, progress=False,
+                echo=messages.append)
+    run_dir = tmp_path / "run"
+    assert len(batch_files(run_dir)) == 3 * 2
+    assert not (run_dir / "games.parquet").exists()
+    assert not list(run_dir.glob("*.tmp*")) and not list((run_dir / "batches").glob(".tmp-*"))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert len(manifest["batches_done"]) == 3 and manifest.get("complete") is not True
+    text = "".join(messages)
+    assert "interrupted: 3 of 15 batches" in text and f"--resume {run_dir}" in text
+    jobs = CountingJobs()
+    monkeypatch.setattr(runner, "_batch_job", jobs)
+    result = run(config(batch=4), run_dir)
+    assert result.complete and jobs.calls == 12
+    assert_same_tables(reference["compiled"], run_dir)
+
+
+def test_cli_resume_finishes_interrupted_run(reference, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "_batch_job", CountingJobs(interrupt_at=2))
+    with pytest.raises(KeyboardInterrupt):
+        run(config(batch=4), tmp_path / "run")
+    monkeypatch.undo()
+    result = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "run"), "--jobs", "1",
+                                      "--no-report", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "greedy vs random" in result.output
+    assert_same_tables(reference["compiled"], tmp_path / "run")
+
+
+def test_cli_resume_reuses_finished_batches_of_experiment(reference, tmp_path, monkeypatch):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("ruleset: edition2\nbots: [greedy, random]\ngames: 40\nbatch_deals: 4\n")
+    monkeypatch.setattr(runner, "_batch_job", CountingJobs(interrupt_at=4))
+    with pytest.raises(KeyboardInterrupt):
+        run(load_run_config(str(exp)), tmp_path / "run")
+    jobs = CountingJobs()
+    monkeypatch.setattr(runner, "_batch_job", jobs)
+    result = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "run"), "--jobs", "1",
+                                      "--no-report", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    monkeypatch.undo()
+    run(load_run_config(str(exp)), tmp_path / "whole")
+    assert_same_tables(tmp_path / "whole", tmp_path / "run")
+    assert jobs.calls == 12
+
+
+@pytest.mark.parametrize("batch", [None, 4])
+def test_top_up_adds_deals_and_keeps_the_first(reference, tmp_path, monkeypatch, batch):
+    run_dir = tmp_path / "run"
+    run(config(games=20, batch=batch), run_dir)
+    before = {k: frame(run_dir, k) for k in KINDS}
+    assert sorted(before["games"]["deal"].unique()) == list(range(10))
+    run(config(games=40, batch=batch), run_dir)
+    after = {k: frame(run_dir, k) for k in KINDS}
+    assert sorted(after["games"]["deal"].unique()) == list(range(20))
+    assert len(after["games"]) == 2 * len(before["games"]) == 120
+    old = after["games"][after["games"]["deal"] < 10].reset_index(drop=True)
+    pd.testing.assert_frame_equal(old, before["games"].reset_index(drop=True))
+    old_ids = set(before["games"]["game_id"])
+    old_events = after["events"][after["events"]["game_id"].isin(old_ids)]
+    pd.testing.assert_frame_equal(old_events.reset_index(drop=True),
+                                  before["events"].reset_index(drop=True))
+    assert json.loads((run_dir / "manifest.json").read_text())["config"]["deals"] == 20
+    # the topped-up run is the run of 40 games
+    assert_same_tables(reference["compiled"], run_dir)
+    # asking for fewer games keeps what is there and plays nothing
+    jobs = CountingJobs()
+    monkeypatch.setattr(runner, "_batch_job", jobs)
+    result = run(config(games=10, batch=batch), run_dir)
+    assert jobs.calls == 0 and result.games == 120
+    assert_same_tables(reference["compiled"], run_dir)
+
+
+# --- bad input --------------------------------------------------------------------------------
+@pytest.fixture
+def bad_files(tmp_path) -> dict[str, Path]:
+    files = {
+        "bad_ruleset": "extends: edition2\nstarting_buttons: -3\n",
+        "bad_experiment": "rulesets: [edition2, no_such_ruleset_xyz]\nbots: [greedy]\n",
+        "unknown_key": "ruleset: edition2\nbots: [greedy]\ngamez: 4\n",
+        "bad_pairings": "ruleset: edition2\nbots: [greedy]\npairings: some\n",
+        "bad_yaml": "ruleset: [edition2\n",
+    }
+    out = {}
+    for name, text in files.items():
+        out[name] = tmp_path / f"{name}.yaml"
+        out[name].write_text(text)
+    return out
+
+
+@pytest.mark.parametrize(("case", "kwargs", "fragments"), [
+    ("no/such/config.yaml", {}, ["no/such/config.yaml"]),
+    ("no_such_ruleset_xyz", {}, ["no_such_ruleset_xyz", "edition2"]),
+    ("bad_ruleset", {}, ["starting_buttons"]),
+    ("bad_experiment", {}, ["rulesets[1]", "no_such_ruleset_xyz"]),
+    ("unknown_key", {}, ["unknown key(s) gamez"]),
+    ("bad_pairings", {}, ["pairings: 'some'"]),
+    ("bad_yaml", {}, ["not valid YAML"]),
+    ("edition2", {"bots": ["greedy", "gredy"]}, ["unknown bot 'gredy'", "did you mean"]),
+    ("edition2", {"bots": ["greedy(epsilon=5)"]}, ["epsilon=5.0 must be between 0 and 1"]),
+    ("edition2", {"bots": ["custom_bots:Nope"]}, ["has no attribute 'Nope'"]),
+    ("edition2", {"overrides": ["no_such_key=1"]}, ["no_such_key", "unknown key"]),
+    ("edition2", {"overrides": ["starting_buttons=-1"]}, ["starting_buttons"]),
+    ("edition2", {"overrides": ["starting_buttons"]}, ["expected KEY=VALUE"]),
+    ("edition2", {"games": 0}, ["--games must be at least 1"]),
+    ("edition2", {"pairings": "most"}, ["'most' is not one of all, cross, self"]),
+])
+def test_bad_config_is_a_run_error(bad_files, case, kwargs, fragments):
+    ref = str(bad_files.get(case, case))
+    with pytest.raises(RunError) as info:
+        load_run_config(ref, **kwargs)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_unwritable_output_is_a_run_error(tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("a file where the run folder should be")
+    with pytest.raises(RunError, match="cannot write to the output folder"):
+        run(config(games=2), target)
+    assert target.read_text() == "a file where the run folder should be"
+    nested = tmp_path / "taken" / "sub"
+    with pytest.raises(RunError, match="cannot write to the output folder"):
+        run(config(games=2), nested)
+
+
+def test_folder_of_a_different_run_is_a_run_error(tmp_path):
+    run(config(games=2), tmp_path / "run")
+    before = batch_files(tmp_path / "run")
+    for other in (config(games=2, bots=["greedy", "income"]), config(games=2, seed=2),
+                  config(games=2, overrides=["starting_buttons=6"])):
+        with pytest.raises(RunError, match="holds a different run"):
+            run(other, tmp_path / "run")
+    assert batch_files(tmp_path / "run") == before
+
+
+def test_bad_backend_is_a_run_error(tmp_path):
+    with pytest.raises(RunError, match="--backend 'spark'"):
+        run(config(games=2), tmp_path / "run", backend="spark")
+    assert not list((tmp_path / "run").glob("batches/*.parquet"))
+
+
+def test_bad_backend_leaves_no_run_folder(tmp_path):
+    with pytest.raises(RunError):
+        run(config(games=2), tmp_path / "run", backend="spark")
+    assert not (tmp_path / "run" / "manifest.json").exists()
+
+
+CLI_BAD = [
+    ([], "give a ruleset or experiment file"),
+    (["no_such_ruleset_xyz"], "no_such_ruleset_xyz"),
+    (["{bad_ruleset}"], "starting_buttons"),
+    (["{bad_experiment}"], "rulesets[1]"),
+    (["edition2", "--bots", "greedy;gredy"], "did you mean 'greedy'"),
+    (["edition2", "--set", "no_such_key=1"], "no_such_key"),
+    (["edition2", "--games", "0"], "--games must be at least 1"),
+    (["edition2", "--out", "{file}"], "cannot write to the output folder"),
+    (["edition2", "--backend", "dask"], "--scheduler"),
+    (["--resume", "{missing}"], "is not a run folder"),
+]
+
+
+@pytest.mark.parametrize(("args", "fragment"), CLI_BAD)
+def test_cli_bad_input_exits_with_message(bad_files, tmp_path, args, fragment):
+    (tmp_path / "file").write_text("not a folder")
+    names = {**{k: str(v) for k, v in bad_files.items()}, "file": str(tmp_path / "file"),
+             "missing": str(tmp_path / "missing")}
+    args = [a.format(**names) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, ["run", *args, "--jobs", "1", "--no-report",
+                                      "--no-progress"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, SystemExit)
+    assert "error:" in result.output and fragment in result.output
+    assert "Traceback" not in result.output
+    if "--backend" not in args:  # found before any work: no run folder made
+        assert not (tmp_path / "out").exists()
+
+
+# --- failing bots in a run --------------------------------------------------------------------
+def test_broken_bot_in_run_is_run_error_with_record(tmp_path):
+    cfg = config(["greedy", "custom_bots:Raiser(at=7)"], games=6, batch=1)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RunError) as info:
+        run(cfg, run_dir)
+    msg = str(info.value)
+    seed = deal_seed(cfg.seed, 0)
+    assert "'custom_bots:Raiser(at=7)'" in msg and f"seed {seed}" in msg
+    assert "raised RuntimeError: the bot broke down" in msg
+    move = int(msg.split(" at move ")[1].split()[0])
+    rec_path = run_dir / f"failed-game-seed{seed}.json"
+    assert rec_path.exists() and str(rec_path) in msg
+    record = GameRecord.load(rec_path)
+    assert len(record.moves) == move - 1
+    *_, game = replay(record)
+    assert not game.finished and game.to_move == 1  # the bot's seat in the first game
+    # greedy vs greedy (planned first) finished and is kept; nothing was merged
+    assert batch_files(run_dir) == sorted(f"r00-p000-d{d:07d}-1.{k}.parquet"
+                                          for d in range(3) for k in KINDS)
+    assert not (run_dir / "games.parquet").exists()
+    assert json.loads((run_dir / "manifest.json").read_text())["complete"] is False
+    # the record works with `patchsim replay`, as the message says
+    shown = CliRunner().invoke(app, ["replay", str(rec_path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["to_move"] == 1
+
+
+def test_broken_bot_in_parallel_run_is_run_error(tmp_path):
+    cfg = config(["greedy", "custom_bots:Raiser(at=7)"], games=6, batch=1)
+    with pytest.raises(RunError, match="Raiser"):
+        run(cfg, tmp_path / "run", jobs=2)
+
+
+def test_stateful_python_bot_tables_independent_of_batch_size(tmp_path):
+    bots = ["greedy", "custom_bots:Rotator"]
+    run(config(bots, games=8, batch=1), tmp_path / "one")
+    run(config(bots, games=8, batch=4), tmp_path / "four")
+    assert_same_tables(tmp_path / "one", tmp_path / "four")
+
+
+def test_cli_broken_bot_exits_with_message(tmp_path):
+    result = CliRunner().invoke(app, [
+        "run", "edition2", "--games", "2", "--bots", "custom_bots:Illegal(at=2);greedy",
+        "--out", str(tmp_path / "run"), "--jobs", "1", "--no-report", "--no-progress"])
+    assert result.exit_code != 0 and isinstance(result.exception, SystemExit)
+    assert "error: bot 'custom_bots:Illegal(at=2)'" in result.output
+    assert "chose an illegal move" in result.output and "Traceback" not in result.output
+    assert list((tmp_path / "run").glob("failed-game-seed*.json"))
+
+
+def test_experiment_with_mapping_bot_spec(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("ruleset: edition2\nbots: [{name: greedy, epsilon: 0.1}, random]\n"
+                   "games: 2\n")
+    run(load_run_config(str(exp)), tmp_path / "run")
+    assert "greedy(epsilon=0.1)" in set(frame(tmp_path / "run", "games")["bot0"])
+
+
+def test_run_records_canonical_bot_specs(tmp_path):
+    run(config(["greedy(epsilon=0.10)", "random"], games=2), tmp_path / "run")
+    games = frame(tmp_path / "run", "games")
+    assert set(games["bot0"]) | set(games["bot1"]) == {"greedy(epsilon=0.1)", "random"}
+
+
+# --- the command end to end -------------------------------------------------------------------
+def test_cli_run_end_to_end(tmp_path):
+    out = tmp_path / "cli"
+    args = ["run", "edition2", "--games", "4", "--bots", "greedy; random", "--seed", "5",
+            "--out", str(out), "--jobs", "1", "--no-report", "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "run edition2: 1 ruleset(s), 3 pairing(s), 2 deals x 2 seats, 1 worker(s)" in text
+    for pairing in ("greedy vs greedy", "greedy vs random", "random vs random"):
+        assert pairing in text
+    assert "12 games" in text and str(out) in text
+    assert "report:" not in text
+    # the same tables as the library call
+    run(load_run_config("edition2", games=4, bots=["greedy", "random"], seed=5),
+        tmp_path / "api")
+    assert_same_tables(out, tmp_path / "api")
+    # a finished run resumed: summary again, nothing played
+    again = CliRunner().invoke(app, ["run", "--resume", str(out), "--no-report",
+                                     "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert "12 games" in again.output
+    assert_same_tables(out, tmp_path / "api")
+
+
+def test_cli_run_experiment_with_overrides(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: rich\nruleset: edition2\nbots: [greedy]\ngames: 2\n"
+                   "set: {starting_buttons: 8}\n")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(exp), "--set", "bonus.points=9", "--out",
+                                      str(out), "--jobs", "1", "--no-report", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "run rich:" in result.output
+    want = load_ruleset("edition2").with_overrides({"starting_buttons": 8, "bonus.points": 9})
+    games = frame(out, "games")
+    assert set(games["ruleset_hash"]) == {want.content_hash()}
+    assert len(games) == 2
+    rows = games.itertuples()
+    for row in rows:
+        game = Game.new(want, circle=deal_circle_for(want, int(row.deal_seed)))
+        for code in row.moves:
+            game.apply(int(code))
+        assert game.scores == (row.score0, row.score1)
+    assert np.all(games["bot0"] == "greedy")
+
+
+def test_run_folder_copy_resumes_elsewhere(reference, tmp_path):
+    """A run folder is self-contained: a copy finishes on its own."""
+    src = tmp_path / "src"
+    run(config(batch=5), src)
+    forget_batches(src, [plan_batches(config(batch=5))[0].key])
+    dst = tmp_path / "dst"
+    shutil.copytree(src, dst)
+    run(config(batch=5), dst)
+    assert_same_tables(reference["compiled"], dst)
