@@ -27,7 +27,7 @@ from patchsim.runner import (  # noqa: E402
     load_games,
 )
 
-SWEEP_METRICS = ["first_player_win", "score_margin", "score_sd", "mean_score", "plies",
+SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
 
 
@@ -231,24 +231,32 @@ def _fmt(m: str, x: float) -> str:
 
 
 def _verdict(exp: Experiment, table: pd.DataFrame) -> list[str]:
+    """Plain-language lines: the metric per variant with its interval and, against the base,
+    the paired difference and whether it is significant after Holm correction."""
     m = exp.metric
     lines = []
     for pairing, t in table.groupby("pairing", sort=False):
-        t = t.copy()
+        lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "
+                     f"seat-swapped):")
         if m == "first_player_win":
-            t["dist"] = (t[m] - 0.5).abs()
+            t = t.assign(dist=(t[m] - 0.5).abs())
             best = t.sort_values("dist").iloc[0]
-            lines.append(f"With {pairing}, the fairest variant is **{best['ruleset']}**: first "
-                         f"seat wins {_pct(best[m])} [{_pct(best[m + '_lo'])}, "
-                         f"{_pct(best[m + '_hi'])}] over {int(best['deals'])} deals.")
-            base = t[t["ruleset"] == "base"]
-            if len(base):
-                b = base.iloc[0]
-                lines.append(f"The base ({exp.base.name}) gives the first seat {_pct(b[m])} "
-                             f"[{_pct(b[m + '_lo'])}, {_pct(b[m + '_hi'])}].")
-        else:
-            for r in t.itertuples():
-                lines.append(f"{r.ruleset}: {m} = {_fmt(m, getattr(r, m))}")
+            lines.append(f"the fairest variant is **{best['ruleset']}**: first seat wins "
+                         f"{_pct(best[m])} [{_pct(best[m + '_lo'])}, {_pct(best[m + '_hi'])}]"
+                         + (" (a fair game lies inside the interval)."
+                            if best[m + "_lo"] <= 0.5 <= best[m + "_hi"] else "."))
+        for r in t.to_dict("records"):
+            text = (f"{r['ruleset']}: {METRICS[m]} {_fmt(m, r[m])} "
+                    f"[{_fmt(m, r[m + '_lo'])}, {_fmt(m, r[m + '_hi'])}]")
+            delta = r.get(f"d_{m}", np.nan)
+            if r["ruleset"] != "base" and np.isfinite(delta):
+                p = r.get(f"p_{m}", np.nan)
+                size = (f"{100 * abs(delta):.1f} points" if m in PERCENT_METRICS
+                        else f"{abs(delta):.2f}")
+                direction = "higher" if delta > 0 else "lower"
+                sig = ("significant" if p < 0.05 else "not significant") + f", p={p:.2g}"
+                text += f", {size} {direction} than the base on the same deals ({sig})"
+            lines.append(text)
     return lines
 
 
