@@ -174,11 +174,12 @@ def run(
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
                f"tables in {result.run_dir}")
     if report:
+        from patchsim.report import ReportError, write_report
+
         try:
-            from patchsim.report import write_report
-        except ImportError:
-            return
-        path = write_report(result.run_dir)
+            path = write_report(result.run_dir)
+        except ReportError as e:
+            raise fail(str(e)) from None
         typer.echo(f"report: {path}")
 
 
@@ -320,6 +321,14 @@ def check(
         raise typer.Exit(3) from None
     typer.echo(res.lines[-1])
     raise typer.Exit(res.code)
+
+
+# Analysis commands (report, compare, plan) live in their own module.
+from patchsim import cli_analysis  # noqa: E402
+
+app.command("report")(cli_analysis.report)
+app.command("compare")(cli_analysis.compare)
+app.command("plan")(cli_analysis.plan)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -397,13 +397,15 @@ def _lpm_difference(won: np.ndarray, flag: np.ndarray, groups: np.ndarray,
                     alpha: float) -> tuple[float, float, float, float]:
     """P(win | flag) - P(win | not flag) with a deal-clustered interval and p-value: the
     slope of a linear probability model with cluster-robust errors (statsmodels OLS)."""
-    import statsmodels.api as sm
+    import statsmodels.api as sm  # heavy; only the patch table needs it
 
     if flag.all() or not flag.any() or len(np.unique(groups)) < 2:
         return NAN, NAN, NAN, NAN
     x = np.column_stack([np.ones(len(flag)), flag.astype(float)])
     codes = pd.factorize(groups)[0]
     with warnings.catch_warnings():
+        # few deals make statsmodels warn about the cluster count; the interval is still
+        # the right one to show, and the report flags small runs itself
         warnings.simplefilter("ignore")
         fit = sm.OLS(won.astype(float), x).fit(cov_type="cluster", cov_kwds={"groups": codes})
     lo, hi = fit.conf_int(alpha)[1]
@@ -725,23 +727,22 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
 
 # --- the terminal summary used by ``patchsim run`` ----------------------------------------------
 def run_summary(games: pd.DataFrame) -> pd.DataFrame:
-    """One row per ruleset and pairing: games, first-seat win rate with a 95% Wilson interval,
-    the first bot's win rate (over both seats), mean scores by seat."""
+    """One row per ruleset and pairing: games, first-seat win rate and the first bot's win
+    rate (over both seats), each with a 95% interval that treats the deal (the seat-swapped
+    pair) as the unit, mean scores by seat."""
     rows = []
     for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False):
         n = len(g)
-        first = int((g["winner"] == 0).sum())
-        lo, hi = wilson(first, n)
+        seat0 = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
         bot_a = pairing.split(" vs ")[0]
-        a_wins = int((g["winner_bot"] == bot_a).sum())
         self_play = g["bot0"].iloc[0] == g["bot1"].iloc[0]
-        alo, ahi = wilson(a_wins, n)
+        first = clustered_rate((g["winner_bot"] == bot_a).to_numpy(), g["deal"].to_numpy())
         rows.append({
             "ruleset": ruleset, "pairing": pairing, "games": n,
-            "seat0_win": first / n, "seat0_lo": float(lo), "seat0_hi": float(hi),
-            "first_bot_win": np.nan if self_play else a_wins / n,
-            "first_bot_lo": np.nan if self_play else float(alo),
-            "first_bot_hi": np.nan if self_play else float(ahi),
+            "seat0_win": seat0["rate"], "seat0_lo": seat0["lo"], "seat0_hi": seat0["hi"],
+            "first_bot_win": np.nan if self_play else first["rate"],
+            "first_bot_lo": np.nan if self_play else first["lo"],
+            "first_bot_hi": np.nan if self_play else first["hi"],
             "score0": g["score0"].mean(), "score1": g["score1"].mean(),
             "tie_breaks": int(g["tie_break"].sum()),
         })

@@ -1,0 +1,218 @@
+"""patchsim.compare: paired comparisons of rulesets on shared deals, and planning."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import typer
+from scipy import stats as sps
+from typer.testing import CliRunner
+
+from patchsim import cli_analysis
+from patchsim.compare import (
+    CompareError,
+    compare,
+    compare_rulesets,
+    format_plan,
+    plan,
+    split_rulesets,
+)
+from patchsim.runner import execute, load_events, load_games, load_run_config
+from patchsim.stats import first_player_advantage
+
+GAMES = 60
+
+
+def _run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
+         bots: list[str], seed: int = 1) -> Path:
+    d = factory.getbasetemp() / "patchsim-runs" / name
+    if not (d / "games.parquet").exists():
+        cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
+        execute(cfg, d, jobs=1, backend="sequential", progress=False)
+    return d
+
+
+def _experiment(factory: pytest.TempPathFactory) -> str:
+    path = factory.getbasetemp() / "two-editions.yaml"
+    path.write_text("{name: two, rulesets: [edition1, edition2], games: 60, seed: 3}\n")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """edition1 and edition2 on the same deals, one run."""
+    return _run(tmp_path_factory, "two-editions", _experiment(tmp_path_factory), GAMES,
+                ["greedy", "income"], seed=3)
+
+
+@pytest.fixture(scope="session")
+def separate_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same two rulesets as two runs with the same seed and bots."""
+    return (_run(tmp_path_factory, "ed1", "edition1", GAMES, ["greedy", "income"], seed=3),
+            _run(tmp_path_factory, "ed2", "edition2", GAMES, ["greedy", "income"], seed=3))
+
+
+def test_split_rulesets_keeps_run_order(two_rulesets: Path):
+    parts = split_rulesets(load_games(two_rulesets), load_events(two_rulesets))
+    assert [p[0] for p in parts] == ["edition1", "edition2"]
+    for _label, g, e in parts:
+        assert len(g) == 3 * GAMES and set(e["game_id"]) <= set(g["game_id"])
+
+
+def test_compare_two_rulesets_of_one_run(two_rulesets: Path):
+    g, e = load_games(two_rulesets), load_events(two_rulesets)
+    c = compare_rulesets(g, e)
+    assert (c.label_a, c.label_b) == ("edition1", "edition2")
+    assert c.shared_deals == GAMES // 2
+    m = c.metrics
+    assert {"first-seat win rate", "first leather useful", "bonus claimed",
+            "mean score"} <= set(m["metric"])
+    assert "all pairings" in set(m["group"])
+    # the first bot's win rate only exists for pairings of two different bots
+    fb = m[m["metric"] == "first bot win rate"]
+    assert set(fb["group"]) == {"greedy vs income", "all pairings"}
+    assert (m["p_holm"] >= m["p"] - 1e-12).all()
+    assert m.loc[m["kind"] != "rate", "tost_p"].isna().all()
+    # the paired first-seat difference is the difference of the per-ruleset rates
+    fpa = first_player_advantage(g)
+    for pairing, grp in fpa.groupby("pairing"):
+        row = m[(m["metric"] == "first-seat win rate") & (m["group"] == pairing)].iloc[0]
+        rates = grp.set_index("ruleset")["rate"]
+        assert row["diff"] == pytest.approx(rates["edition2"] - rates["edition1"])
+    # common deals: scores are strongly correlated, so the paired interval is narrower
+    for metric in ("mean score", "plies"):
+        r = m[(m["metric"] == metric) & (m["group"] == "all pairings")].iloc[0]
+        assert r["corr"] > 0
+        assert r["hi"] - r["lo"] < r["hi_unpaired"] - r["lo_unpaired"]
+    text = c.verdict()
+    assert "edition1" in text and "edition2" in text and "first leather patch" in text
+
+
+def test_flips_mcnemar_counts_deals(two_rulesets: Path):
+    g, e = load_games(two_rulesets), load_events(two_rulesets)
+    c = compare_rulesets(g, e)
+    for r in c.flips.itertuples():
+        assert r.flips == r.seat0_only_a + r.seat0_only_b
+        n = r.deals_toward_a + r.deals_toward_b
+        expected = 1.0 if n == 0 else sps.binomtest(r.deals_toward_a, n, 0.5).pvalue
+        assert r.p_value == pytest.approx(expected)
+
+
+def test_two_runs_on_the_same_deals_give_the_same_comparison(
+        two_rulesets: Path, separate_runs: tuple[Path, Path]):
+    a, b = separate_runs
+    c1 = compare(load_games(a), load_games(b), load_events(a), load_events(b))
+    c2 = compare_rulesets(load_games(two_rulesets), load_events(two_rulesets))
+    cols = ["group", "metric", "deals", "a", "b", "diff", "lo", "hi", "p"]
+    pd.testing.assert_frame_equal(c1.metrics[cols], c2.metrics[cols])
+    assert c1.verdict() == c2.verdict()
+
+
+def test_different_seeds_share_no_deals(separate_runs: tuple[Path, Path],
+                                        tmp_path_factory: pytest.TempPathFactory):
+    other = _run(tmp_path_factory, "ed2-seed4", "edition2", GAMES, ["greedy", "income"],
+                 seed=4)
+    with pytest.raises(CompareError, match="different master seeds"):
+        compare(load_games(separate_runs[0]), load_games(other))
+    with pytest.raises(CompareError, match="only one ruleset"):
+        compare_rulesets(load_games(other))
+
+
+def _synthetic(deals: int, seed: int = 0) -> pd.DataFrame:
+    """Self-play games where the seat-0 winner of each deal is random and both games of a
+    deal agree (as with deterministic bots)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for deal in range(deals):
+        w = int(rng.integers(2))
+        for order in (0, 1):
+            rows.append({"ruleset": "r", "ruleset_hash": "h", "game_id": 2 * deal + order,
+                         "deal": deal, "deal_seed": deal, "pairing": "X vs X", "order": order,
+                         "bot0": "X", "bot1": "X", "winner": w, "winner_bot": "X",
+                         "tie_break": False, "score0": 10 + w, "score1": 11 - w,
+                         "bonus0": False, "bonus1": False, "plies": 40})
+    return pd.DataFrame(rows)
+
+
+def test_equivalence_needs_the_data():
+    # the same games under A and B: every difference is exactly zero
+    small, big = _synthetic(30), _synthetic(3000)
+    c = compare(small, small)
+    assert c.label_a != c.label_b
+    rates = c.metrics[c.metrics["kind"] == "rate"]
+    assert (rates["diff"] == 0).all() and not c.metrics["different"].any()
+    # 30 deals without any spread do not show "the same within 2 points"; 3000 do
+    assert not rates["equivalent"].any()
+    c = compare(big, big)
+    rates = c.metrics[c.metrics["kind"] == "rate"]
+    assert rates["equivalent"].all()
+    assert "same within +-2 points" in c.verdict()
+
+
+def test_plan_hand_computed():
+    # one ruleset, self-play: 10 deals, seat 0 wins both games of 4, split 2, loses 4
+    rows = []
+    outcomes = [(0, 0)] * 4 + [(0, 1)] * 2 + [(1, 1)] * 4
+    for deal, pair in enumerate(outcomes):
+        for order, w in enumerate(pair):
+            rows.append({"ruleset": "r", "ruleset_hash": "h", "pairing": "X vs X",
+                         "deal": deal, "order": order, "winner": w})
+    t = plan(pd.DataFrame(rows), target_halfwidth=0.05).iloc[0]
+    x = np.array([1.0] * 4 + [0.5] * 2 + [0.0] * 4)
+    z2 = sps.norm.ppf(0.975) ** 2
+    assert t["deals_paired"] == math.ceil(z2 * x.var(ddof=1) / 0.05**2)
+    assert t["games_unpaired"] == math.ceil(z2 * 0.25 / 0.05**2)
+    assert "X vs X" in format_plan(plan(pd.DataFrame(rows)))
+
+
+def test_plan_for_a_change_prefers_shared_deals(two_rulesets: Path):
+    t = plan(load_games(two_rulesets))
+    change = t[t["question"] == "change in first-seat win rate"]
+    assert len(change) == 3 and (change["ruleset"] == "edition2 - edition1").all()
+    assert (change["deals_paired"] < change["deals_unpaired"]).all()
+
+
+# --- command-line functions ---------------------------------------------------------------------
+def _app() -> typer.Typer:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command("report")(cli_analysis.report)
+    app.command("compare")(cli_analysis.compare)
+    app.command("plan")(cli_analysis.plan)
+    return app
+
+
+def test_cli_plan_and_errors(two_rulesets: Path, tmp_path: Path):
+    runner = CliRunner()
+    res = runner.invoke(_app(), ["plan", str(two_rulesets), "--halfwidth", "0.02"])
+    assert res.exit_code == 0, res.output
+    assert "deals paired" in res.output
+    for args in (["plan", str(tmp_path / "nothing")], ["report", str(tmp_path)],
+                 ["plan", str(two_rulesets), "--halfwidth", "2"],
+                 ["compare", str(two_rulesets), "edition2"],
+                 ["compare", "edition2", "edition2", "--games", "2"],
+                 ["compare", "edition1", "no-such-ruleset", "--games", "2"]):
+        res = runner.invoke(_app(), args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "error:" in res.output and "Traceback" not in res.output
+
+
+def test_cli_compare_two_rulesets(tmp_path: Path):
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(_app(), ["compare", "edition1", "edition2", "--games", "20",
+                                      "--bots", "greedy", "--out", str(out), "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    assert "first leather patch" in res.output
+    assert (out / "report.html").exists() and (out / "experiment.yaml").exists()
+    assert "Comparison: edition2 against edition1" in (out / "report.md").read_text()
+
+
+def test_cli_compare_two_run_folders(separate_runs: tuple[Path, Path]):
+    a, b = separate_runs
+    res = CliRunner().invoke(_app(), ["compare", str(a), str(b)])
+    assert res.exit_code == 0, res.output
+    assert "under edition2" in res.output
+    assert "Comparison: edition2 against edition1" in (b / "report.md").read_text()

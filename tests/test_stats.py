@@ -1,0 +1,332 @@
+"""patchsim.stats: estimators against hand-computed cases and against the libraries."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+from statsmodels.stats.weightstats import DescrStatsW
+
+from patchsim import stats as st
+from patchsim.runner import execute, load_events, load_games, load_run_config
+
+
+# --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
+def _run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
+         bots: list[str], seed: int = 1) -> Path:
+    d = factory.getbasetemp() / "patchsim-runs" / name
+    if not (d / "games.parquet").exists():
+        cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
+        execute(cfg, d, jobs=1, backend="sequential", progress=False)
+    return d
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
+
+
+# --- synthetic games ---------------------------------------------------------------------------
+def make_games(outcomes: list[tuple[int, int]], bots: tuple[str, str] = ("A", "B"),
+               ruleset: str = "r") -> pd.DataFrame:
+    """Games from per-deal winners (winning seat in order 0, in order 1); bot a sits in seat
+    0 in order 0. Scores: the winner 20, the loser 10."""
+    rows = []
+    a, b = bots
+    for deal, pair in enumerate(outcomes):
+        for order, w in enumerate(pair):
+            b0, b1 = (a, b) if order == 0 else (b, a)
+            rows.append({"ruleset": ruleset, "ruleset_hash": "h", "game_id": 2 * deal + order,
+                         "deal": deal, "deal_seed": 1000 + deal, "pairing": f"{a} vs {b}",
+                         "order": order, "bot0": b0, "bot1": b1, "winner": w,
+                         "winner_bot": b0 if w == 0 else b1, "tie_break": False,
+                         "score0": 20 if w == 0 else 10, "score1": 10 if w == 0 else 20,
+                         "bonus0": False, "bonus1": False, "first_to_end": 0,
+                         "passes0": 4, "passes1": 5, "buys0": 10, "buys1": 11, "plies": 40})
+    return pd.DataFrame(rows)
+
+
+# --- basic estimators --------------------------------------------------------------------------
+def test_wilson_matches_statsmodels_and_is_quiet_at_zero():
+    lo, hi = st.wilson(np.array([3, 0]), np.array([10, 0]))
+    elo_, ehi = proportion_confint(3, 10, method="wilson")
+    assert lo[0] == pytest.approx(elo_) and hi[0] == pytest.approx(ehi)
+    assert np.isnan(lo[1]) and np.isnan(hi[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        st.wilson(0, 0)
+
+
+def test_clustered_rate_hand_computed():
+    # four deals of two games: 2, 1, 0, 2 successes
+    y = [1, 1, 1, 0, 0, 0, 1, 1]
+    deal = [0, 0, 1, 1, 2, 2, 3, 3]
+    r = st.clustered_rate(y, deal)
+    p = 5 / 8
+    assert r["rate"] == pytest.approx(p)
+    resid = np.array([2, 1, 0, 2]) - 2 * p  # 0.75, -0.25, -1.25, 0.75
+    var_deal = 4 / 3 * float(np.sum(resid**2)) / 8  # = 4/3 * 2.75 / 8
+    assert r["var_deal"] == pytest.approx(0.4583333333)
+    assert r["var_deal"] == pytest.approx(var_deal)
+    assert r["var_game"] == pytest.approx(p * (1 - p))
+    assert r["deff"] == pytest.approx(var_deal / (p * (1 - p)))
+    # interval: two pseudo-deals of size 2 (all wins, all losses), p* = 7/12
+    ps = 7 / 12
+    res = np.array([2 - 2 * ps, 1 - 2 * ps, -2 * ps, 2 - 2 * ps, 2 * (1 - ps), -2 * ps])
+    var_mean = 6 / 5 * float(np.sum(res**2)) / 12**2
+    n_eff = ps * (1 - ps) / var_mean
+    assert r["n_eff"] == pytest.approx(n_eff)
+    lo, hi = proportion_confint(p * n_eff, n_eff, method="wilson")
+    assert (r["lo"], r["hi"]) == pytest.approx((lo, hi))
+    glo, ghi = proportion_confint(5, 8, method="wilson")
+    assert (r["lo_game"], r["hi_game"]) == pytest.approx((glo, ghi))
+
+
+def test_clustered_rate_extremes_do_not_collapse():
+    all_won = st.clustered_rate(np.ones(20), np.repeat(np.arange(10), 2))
+    assert all_won["rate"] == 1 and all_won["hi"] == pytest.approx(1)
+    assert 0.5 < all_won["lo"] < 1
+    split = st.clustered_rate(np.tile([1, 0], 50), np.repeat(np.arange(50), 2))
+    assert split["rate"] == 0.5 and split["lo"] < 0.5 < split["hi"]
+    one = st.clustered_rate([1, 1], [0, 0])
+    assert np.isnan(one["var_deal"]) and 0 < one["lo"] < one["hi"] <= 1
+
+
+def test_pair_counts_and_tost_and_holm():
+    win = np.array([1, 1, 1, 0, 0, 0, 1])  # the last deal is incomplete and ignored
+    deal = np.array([0, 0, 1, 1, 2, 2, 3])
+    assert st.pair_counts(win, deal) == (1, 1, 1)
+    x = np.array([0.5, 1.0, 0.5, 0.0, 0.5, 0.5, 1.0, 0.5])
+    plain = DescrStatsW(x).ttost_mean(0.3, 0.7)[0]
+    assert st.tost_mean(x, 0.3, 0.7, prior=False) == pytest.approx(plain)
+    # the prior: two imaginary deals half a game either side of the mean
+    aug = np.concatenate([x, [x.mean() - 0.5, x.mean() + 0.5]])
+    assert st.tost_mean(x, 0.3, 0.7) == pytest.approx(DescrStatsW(aug).ttost_mean(0.3, 0.7)[0])
+    assert st.tost_mean(x, 0.3, 0.7) > plain
+    assert st.tost_mean(np.full(5, 0.5), 0.48, 0.52, prior=False) == 0.0
+    # ten split deals do not show balance within 2 points; two thousand do
+    assert st.tost_mean(np.full(10, 0.5), 0.48, 0.52) > 0.05
+    assert st.tost_mean(np.full(2000, 0.5), 0.48, 0.52) < 0.05
+    assert np.isnan(st.tost_mean(np.array([0.5]), 0.48, 0.52))
+    p = np.array([0.01, 0.04, np.nan, 0.03])
+    expected = multipletests(p[[0, 1, 3]], method="holm")[1]
+    got = st.holm(p)
+    assert np.isnan(got[2]) and got[[0, 1, 3]] == pytest.approx(expected)
+
+
+def test_first_player_advantage_hand_computed():
+    # seat 0 wins both games of 5 deals, seat 1 of 1 deal, 4 deals split
+    outcomes = [(0, 0)] * 5 + [(1, 1)] + [(0, 1)] * 4
+    fpa = st.first_player_advantage(make_games(outcomes, ("X", "X")))
+    r = fpa.iloc[0]
+    assert (r.seat0_both, r.split, r.seat1_both) == (5, 4, 1)
+    assert r.rate == pytest.approx(14 / 20)
+    assert r.adv_pp == pytest.approx(20.0)
+    assert r.elo == pytest.approx(400 * math.log10(0.7 / 0.3))
+    # the exact McNemar test on the deals one seat won twice is a sign test: 5 against 1
+    assert r.p_value == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue)
+    x = np.array([1.0] * 5 + [0.0] + [0.5] * 4)
+    x = np.concatenate([x, [x.mean() - 0.5, x.mean() + 0.5]])
+    assert r.balanced_p == pytest.approx(DescrStatsW(x).ttost_mean(0.48, 0.52)[0])
+    assert not r.few  # exactly MIN_DEALS deals is enough
+
+
+def test_first_player_advantage_flags_only_small_runs():
+    fpa = st.first_player_advantage(make_games([(0, 0)] * 9 + [(0, 1)], ("X", "X")))
+    assert not bool(fpa.iloc[0].few)
+    fpa = st.first_player_advantage(make_games([(0, 0)] * 3, ("X", "X")))
+    assert bool(fpa.iloc[0].few)
+
+
+def test_paired_interval_narrower_on_seat_swapped_data():
+    # a strong seat effect: seat 0 wins both games of 40 deals (A and B one each); A wins
+    # both games of 6 deals (seat 0, then seat 1), B both of 4
+    outcomes = [(0, 0)] * 40 + [(0, 1)] * 6 + [(1, 0)] * 4
+    t = st.pairing_table(make_games(outcomes))
+    pooled = t[t["line"] == "pooled"].iloc[0]
+    assert pooled.wins == 40 + 12
+    assert (pooled.pairs_2_0, pooled.pairs_1_1, pooled.pairs_0_2) == (6, 40, 4)
+    assert pooled.hi - pooled.lo < pooled.hi_game - pooled.lo_game
+    seat = t[t["line"] == "seat 0 vs seat 1"].iloc[0]
+    assert seat.win_rate == pytest.approx((80 + 6 + 4) / 100)
+    first = t[t["line"] == "first seat"].iloc[0]
+    assert first.wins == 46 and first.games == 50
+
+
+def test_pairing_table_self_play_has_no_pooled_line():
+    t = st.pairing_table(make_games([(0, 0), (1, 1)], ("X", "X")))
+    assert set(t["line"]) == {"first seat", "second seat", "seat 0 vs seat 1"}
+    assert "X in the first seat" in st.format_pairings(t)
+
+
+def test_describe_by_deal_resamples_deals_like_scipy():
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=60)
+    deal = np.repeat(np.arange(30), 2)
+    r = st.describe_by_deal(v, deal, n_boot=999, seed=7)
+    assert r["mean"] == pytest.approx(v.mean()) and r["median"] == pytest.approx(np.median(v))
+    q1, q3 = np.percentile(v, [25, 75])
+    assert r["iqr"] == pytest.approx(q3 - q1)
+    # for the mean, resampling deals is bootstrapping the per-deal means
+    ref = sps.bootstrap((st.deal_means(v, deal),), np.mean, n_resamples=999,
+                        method="percentile", rng=np.random.default_rng(7))
+    assert r["mean_lo"] == pytest.approx(ref.confidence_interval.low)
+    assert r["mean_hi"] == pytest.approx(ref.confidence_interval.high)
+    tiny = st.describe_by_deal(np.array([3.0, 5.0]), np.array([0, 0]))
+    assert tiny["mean"] == 4 and np.isnan(tiny["mean_lo"])
+
+
+# --- leather and bonus on hand-made events ------------------------------------------------------
+def _events(rows: list[tuple]) -> pd.DataFrame:
+    cols = ["game_id", "seq", "event", "seat", "position", "filled_hole", "score_lead",
+            "opp_position"]
+    df = pd.DataFrame(rows, columns=cols)
+    df["ruleset"] = "r"
+    df["bot"] = "X"
+    df["patch"] = None
+    return df
+
+
+def test_leather_table_hand_computed():
+    games = make_games([(0, 1)], ("X", "X"))  # games 0 and 1
+    ev = _events([
+        (0, 0, "leather_claim", 0, 20, False, 3, 18),
+        (0, 1, "leather_place", 0, 20, True, 0, -1),
+        (0, 2, "leather_claim", 1, 26, False, -2, 24),
+        (0, 3, "leather_place", 1, 26, False, 0, -1),
+        (1, 0, "leather_claim", 1, 20, False, 0, 19),
+        (1, 1, "leather_place", 1, 20, False, 0, -1),
+        (1, 2, "leather_lost", 0, 26, False, 0, -1),
+    ])
+    t = st.leather_table(games, ev).set_index("mark")
+    assert t.loc[20, "claimed"] == 2 and t.loc[20, "useful"] == 1
+    assert t.loc[20, "useful_rate"] == pytest.approx(0.5)
+    assert (t.loc[20, "by_leader"], t.loc[20, "by_level"]) == (1, 1)
+    assert t.loc[26, "claimed"] == 1 and t.loc[26, "lost"] == 1
+    assert t.loc[26, "ordinary"] == 1 and t.loc[26, "by_trailer"] == 1
+    assert t.loc[20, "rank"] == 1 and t.loc[26, "rank"] == 2
+    # game 0: seat 0 won and claimed at 20
+    lg = st.leather_games(games, ev)
+    assert lg.loc[(lg.game_id == 0) & (lg.mark == 20), "claimer_won"].item() == 1
+
+
+def test_bonus_changed_the_winner_hand_computed():
+    g = make_games([(0, 0), (0, 0)], ("X", "X"))
+    g["bonus0"] = [True, True, False, True]
+    g["score0"] = [20, 30, 20, 27]
+    g["score1"] = [15, 15, 19, 20]  # margins 5, 15, 1, 7
+    t = st.bonus_table(g, _events([]))
+    r = t.iloc[0]
+    assert r.claimed == 3 and r.by_seat0 == 3
+    # changed: held and won by < 7 points: only the first game (margin 7 is a tie without it)
+    assert r.changed == 1
+    assert r.holder_win == 1.0
+
+
+# --- ratings ------------------------------------------------------------------------------------
+def _rating_games(seed: int = 3, deals: int = 150) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    strength = {"a": 0.0, "b": 0.6, "c": -0.4}
+    names = list(strength)
+    rows = []
+    for deal in range(deals):
+        x, y = rng.choice(3, size=2, replace=False)
+        for order in (0, 1):
+            b0, b1 = (names[x], names[y]) if order == 0 else (names[y], names[x])
+            p = 1 / (1 + math.exp(-(0.2 + strength[b0] - strength[b1])))
+            w = 0 if rng.random() < p else 1
+            rows.append({"ruleset": "r", "deal": deal, "order": order, "bot0": b0, "bot1": b1,
+                         "winner": w})
+    return pd.DataFrame(rows)
+
+
+def _design(games: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    bots = ["a", "b", "c"]
+    x = np.zeros((len(games), 3))
+    x[:, 0] = 1.0
+    for j, name in enumerate(bots[1:], start=1):
+        x[:, j] = (games["bot0"] == name).astype(float) - (games["bot1"] == name)
+    return x, (games["winner"] == 0).to_numpy(float)
+
+
+def test_ratings_match_statsmodels_logit_without_prior():
+    g = _rating_games()
+    x, y = _design(g)
+    fit = sm.Logit(y, x).fit(disp=0)
+    t = st.ratings(g, prior_elo=None, anchor="a", cluster=False).set_index("bot")
+    k = st.ELO_PER_LOGIT
+    assert t.loc["a", "elo"] == pytest.approx(0, abs=1e-9)
+    assert t.loc["b", "elo"] == pytest.approx(k * fit.params[1], rel=1e-6)
+    assert t.loc["c", "elo"] == pytest.approx(k * fit.params[2], rel=1e-6)
+    assert t.loc["b", "elo_se"] == pytest.approx(k * fit.bse[1], rel=1e-6)
+    assert t.loc["c", "elo_se"] == pytest.approx(k * fit.bse[2], rel=1e-6)
+    assert t.attrs["seat_elo"] == pytest.approx(k * fit.params[0], rel=1e-6)
+    assert t.attrs["seat_elo_se"] == pytest.approx(k * fit.bse[0], rel=1e-6)
+    # relative to the average bot, the differences are unchanged
+    avg = st.ratings(g, prior_elo=None, cluster=False).set_index("bot")
+    assert avg["elo"].sum() == pytest.approx(0, abs=1e-6)
+    assert avg.loc["b", "elo"] - avg.loc["a", "elo"] == pytest.approx(k * fit.params[1])
+
+
+def test_cluster_sandwich_matches_statsmodels():
+    g = _rating_games(seed=11)
+    x, y = _design(g)
+    fit = sm.Logit(y, x).fit(disp=0, cov_type="cluster", cov_kwds={"groups": g["deal"]})
+    mu = fit.predict(x)
+    beta, hinv = st._fit_logit(x, y, np.zeros((3, 3)))
+    assert beta == pytest.approx(fit.params, rel=1e-6)
+    cov = st.cluster_sandwich(x, y - mu, hinv, g["deal"].to_numpy())
+    assert cov == pytest.approx(np.asarray(fit.cov_params()), rel=1e-5)
+
+
+def test_ratings_stay_finite_on_a_perfect_result():
+    g = make_games([(0, 1)] * 10)  # A wins every game
+    t = st.ratings(g).set_index("bot")
+    assert np.isfinite(t["elo"]).all() and np.isfinite(t["elo_lo"]).all()
+    assert t.loc["A", "elo"] > 100 > 0 > t.loc["B", "elo"]
+    assert t.loc["A", "score"] == 1.0 and t.loc["A", "games"] == 20
+
+
+# --- on a real run ------------------------------------------------------------------------------
+def test_tables_on_a_small_run(small_run: Path):
+    g, e = load_games(small_run), load_events(small_run)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fpa = st.first_player_advantage(g)
+        scores = st.score_table(g, n_boot=199)
+        patches = st.patch_table(g, e)
+        leather = st.leather_table(g, e)
+        bonus = st.bonus_table(g, e)
+        summary = st.game_summary(g)
+        ratings = st.ratings(g)
+    assert len(fpa) == 3 and (fpa["games"] == 40).all() and (fpa["deals"] == 20).all()
+    assert ((fpa["lo"] <= fpa["rate"]) & (fpa["rate"] <= fpa["hi"])).all()
+    assert set(scores["quantity"]) == {"score", "margin", "plies", "passes"}
+    ok = scores.dropna(subset=["mean_lo"])
+    assert ((ok["mean_lo"] <= ok["mean"]) & (ok["mean"] <= ok["mean_hi"])).all()
+    buys = e[e["event"] == "buy"]
+    assert (patches["by_seat0"] + patches["by_seat1"]).sum() == len(buys)
+    assert (patches["p_holm"].dropna() >= patches["p_value"].dropna() - 1e-12).all()
+    # the linear-probability slope is exactly the difference of the two win rates
+    both = patches.dropna(subset=["diff"])
+    assert both["diff"].to_numpy() == pytest.approx(
+        (both["buyer_win"] - both["other_win"]).to_numpy())
+    assert list(leather["mark"]) == [26, 32, 38, 44, 50]
+    assert (leather["useful"] + leather["ordinary"] + leather["lost"] <= leather["games"]).all()
+    assert bonus["claimed"].sum() == int((g["bonus0"] | g["bonus1"]).sum())
+    assert summary["tie_breaks"].sum() == int(g["tie_break"].sum())
+    assert set(ratings["bot"]) == {"greedy", "income"}
+    assert ratings["elo"].sum() == pytest.approx(0, abs=1e-6)
+
+
+def test_run_summary_still_formats(small_run: Path):
+    text = st.format_summary(st.run_summary(load_games(small_run)))
+    assert "greedy vs income" in text and "seat0 wins" in text
