@@ -32,12 +32,12 @@ import yaml
 
 from patchsim import core, playout
 from patchsim.bots import Bot, BotSpecError, CompiledBot, make_bot
-from patchsim.game import deal_circle
 from patchsim.match import BotError, GameResult, max_events, max_plies, play_game
 from patchsim.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
 from patchsim.tables import Tables, compile_ruleset, square_name
 
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
+_ANY_RULES = load_ruleset("edition2")  # streams do not depend on the rules
 DEFAULT_GAMES = 200
 MANIFEST = "manifest.json"
 RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
@@ -197,14 +197,25 @@ def deal_seed(master: int, deal: int) -> int:
     return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
+def deal_arrays(ruleset: Ruleset, seeds: Sequence[int] | np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Circles (patch indices) and bot streams of many deals at once (compiled)."""
+    tables = compile_ruleset(ruleset)
+    start = tables.patch_index[ruleset.start_after]
+    return playout.deal_setup(np.asarray(seeds, dtype=np.int64).astype(np.uint64),
+                              len(ruleset.patches), start)
+
+
 def deal_streams(seed: int) -> np.ndarray:
     """The random streams of the pairing's two bots in a deal (first bot, second bot)."""
-    return np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64)
+    return deal_arrays(_ANY_RULES, [seed])[1][0]
 
 
 def deal_circle_for(ruleset: Ruleset, seed: int) -> list[str]:
-    """The deal's patch circle; the same for every ruleset with the same patch set."""
-    return deal_circle(ruleset, np.random.default_rng(seed))
+    """The deal's patch circle: the same for every ruleset with the same patch table (the
+    shuffle permutes table positions), which is what makes deals common across rulesets."""
+    ids = [p.id for p in ruleset.patches]
+    return [ids[i] for i in deal_arrays(ruleset, [seed])[0][0]]
 
 
 # --- batches ----------------------------------------------------------------------------------
@@ -282,12 +293,11 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
     bot_a, bot_b = make_bot(config.bots[a]), make_bot(config.bots[b])
     deals = np.arange(batch.first_deal, batch.first_deal + batch.deals, dtype=np.int64)
     seeds = np.array([deal_seed(config.seed, int(d)) for d in deals], dtype=np.int64)
-    circles = [deal_circle_for(rs, int(s)) for s in seeds]
-    streams = np.array([deal_streams(int(s)) for s in seeds], dtype=np.uint64)
+    idx, streams = deal_arrays(rs, seeds)
+    ids = tables.patch_ids
+    circles = [[ids[k] for k in row] for row in idx]
     parts: list[RawBatch] = []
     if isinstance(bot_a, CompiledBot) and isinstance(bot_b, CompiledBot):
-        idx = np.array([[tables.patch_index[c] for c in circ] for circ in circles],
-                       dtype=np.int64)
         for order, (x, y) in enumerate(((bot_a, bot_b), (bot_b, bot_a))):
             # each bot keeps its own stream when the seats are swapped
             st = streams if order == 0 else streams[:, ::-1].copy()
@@ -329,7 +339,9 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
                 raw.ev[i, : len(r.events)] = r.events
                 raw.nev[i] = len(r.events)
             parts.append(raw)
-    return _tables(config, batch, run_id, tables, parts)
+    games, events = _tables(config, batch, run_id, tables, parts)
+    # plain strings from here on: the cast runs in the worker, not in the serial merge
+    return games.cast(GAMES_SCHEMA), events.cast(EVENTS_SCHEMA)
 
 
 def _result_row(r: GameResult) -> np.ndarray:
@@ -352,19 +364,20 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     rs = tables.ruleset
     a, b = config.pairings[batch.pairing]
     specs = np.array([config.bots[a], config.bots[b]], dtype=object)
-    res = np.concatenate([p.res for p in parts])
-    deal = np.concatenate([p.deal for p in parts])
-    seed = np.concatenate([p.seed for p in parts])
-    order = np.concatenate([p.order for p in parts])
-    moves = np.concatenate([p.moves for p in parts])
-    ev = np.concatenate([p.ev for p in parts])
-    nev = np.concatenate([p.nev for p in parts])
-    # rows stay in play order here; the merge orders every batch by game id
+    # canonical row order, by deal and then seat order (so by game id): interleave the two
+    # seat orders' arrays; the merge can then concatenate batches without sorting
+    def weave(name: str) -> np.ndarray:
+        first, second = getattr(parts[0], name), getattr(parts[1], name)
+        out = np.empty((2 * len(first), *first.shape[1:]), dtype=first.dtype)
+        out[0::2] = first
+        out[1::2] = second
+        return out
+
+    res, deal, seed, order = weave("res"), weave("deal"), weave("seed"), weave("order")
+    moves, ev, nev = weave("moves"), weave("ev"), weave("nev")
     n = len(deal)
     gids = ((deal * len(config.rulesets) + batch.ruleset) * len(config.pairings)
             + batch.pairing) * 2 + order
-    bot0 = specs[order.astype(np.int64)]
-    bot1 = specs[1 - order.astype(np.int64)]
     winner = res[:, playout.R_WINNER].astype(np.int8)
     bonus = res[:, playout.R_BONUS]
     plies = res[:, playout.R_PLIES]
@@ -377,18 +390,18 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     move_list = pa.ListArray.from_arrays(pa.array(offsets),
                                          pa.array(moves[mask].astype(np.int32)))
     games = pa.table({
-        "run_id": pa.array([run_id] * n, pa.string()),
-        "ruleset": pa.array([rs.name] * n, pa.string()),
-        "ruleset_hash": pa.array([rs.content_hash()] * n, pa.string()),
+        "run_id": _const(run_id, n),
+        "ruleset": _const(rs.name, n),
+        "ruleset_hash": _const(rs.content_hash(), n),
         "game_id": pa.array(gids.astype(np.int64)),
         "deal": pa.array(deal.astype(np.int64)),
         "deal_seed": pa.array(seed.astype(np.int64)),
-        "pairing": pa.array([config.pairing_label(batch.pairing)] * n, pa.string()),
+        "pairing": _const(config.pairing_label(batch.pairing), n),
         "order": pa.array(order.astype(np.int8)),
-        "bot0": pa.array(bot0, pa.string()),
-        "bot1": pa.array(bot1, pa.string()),
+        "bot0": _dict(order, specs),
+        "bot1": _dict(1 - order, specs),
         "winner": pa.array(winner),
-        "winner_bot": pa.array(np.where(winner == 0, bot0, bot1), pa.string()),
+        "winner_bot": _dict(np.where(winner == 0, order, 1 - order), specs),
         "tie_break": pa.array(res[:, playout.R_SCORE] == res[:, playout.R_SCORE + 1]),
         "score0": i32(playout.R_SCORE), "score1": i32(playout.R_SCORE + 1),
         "buttons0": i32(playout.R_BUTTONS), "buttons1": i32(playout.R_BUTTONS + 1),
@@ -401,7 +414,7 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
         "leather0": i32(playout.R_LEATHER), "leather1": i32(playout.R_LEATHER + 1),
         "plies": pa.array(plies.astype(np.int32)),
         "moves": move_list,
-    }, schema=GAMES_SCHEMA)
+    })
 
     emask = np.arange(ev.shape[1])[None, :] < nev[:, None]
     e = ev[emask]
@@ -419,32 +432,48 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     place_sq = _placement_names(tables)
     sq_names = np.array([square_name(s, rs.cols) for s in range(rs.rows * rs.cols)] + [None],
                         dtype=object)
-    buy_patch = np.where(is_buy, e[:, 2], -1)
-    bot_rows = np.where(seat == 0, np.repeat(bot0, nev), np.repeat(bot1, nev))
-    squares = np.where(is_buy, place_sq[np.where(is_buy, e[:, 5], 0)],
-                       np.where(is_place, sq_names[np.where(is_place, e[:, 3], -1)], None))
+    buy_patch = np.where(is_buy, e[:, 2], 0)
+    # which pairing bot made the event: seat 0 holds bot `order`, seat 1 the other one
+    seat_bot = np.where(seat == 0, np.repeat(order, nev), 1 - np.repeat(order, nev))
+    sq_dict = np.concatenate([place_sq, sq_names[:-1]])
+    sq_index = np.where(is_buy, e[:, 5], np.where(is_place, len(place_sq) + e[:, 3], 0))
     m = len(e)
     events = pa.table({
-        "run_id": pa.array([run_id] * m, pa.string()),
-        "ruleset": pa.array([rs.name] * m, pa.string()),
+        "run_id": _const(run_id, m),
+        "ruleset": _const(rs.name, m),
         "game_id": pa.array(gid_rows.astype(np.int64)),
         "seq": pa.array(seq.astype(np.int32)),
-        "event": pa.array(names[kind], pa.string()),
+        "event": _dict(kind, names),
         "seat": pa.array(seat.astype(np.int8)),
-        "bot": pa.array(bot_rows, pa.string()),
+        "bot": _dict(seat_bot, specs),
         # buys: position before the move; pass: the space left; marks: the mark's space
         "position": pa.array(np.where(is_buy, e[:, 3], e[:, 2]).astype(np.int32)),
-        "patch": pa.array(patch_ids[buy_patch], pa.string()),
+        "patch": _dict(buy_patch, patch_ids[:-1], mask=~is_buy),
         "cost": pa.array(np.where(is_buy, cost[buy_patch], 0).astype(np.int32)),
         "buttons_before": pa.array(np.where(is_buy, e[:, 4], -1).astype(np.int32)),
         "amount": pa.array(np.where(is_pass, e[:, 4], np.where(
             kind == core.EV_INCOME, e[:, 3], 0)).astype(np.int32)),
-        "squares": pa.array(squares, pa.string()),
+        "squares": _dict(sq_index, sq_dict, mask=~(is_buy | is_place)),
         "filled_hole": pa.array(np.where(is_place, e[:, 4] == 1, False)),
         "opp_position": pa.array(np.where(is_claim, e[:, 3], -1).astype(np.int32)),
         "score_lead": pa.array(np.where(is_claim, e[:, 4], 0).astype(np.int32)),
-    }, schema=EVENTS_SCHEMA)
+    })
     return games, events
+
+
+def _const(value: str, n: int) -> pa.DictionaryArray:
+    """A column holding one string n times (dictionary-encoded: no n Python strings)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                          pa.array([value], pa.string()))
+
+
+def _dict(indices: np.ndarray, values, mask: np.ndarray | None = None) -> pa.DictionaryArray:
+    """A string column as indices into ``values`` (null where ``mask``); cast to plain
+    strings when the batches are merged."""
+    idx = np.asarray(indices, dtype=np.int32)
+    arr = pa.array(np.where(mask, 0, idx) if mask is not None else idx,
+                   mask=mask if mask is not None else None)
+    return pa.DictionaryArray.from_arrays(arr, pa.array(list(values), pa.string()))
 
 
 _PLACEMENT_NAMES: dict[str, np.ndarray] = {}
@@ -481,17 +510,30 @@ EVENTS_SCHEMA = pa.schema([
 ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the batch size
 
 
-def _atomic_write_parquet(table: pa.Table, path: Path) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see a
-    half-written file, and a killed run leaves at worst a stray temporary file."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=path.parent)
+BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
+
+
+def batch_path(run_dir: Path, key: str, kind: str) -> Path:
+    return run_dir / "batches" / f"{key}.{kind}.{BATCH_SUFFIX}"
+
+
+def _atomic_write_batch(table: pa.Table, path: Path) -> None:
+    """Write a batch file to a temporary name in the same folder, then rename it."""
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f".{BATCH_SUFFIX}", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp)
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(
+                sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
+            w.write_table(table)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _read_batch(path: Path) -> pa.Table:
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def _atomic_write_text(text: str, path: Path) -> None:
@@ -589,13 +631,21 @@ def _warm_up(config: RunConfig) -> None:
                        max_events(rs))
 
 
-def _batch_job(config: RunConfig, batch: Batch, run_id: str):
+def _batch_job(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None):
+    """Play a batch in a worker. With ``write_to`` (a run folder this worker can write: local
+    backends) the worker stores the batch files itself, so the parent does no per-batch
+    work; otherwise (Dask workers on other machines) the tables travel back."""
     t = time.perf_counter()
     try:
         games, events = play_batch(config, batch, run_id)
     except BotError as e:
-        return batch, None, None, e, time.perf_counter() - t
-    return batch, games, events, None, time.perf_counter() - t
+        return batch, None, None, e, time.perf_counter() - t, 0
+    if write_to is not None:
+        run_dir = Path(write_to)
+        _atomic_write_batch(events, batch_path(run_dir, batch.key, "events"))
+        _atomic_write_batch(games, batch_path(run_dir, batch.key, "games"))
+        return batch, None, None, None, time.perf_counter() - t, games.num_rows
+    return batch, games, events, None, time.perf_counter() - t, games.num_rows
 
 
 def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "loky",
@@ -637,8 +687,8 @@ def _execute(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, back
     # a batch is done when both its files exist: the files, not the manifest, are the truth
     # (the manifest may lag a killed run, or files may have been removed since)
     done = {bt.key for bt in batches
-            if (run_dir / "batches" / f"{bt.key}.games.parquet").exists()
-            and (run_dir / "batches" / f"{bt.key}.events.parquet").exists()}
+            if batch_path(run_dir, bt.key, "games").exists()
+            and batch_path(run_dir, bt.key, "events").exists()}
     todo = [bt for bt in batches if bt.key not in done]
     # reject stale batches from a differently-batched earlier attempt only if they overlap:
     # keys encode deal ranges, and merging reads exactly the planned keys (see _merge)
@@ -662,25 +712,27 @@ def _execute(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, back
     bar = _progress(todo_games, progress)
     try:
         with ctx:
+            write_to = None if backend == "dask" else str(run_dir)
             if parallel is None:
-                results: Iterator = (_batch_job(config, bt, run_id) for bt in todo)
+                results: Iterator = (_batch_job(config, bt, run_id, write_to) for bt in todo)
             else:
                 from joblib import delayed
 
-                results = parallel(delayed(_batch_job)(config, bt, run_id) for bt in todo)
-            for bt, games, events, err, _secs in results:
+                results = parallel(delayed(_batch_job)(config, bt, run_id, write_to)
+                                   for bt in todo)
+            for bt, games, events, err, _secs, n_games in results:
                 if err is not None:
                     failure = err
                     break
-                bdir = run_dir / "batches"
-                _atomic_write_parquet(events, bdir / f"{bt.key}.events.parquet")
-                _atomic_write_parquet(games, bdir / f"{bt.key}.games.parquet")
+                if games is not None:
+                    _atomic_write_batch(events, batch_path(run_dir, bt.key, "events"))
+                    _atomic_write_batch(games, batch_path(run_dir, bt.key, "games"))
                 done.add(bt.key)
-                played += games.num_rows
+                played += n_games
                 manifest["batches_done"] = sorted(done)
                 _atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
                 if bar is not None:
-                    bar.update(games.num_rows)
+                    bar.update(n_games)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
@@ -726,17 +778,18 @@ def _merge(run_dir: Path, batches: list[Batch]) -> None:
         target = run_dir / f"{kind}.parquet"
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=run_dir)
         os.close(fd)
-        writer = pq.ParquetWriter(tmp, schema)
+        # lz4 and no min/max statistics on text columns: the merge is the serial part of a
+        # parallel run, and this halves its cost at the same file size
+        numeric = [f.name for f in schema if not pa.types.is_string(f.type)
+                   and not pa.types.is_list(f.type)]
+        writer = pq.ParquetWriter(tmp, schema, compression="lz4", write_statistics=numeric)
         try:
             pending: list[pa.Table] = []
             rows = 0
             for bt in ordered:
-                table = pq.read_table(run_dir / "batches" / f"{bt.key}.{kind}.parquet",
-                                      schema=schema)
-                keys = [("game_id", "ascending")]
-                if kind == "events":
-                    keys.append(("seq", "ascending"))
-                pending.append(table.sort_by(keys))
+                # batch rows are already in game-id (and event) order: see _tables
+                table = _read_batch(batch_path(run_dir, bt.key, kind))
+                pending.append(table)
                 rows += table.num_rows
                 while rows >= ROW_GROUP:
                     merged = pa.concat_tables(pending)

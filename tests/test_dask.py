@@ -61,7 +61,7 @@ def test_unreachable_scheduler_is_run_error(tmp_path):
         run(["greedy", "random"], tmp_path / "run", backend="dask",
             scheduler="tcp://127.0.0.1:1")
     assert time.perf_counter() - t < 30  # the client's 10 s connect timeout, not a hang
-    assert not list((tmp_path / "run").glob("batches/*.parquet"))
+    assert not list((tmp_path / "run").glob("batches/*.arrow"))
     assert not (tmp_path / "run" / "games.parquet").exists()
 
 

@@ -67,7 +67,7 @@ def assert_same_tables(a: Path, b: Path) -> None:
 
 
 def batch_files(run_dir: Path) -> list[str]:
-    return sorted(p.name for p in (run_dir / "batches").glob("*.parquet"))
+    return sorted(p.name for p in (run_dir / "batches").glob("*.arrow"))
 
 
 class CountingJobs:
@@ -208,7 +208,7 @@ def forget_batches(run_dir: Path, keys: list[str], *, from_manifest: bool = True
     """Make the folder look like a run killed before finishing those batches."""
     for key in keys:
         for kind in KINDS:
-            (run_dir / "batches" / f"{key}.{kind}.parquet").unlink()
+            (run_dir / "batches" / f"{key}.{kind}.arrow").unlink()
     for kind in KINDS:
         (run_dir / f"{kind}.parquet").unlink()
     mpath = run_dir / "manifest.json"
@@ -388,7 +388,7 @@ def test_folder_of_a_different_run_is_a_run_error(tmp_path):
 def test_bad_backend_is_a_run_error(tmp_path):
     with pytest.raises(RunError, match="--backend 'spark'"):
         run(config(games=2), tmp_path / "run", backend="spark")
-    assert not list((tmp_path / "run").glob("batches/*.parquet"))
+    assert not list((tmp_path / "run").glob("batches/*.arrow"))
 
 
 def test_bad_backend_leaves_no_run_folder(tmp_path):
@@ -447,7 +447,7 @@ def test_broken_bot_in_run_is_run_error_with_record(tmp_path):
     *_, game = replay(record)
     assert not game.finished and game.to_move == 1  # the bot's seat in the first game
     # greedy vs greedy (planned first) finished and is kept; nothing was merged
-    assert batch_files(run_dir) == sorted(f"r00-p000-d{d:07d}-1.{k}.parquet"
+    assert batch_files(run_dir) == sorted(f"r00-p000-d{d:07d}-1.{k}.arrow"
                                           for d in range(3) for k in KINDS)
     assert not (run_dir / "games.parquet").exists()
     assert json.loads((run_dir / "manifest.json").read_text())["complete"] is False
