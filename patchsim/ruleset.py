@@ -458,9 +458,12 @@ def _resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
             cycle = " -> ".join(os.path.relpath(p, loop[0].parent) for p in loop)
             raise RulesetError([f"{label}: extends: cycle: {cycle}"], label)
         base, prov = _resolve_file(parent, chain)
-        # The name is never inherited: a child without one is named after its file.
-        base.pop("name", None)
-        prov.pop("name", None)
+        # Neither name nor description is inherited: a child is other rules, and a parent's
+        # description ("original printings") would misdescribe it. A child without a name
+        # is named after its file.
+        for key in ("name", "description"):
+            base.pop(key, None)
+            prov.pop(key, None)
     own = {k: v for k, v in raw.items() if k != "extends"}
     table_label = None
     if isinstance(own.get("patches"), str):
