@@ -246,24 +246,7 @@ def legal_moves(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> np.int64
 @njit(cache=True)
 def count_legal(state: np.ndarray, tab: np.ndarray) -> np.int64:
     """Number of distinct legal moves of the player to move (0 when finished)."""
-    p = to_move(state, tab)
-    if p < 0:
-        return 0
-    if state[S_PENDING] > 0:
-        return empty_squares(state, tab, p)
-    n = 1
-    btn = state[S_BTN + p]
-    for k in range(tab[T_OFFER]):
-        patch = offer_patch(state, tab, k)
-        if patch < 0:
-            break
-        if tab[tab[O_COST] + patch] > btn:
-            continue
-        first = tab[tab[O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[O_PATCH_COUNT] + patch]):
-            if fits(state, tab, p, g):
-                n += 1
-    return n
+    return legal_moves(state, tab, np.empty(max_moves(tab), dtype=np.int64))
 
 
 @njit(cache=True)
