@@ -17,6 +17,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
+import math
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -73,6 +76,8 @@ class Param:
     help: str
     kind: type = float
     choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -147,13 +152,15 @@ SCRIPTED_PARAMS: dict[str, tuple[int, Param]] = {
     "w_cost": (P.P_W_COST, Param(1.0, "weight of the button cost")),
     "w_time": (P.P_W_TIME, Param(1.0, "cost of 1 time space (when ratio=0)")),
     "ratio": (P.P_RATIO, Param(1, "1: rank by value per time; 0: value minus time cost", int)),
-    "time_offset": (P.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing")),
+    "time_offset": (P.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing",
+                                           low=0.01)),
     "w_place": (P.P_W_PLACE, Param(0.1, "weight of the packing score in the patch choice")),
     "contact": (P.P_CONTACT, Param(1.0, "placement: per side touching a patch or the border")),
     "holes": (P.P_HOLES, Param(0.5, "placement: penalty per one-square hole created")),
     "window": (P.P_WINDOW, Param(0.3, "placement: per square of the fullest 7x7 window")),
     "pass_margin": (P.P_PASS_MARGIN, Param(0.0, "buy only when the best value beats this")),
-    "epsilon": (P.P_EPSILON, Param(0.0, "probability of a uniformly random move")),
+    "epsilon": (P.P_EPSILON, Param(0.0, "probability of a uniformly random move", low=0,
+                                   high=1)),
     "area_ramp": (P.P_AREA_RAMP, Param(0.0, "square value grows by this factor over the game")),
     "placement": (P.P_FIRST_FIT, Param("tight", "tight: best packing; first: first fit", str,
                                        ("tight", "first"))),
@@ -211,16 +218,16 @@ for _name, (_desc, _preset) in STRATEGIES.items():
 DEFAULT_ROLLOUT = "greedy(epsilon=0.1, holes=0, window=0)"
 
 MCTS_PARAMS: dict[str, tuple[int, Param]] = {
-    "iterations": (P.M_ITERATIONS, Param(1000, "playouts per move", int)),
-    "c": (P.M_C, Param(0.7, "UCT exploration constant")),
+    "iterations": (P.M_ITERATIONS, Param(1000, "playouts per move", int, low=1)),
+    "c": (P.M_C, Param(0.7, "UCT exploration constant", low=0)),
     "top_k": (P.M_TOP_K, Param(2, "placements searched per patch (best by the heuristic)",
-                               int)),
+                               int, low=1, high=64)),
     "margin_weight": (P.M_MARGIN_WEIGHT, Param(0.2, "share of the reward from the score "
-                                                    "margin (rest: win/loss)")),
+                                                    "margin (rest: win/loss)", low=0, high=1)),
     "margin_scale": (P.M_MARGIN_SCALE, Param(15.0, "points of margin for ~76% of the margin "
-                                                   "reward")),
+                                                   "reward", low=0.001)),
     "time_ms": (P.M_TIME_MS, Param(0.0, "stop after this many ms per move (0: off; not "
-                                        "reproducible)")),
+                                        "reproducible, refused by batch runs)", low=0)),
 }
 
 
@@ -318,11 +325,20 @@ def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
         return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BotSpecError(f"{bot}: {key}={value!r} is not a number")
+    if not math.isfinite(float(value)):
+        raise BotSpecError(f"{bot}: {key}={value!r} must be a finite number")
     if param.kind is int:
         if float(value) != int(value):
             raise BotSpecError(f"{bot}: {key}={value!r} must be a whole number")
-        return int(value)
-    return float(value)
+        value = int(value)
+    else:
+        value = float(value)
+    lo, hi = param.low, param.high
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        rule = (f"between {lo:g} and {hi:g}" if lo is not None and hi is not None
+                else f"at least {lo:g}" if lo is not None else f"at most {hi:g}")
+        raise BotSpecError(f"{bot}: {key}={value!r} must be {rule}")
+    return value
 
 
 def make_bot(spec: str | dict[str, Any] | Bot) -> Bot:
@@ -347,15 +363,15 @@ def make_bot(spec: str | dict[str, Any] | Bot) -> Bot:
             known = ", ".join(info.params) or "none"
             raise BotSpecError(f"{name}: unknown parameter {key!r} (parameters: {known})")
         clean[key] = _coerce(name, key, value, info.params[key])
-    if name == "mcts" and clean.get("iterations", 1) < 1:
-        raise BotSpecError("mcts: iterations must be at least 1")
-    if "epsilon" in clean and not 0 <= clean["epsilon"] <= 1:
-        raise BotSpecError(f"{name}: epsilon={clean['epsilon']} must be between 0 and 1")
     return info.factory(**clean)
 
 
 def _import_bot(path: str, params: dict[str, Any]) -> Bot:
     module_name, _, attr = path.partition(":")
+    # like `python -m`, find bot modules in the working folder too (the console script's
+    # sys.path does not include it)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

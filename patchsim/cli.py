@@ -25,6 +25,17 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _jobs(jobs: int) -> int:
+    """--jobs: -1 means every core; otherwise at least one worker."""
+    import os
+
+    if jobs == -1:
+        return os.cpu_count() or 1
+    if jobs < 1:
+        raise fail(f"--jobs {jobs}: give a number of workers >= 1, or -1 for every core")
+    return jobs
+
+
 @app.command()
 def replay(
     file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input.")],
@@ -129,27 +140,26 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
-    import json as _json
-    import os
 
     from patchsim.runner import (
-        RunConfig,
         RunError,
         execute,
         games_to_deals,
         load_games,
         load_run_config,
         new_run_dir,
+        read_manifest,
     )
     from patchsim.stats import format_summary, run_summary
 
     try:
         if resume:
             run_dir = Path(resume)
-            mpath = run_dir / "manifest.json"
-            if not mpath.exists():
-                raise RunError(f"{run_dir} is not a run folder (no manifest.json)")
-            cfg = RunConfig.from_manifest(_json.loads(mpath.read_text())["config"])
+            if bots or override or seed is not None or config:
+                raise RunError("--resume continues a run as it was configured; --bots, --set, "
+                               "--seed and a config cannot change it (only --games can add "
+                               "deals)")
+            _, cfg = read_manifest(run_dir)
             if games is not None:
                 cfg.deals = max(cfg.deals, games_to_deals(games))
         else:
@@ -160,7 +170,7 @@ def run(
             cfg = load_run_config(config, games=games, bots=spec_list, seed=seed,
                                   overrides=override or ())
             run_dir = new_run_dir(cfg, out)
-        n_jobs = os.cpu_count() or 1 if jobs == -1 else max(1, jobs)
+        n_jobs = _jobs(jobs)
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {cfg.deals} deals x 2 seats, {n_jobs} worker(s) -> {run_dir}")
         result = execute(cfg, run_dir, jobs=n_jobs, backend=backend, scheduler=scheduler,
@@ -197,7 +207,6 @@ def ladder_cmd(
 ) -> None:
     """Seat-swapped round robin between bots on common deals: the ladder with 95% intervals
     and Bradley-Terry (Elo) ratings."""
-    import os
 
     from patchsim.ladder import format_ladder, head_to_head, ladder
     from patchsim.runner import RunError, execute, load_games, load_run_config, new_run_dir
@@ -207,7 +216,7 @@ def ladder_cmd(
                               seed=seed, pairings="cross")
         cfg.name = "ladder"
         run_dir = new_run_dir(cfg, out)
-        n_jobs = os.cpu_count() or 1 if jobs == -1 else max(1, jobs)
+        n_jobs = _jobs(jobs)
         typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "
                    f"{2 * cfg.deals} games on {rules}, {n_jobs} worker(s) -> {run_dir}")
         execute(cfg, run_dir, jobs=n_jobs, progress=progress, command=" ".join(sys.argv))
@@ -226,12 +235,6 @@ def _load_experiment(path: str):
         return load_experiment(path)
     except ExperimentError as e:
         raise fail(str(e)) from None
-
-
-def _jobs(jobs: int) -> int:
-    import os
-
-    return (os.cpu_count() or 1) if jobs == -1 else max(1, jobs)
 
 
 @app.command()

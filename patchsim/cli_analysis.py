@@ -132,7 +132,9 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         if h[0] == h[1]:
             raise RunError(f"{a} and {b} are the same rules (hash {h[0]}): nothing to compare")
         run_dir = new_run_dir(cfg, out)
-        n_jobs = (os.cpu_count() or 1) if jobs == -1 else max(1, jobs)
+        if jobs != -1 and jobs < 1:
+            raise _fail(f"--jobs {jobs}: give a number of workers >= 1, or -1 for every core")
+        n_jobs = (os.cpu_count() or 1) if jobs == -1 else jobs
         typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
                    f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
         execute(cfg, run_dir, jobs=n_jobs, backend="loky", progress=True,

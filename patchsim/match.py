@@ -143,9 +143,21 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
             else:
                 legal = game.legal_moves()
                 choice = bot.choose(game.copy(), legal, gens[p])
+                if isinstance(choice, str):  # record text such as "buy P05 a1 b1"
+                    try:
+                        choice = game.parse_move(choice)
+                    except ValueError as e:
+                        raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                                         f"returned a move that is not one: {e}") from None
+                if not isinstance(choice, Move | int | np.integer) or isinstance(choice, bool):
+                    raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                                     f"returned {choice!r}, which is not a Move, a move code "
+                                     "or move text")
                 code = choice.code if isinstance(choice, Move) else int(choice)
                 if isinstance(choice, Move) and choice.code not in legal:
                     code = -10**9  # a Move from another game or ruleset
+        except BotError:
+            raise
         except Exception as e:  # a user's bot may raise anything: report it, with the game
             raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
                              f"raised {type(e).__name__}: {e}") from e

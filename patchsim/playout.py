@@ -73,7 +73,7 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
     return ne
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                params: np.ndarray) -> np.ndarray:
     """Play one game per row of ``circles``; ``seeds[i]`` (shape (n, 2)) are the two seats'
@@ -91,7 +91,7 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def play_batch(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                params: np.ndarray, max_plies: np.int64, max_events: np.int64
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ MAX_SQUARES = 128
 MAX_LAST_SPACE = 1000
 MAX_LEATHER = 60
 MAX_PATCHES = 200
+MAX_VALUE = 1_000_000  # any count, price or position in a ruleset
 LEATHER_POLICIES = ("discard", "stay")
 
 # Bumped whenever the meaning of a ruleset field changes, so that old hashes stop matching.
@@ -589,6 +590,10 @@ def _check_int(rep: _Reporter, value: object, path: str, lo: int | None = None,
     # bool is a subclass of int in Python, but `true` is never a sensible count in a file.
     if isinstance(value, bool) or not isinstance(value, int):
         rep.add(path, f"expected an integer, got {_describe(value)}")
+        return None
+    # the engine holds every count in a 64-bit integer: keep far away from its limit
+    if hi is None and value > MAX_VALUE:
+        rep.add(path, f"must be at most {MAX_VALUE}, got {value}")
         return None
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         if hi is None:

@@ -10,7 +10,9 @@ so a run can be stopped and resumed, or topped up with more deals.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
+import itertools
 import json
 import math
 import os
@@ -114,18 +116,40 @@ def games_to_deals(games: int) -> int:
     return max(1, math.ceil(games / 2))
 
 
+def _whole(value: Any, where: str, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RunError(f"{where}: expected a whole number >= {lo}, got {value!r}")
+    if value < lo:
+        raise RunError(f"{where} must be at least {lo}, got {value}")
+    return value
+
+
+def _read_yaml(path: Path, ref: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise RunError(f"{ref}: not valid YAML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunError(f"{ref}: cannot read the file: {e}") from None
+
+
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
                     seed: int | None = None, overrides: Sequence[str] = (),
-                    pairings: str | None = None) -> RunConfig:
+                    pairings: str | None = None, batch_deals: int | None = None) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
-    mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win."""
+    mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win. Every
+    problem is a RunError naming the file, key and value, raised before anything runs."""
     path = Path(ref)
     data: dict[str, Any] = {}
+    if path.is_dir():
+        raise RunError(f"{ref} is a folder; give a ruleset or experiment YAML file (or "
+                       f"--resume {ref} to continue a run)")
     if path.suffix in (".yaml", ".yml") and path.exists():
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise RunError(f"{ref}: not valid YAML: {e}") from None
+        loaded = _read_yaml(path, ref)
+        if isinstance(loaded, dict) and "base" in loaded and not (
+                "rulesets" in loaded or "ruleset" in loaded):
+            raise RunError(f"{ref} is a sweep experiment (it has `base`): use "
+                           f"`patchsim sweep {ref}` (or tune/check)")
         if isinstance(loaded, dict) and ("rulesets" in loaded or "ruleset" in loaded):
             data = loaded
     if data:
@@ -133,28 +157,41 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         if unknown:
             raise RunError(f"{ref}: unknown key(s) {', '.join(unknown)} (an experiment has "
                            f"{', '.join(sorted(RUN_KEYS))})")
-        refs = data.get("rulesets") or [data["ruleset"]]
+        refs = data.get("rulesets") if "rulesets" in data else [data.get("ruleset")]
         if isinstance(refs, str):
             refs = [refs]
+        key = "rulesets" if "rulesets" in data else "ruleset"
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
+                           f"them, got {data.get(key)!r}")
         name = str(data.get("name") or path.stem)
         base = path.parent
         rulesets = []
         for i, r in enumerate(refs):
-            target = base / r if str(r).endswith((".yaml", ".yml")) and (base / r).exists() \
-                else r
+            target = base / r if r.endswith((".yaml", ".yml")) and (base / r).exists() else r
             try:
                 rulesets.append(load_ruleset(target))
             except RulesetError as e:
                 raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
-        bot_specs = list(bots) if bots else list(data.get("bots") or DEFAULT_BOTS)
+        file_bots = data.get("bots")
+        if isinstance(file_bots, str | dict):
+            file_bots = [file_bots]  # one bot
+        if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
+            raise RunError(f"{ref}: bots: expected a list of bot specs, got {file_bots!r}")
+        bot_specs = list(bots) if bots else list(file_bots or DEFAULT_BOTS)
         mode = pairings or str(data.get("pairings", "all"))
         if mode not in ("all", "cross", "self"):
             raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
-        games_n = games if games is not None else int(data.get("games", DEFAULT_GAMES))
-        seed_n = seed if seed is not None else int(data.get("seed", 1))
-        overrides = [*(f"{k}={json.dumps(v)}" for k, v in (data.get("set") or {}).items()),
-                     *overrides]
-        batch_deals = data.get("batch_deals")
+        games_n = games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
+                                                         f"{ref}: games", 1)
+        seed_n = seed if seed is not None else _whole(data.get("seed", 1), f"{ref}: seed", 0)
+        extra = data.get("set") or {}
+        if not isinstance(extra, dict):
+            raise RunError(f"{ref}: set: expected a mapping of ruleset fields to values, got "
+                           f"{extra!r}")
+        overrides = [*(f"{k}={json.dumps(v)}" for k, v in extra.items()), *overrides]
+        if batch_deals is None and data.get("batch_deals") is not None:
+            batch_deals = _whole(data["batch_deals"], f"{ref}: batch_deals", 1)
     else:
         try:
             rulesets = [load_ruleset(ref)]
@@ -167,26 +204,38 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
         games_n = games if games is not None else DEFAULT_GAMES
         seed_n = seed if seed is not None else 1
-        batch_deals = None
+    _whole(games_n, "--games", 1)
+    _whole(seed_n, "--seed", 0)
+    if batch_deals is not None:
+        _whole(batch_deals, "batch_deals", 1)
     if overrides:
         try:
             pairs = dict(parse_override(o) for o in overrides)
             rulesets = [r.with_overrides(pairs) for r in rulesets]
         except RulesetError as e:
             raise RunError(str(e)) from None
-    if games_n < 1:
-        raise RunError(f"--games must be at least 1, got {games_n}")
+        # changed rules get a name of their own: results must not pass for the edition's
+        rulesets = [dataclasses.replace(r, name=f"{r.name}+{r.content_hash()[:6]}")
+                    for r in rulesets]
     canonical = []
     for spec in bot_specs:
         try:
-            canonical.append(make_bot(spec).spec)  # one bot, one name, however it was typed
+            bot = make_bot(spec)
         except BotSpecError as e:
             raise RunError(str(e)) from None
+        if getattr(bot, "values", {}).get("time_ms", 0):
+            raise RunError(f"bot {bot.spec}: a time budget (time_ms) makes results depend on "
+                           "the machine and its load; runs need reproducible bots (use "
+                           "iterations)")
+        canonical.append(bot.spec)  # one bot, one name, however it was typed
     if len(set(canonical)) != len(canonical):
         raise RunError(f"the same bot is listed twice: {', '.join(canonical)}")
-    bot_specs = canonical
-    return RunConfig(name, rulesets, bot_specs, all_pairings(len(bot_specs), mode),
-                     games_to_deals(games_n), seed_n, batch_deals, ref)
+    pair_list = all_pairings(len(canonical), mode)
+    if not pair_list:
+        raise RunError(f"pairings {mode!r} with {len(canonical)} bot(s) gives no games "
+                       "(cross pairings need at least two bots)")
+    return RunConfig(name, rulesets, canonical, pair_list, games_to_deals(games_n), seed_n,
+                     batch_deals, ref)
 
 
 # --- deals ------------------------------------------------------------------------------------
@@ -242,19 +291,24 @@ def default_batch_deals(bots: Sequence[Bot]) -> int:
     return 20
 
 
-def plan_batches(config: RunConfig, first_deal: int = 0) -> list[Batch]:
-    """Every batch of deals [first_deal, config.deals), slow pairings first (better packing
-    of the work onto workers)."""
+def plan_batches(config: RunConfig, segments: Sequence[int] | None = None) -> list[Batch]:
+    """Every batch of the run. ``segments`` are the deal counts the run has had (a top-up
+    from 20 to 40 deals gives [20, 40]); each segment is cut into batches on its own, so
+    the batches of earlier segments, already stored, keep their keys."""
+    bounds = [0, *(segments or [config.deals])]
+    if bounds[-1] != config.deals:
+        bounds.append(config.deals)
     out = []
     bots = [make_bot(s) for s in config.bots]
     for pi, (a, b) in enumerate(config.pairings):
         size = config.batch_deals or default_batch_deals([bots[a], bots[b]])
         for r in range(len(config.rulesets)):
-            d = first_deal
-            while d < config.deals:
-                n = min(size, config.deals - d)
-                out.append(Batch(r, pi, d, n))
-                d += n
+            for lo, hi in itertools.pairwise(bounds):
+                d = lo
+                while d < hi:
+                    n = min(size, hi - d)
+                    out.append(Batch(r, pi, d, n))
+                    d += n
     return out
 
 
@@ -581,6 +635,19 @@ def _check_writable(run_dir: Path) -> None:
         raise RunError(f"cannot write to the output folder {run_dir}: {e.strerror}") from None
 
 
+def read_manifest(run_dir: Path) -> tuple[dict[str, Any], RunConfig]:
+    """A run folder's manifest and configuration; RunError if it is missing or damaged."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        return manifest, RunConfig.from_manifest(manifest["config"])
+    except FileNotFoundError:
+        raise RunError(f"{run_dir} is not a run folder (no {MANIFEST})") from None
+    except (OSError, ValueError, KeyError, TypeError, RulesetError) as e:
+        raise RunError(f"{path} is damaged or not a patchsim manifest ({type(e).__name__}: "
+                       f"{e}); start a new run with another --out") from None
+
+
 def _make_parallel(jobs: int, backend: str, scheduler: str | None):
     """The joblib executor (and the context that selects its backend)."""
     import contextlib
@@ -601,8 +668,9 @@ def _make_parallel(jobs: int, backend: str, scheduler: str | None):
                 client = Client(scheduler_file=scheduler, timeout="10s")
             else:
                 client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as e:
-            raise RunError(f"cannot reach the Dask scheduler {scheduler}: {e}") from None
+        except Exception as e:  # noqa: BLE001 - distributed raises many kinds; all mean "no"
+            raise RunError(f"cannot reach the Dask scheduler {scheduler}: "
+                           f"{type(e).__name__}: {e}") from None
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
     if backend not in ("loky", "threading", "sequential"):
@@ -670,20 +738,23 @@ def _execute(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, back
     _check_writable(run_dir)
     manifest_path = run_dir / MANIFEST
     manifest: dict[str, Any] = {}
+    segments: list[int] = []
     if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
-        old = RunConfig.from_manifest(manifest["config"])
+        manifest, old = read_manifest(run_dir)
         if [r.content_hash() for r in old.rulesets] != [r.content_hash()
                                                         for r in config.rulesets] \
                 or old.bots != config.bots or old.seed != config.seed \
                 or old.pairings != config.pairings:
             raise RunError(f"{run_dir} holds a different run (rulesets, bots, pairings or "
                            "seed differ); use another --out or --resume it as it is")
+        segments = [int(x) for x in manifest.get("segments", [old.deals])]
         config.deals = max(config.deals, old.deals)
         if config.batch_deals is None:
             config.batch_deals = old.batch_deals  # same plan, so finished batches are found
+    if not segments or segments[-1] < config.deals:
+        segments.append(config.deals)
     run_id = manifest.get("run_id") or run_identity(config)
-    batches = plan_batches(config)
+    batches = plan_batches(config, segments)
     # a batch is done when both its files exist: the files, not the manifest, are the truth
     # (the manifest may lag a killed run, or files may have been removed since)
     done = {bt.key for bt in batches
@@ -699,6 +770,7 @@ def _execute(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, back
         "versions": _versions(),
         "started": manifest.get("started") or _dt.datetime.now().isoformat(timespec="seconds"),
         "batches_total": len(batches),
+        "segments": segments,
         "batches_done": sorted(done),
     })
     _atomic_write_text(json.dumps(manifest, indent=2), manifest_path)

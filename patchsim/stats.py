@@ -420,7 +420,15 @@ def patch_table(games: pd.DataFrame, events: pd.DataFrame,
     seat that did not, with per-deal intervals; their difference with a cluster-robust
     interval and p-value, Holm-corrected over the patches; and a flag: buyers winning more
     than non-buyers suggests the patch is under-priced, less suggests over-priced. This is an
-    association in the bots' play (they buy for reasons), not a causal effect of the patch."""
+    association in the bots' play (they buy for reasons), not a causal effect of the patch.
+
+    When the run has self-play games, only those are used: in a game between two different
+    bots, the patches the stronger bot prefers would look under-priced for that reason alone.
+    """
+    self_play = games["bot0"] == games["bot1"]
+    if self_play.any() and not self_play.all():
+        games = games[self_play]
+        events = events[events["game_id"].isin(games["game_id"])]
     rows = []
     sg_all = seat_games(games)
     buys_all = events[events["event"] == "buy"]

@@ -367,7 +367,7 @@ def test_spec_canonical_form_round_trips(given, canonical):
     ("greedy(epsilon=true)", ["epsilon=True is not a number"]),
     ("greedy(epsilon=2)", ["greedy: epsilon=2.0 must be between 0 and 1"]),
     ("mcts(iterations=1.5)", ["mcts: iterations=1.5 must be a whole number"]),
-    ("mcts(iterations=0)", ["mcts: iterations must be at least 1"]),
+    ("mcts(iterations=0)", ["mcts: iterations=0 must be at least 1"]),
     ("greedy(placement=loose)", ["placement='loose' is not one of tight, first"]),
     ("mcts(rollout=mcts)", ["rollout='mcts' must be a built-in non-search bot"]),
     ("mcts(rollout=custom_bots:Hoarder)", ["must be a built-in non-search bot"]),

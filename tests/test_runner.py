@@ -550,3 +550,115 @@ def test_run_folder_copy_resumes_elsewhere(reference, tmp_path):
     shutil.copytree(src, dst)
     run(config(batch=5), dst)
     assert_same_tables(reference["compiled"], dst)
+
+
+# --- review findings: bad experiment files, top-ups, reproducibility guards -------------------
+def write_exp(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "exp.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("ruleset: edition2\ngames: abc\n", "games: expected a whole number"),
+    ("ruleset: edition2\nseed: -1\n", "seed must be at least 0"),
+    ("ruleset: edition2\nset: [1, 2]\n", "set: expected a mapping"),
+    ("rulesets: [5]\n", "rulesets: expected a ruleset name or file"),
+    ("ruleset: null\n", "ruleset: expected a ruleset name or file"),
+    ("ruleset: edition2\nbatch_deals: -1\n", "batch_deals must be at least 1"),
+    ("ruleset: edition2\nbatch_deals: 1.5\n", "batch_deals: expected a whole number"),
+    ("ruleset: edition2\nbots: [pass]\npairings: cross\n", "gives no games"),
+    ("ruleset: edition2\nbots: []\n", "bots: expected a list"),
+    ("base: edition2\nbots: [greedy]\n", "use `patchsim sweep"),
+])
+def test_bad_run_experiment_is_a_run_error(tmp_path, text, fragment):
+    with pytest.raises(RunError) as info:
+        load_run_config(write_exp(tmp_path, text))
+    assert fragment in str(info.value)
+
+
+def test_a_single_bot_string_in_an_experiment_is_one_bot(tmp_path):
+    cfg = load_run_config(write_exp(tmp_path, "ruleset: edition2\nbots: greedy\ngames: 2\n"))
+    assert cfg.bots == ["greedy"]
+
+
+def test_negative_seed_and_folder_config_are_run_errors(tmp_path):
+    with pytest.raises(RunError, match="--seed must be at least 0"):
+        load_run_config("edition2", seed=-3)
+    with pytest.raises(RunError, match="is a folder"):
+        load_run_config(str(tmp_path))
+
+
+def test_time_budget_bots_are_refused_in_runs():
+    with pytest.raises(RunError, match="time budget"):
+        load_run_config("edition2", bots=["mcts(iterations=10, time_ms=5)"])
+
+
+def test_overridden_rules_get_their_own_name():
+    cfg = load_run_config("edition2", overrides=["offer_size=4"], bots=["greedy"])
+    rs = cfg.rulesets[0]
+    assert rs.name == f"edition2+{rs.content_hash()[:6]}"
+
+
+@pytest.mark.parametrize("text", ["{", "{}", '{"config": {}}'])
+def test_damaged_manifest_is_a_run_error(tmp_path, text):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(text)
+    with pytest.raises(RunError, match="damaged"):
+        run(config(games=4), run_dir)
+    result = CliRunner().invoke(app, ["run", "--resume", str(run_dir), "--no-progress"])
+    assert result.exit_code != 0 and "damaged" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_resume_refuses_options_that_would_change_the_run(tmp_path):
+    result = CliRunner().invoke(app, ["run", "--resume", str(tmp_path), "--bots", "random"])
+    assert result.exit_code != 0 and "--resume continues a run" in result.output
+
+
+def test_jobs_zero_is_an_error(tmp_path):
+    result = CliRunner().invoke(app, ["run", "edition2", "--jobs", "0", "--out",
+                                      str(tmp_path / "o")])
+    assert result.exit_code != 0 and "--jobs 0" in result.output
+
+
+def test_top_up_keeps_the_finished_batches(tmp_path):
+    """Topping up plans only the new deals: the earlier segment's batches are reused as they
+    are (no replay of a partly covered last batch), and the tables equal a one-go run."""
+    small = config(bots=("greedy",), games=20, pairings="self")
+    run_dir = tmp_path / "run"
+    run(small, run_dir)
+    before = {p.name: p.stat().st_mtime_ns for p in (run_dir / "batches").iterdir()}
+    bigger = config(bots=("greedy",), games=40, pairings="self")
+    run(bigger, run_dir)
+    after = {p.name: p.stat().st_mtime_ns for p in (run_dir / "batches").iterdir()}
+    assert all(after[name] == t for name, t in before.items())  # untouched, not replayed
+    assert json.loads((run_dir / "manifest.json").read_text())["segments"] == [10, 20]
+    whole = tmp_path / "whole"
+    run(config(bots=("greedy",), games=40, pairings="self"), whole)
+    assert_same_tables(run_dir, whole)
+
+
+def test_python_bot_may_return_record_text():
+    from custom_bots import Hoarder
+
+    class TextBot(Hoarder):
+        def choose(self, game, moves, rng):
+            return str(super().choose(game, moves, rng))
+
+    rs = load_ruleset("edition2")
+    circle = deal_circle_for(rs, 3)
+    a = play_game(rs, (TextBot(threshold=3), make_bot("greedy")), circle, 3)
+    b = play_game(rs, (Hoarder(threshold=3), make_bot("greedy")), circle, 3)
+    assert a.scores == b.scores and list(a.moves) == list(b.moves)
+
+
+def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
+    (tmp_path / "mybots_here.py").write_text(
+        "class Passer:\n    spec = 'mybots_here:Passer'\n"
+        "    def choose(self, game, moves, rng):\n        return moves[0]\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".")
+                                     and p != str(tmp_path)])
+    assert make_bot("mybots_here:Passer").spec == "mybots_here:Passer"

@@ -312,7 +312,9 @@ def test_tables_on_a_small_run(small_run: Path):
     assert set(scores["quantity"]) == {"score", "margin", "plies", "passes"}
     ok = scores.dropna(subset=["mean_lo"])
     assert ((ok["mean_lo"] <= ok["mean"]) & (ok["mean"] <= ok["mean_hi"])).all()
-    buys = e[e["event"] == "buy"]
+    # the patch table uses the self-play games when the run has them (see patch_table)
+    self_play = g.loc[g["bot0"] == g["bot1"], "game_id"]
+    buys = e[(e["event"] == "buy") & e["game_id"].isin(self_play)]
     assert (patches["by_seat0"] + patches["by_seat1"]).sum() == len(buys)
     assert (patches["p_holm"].dropna() >= patches["p_value"].dropna() - 1e-12).all()
     # the linear-probability slope is exactly the difference of the two win rates
