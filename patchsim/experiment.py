@@ -2,7 +2,8 @@
 deals and the seed; plus an optional ``tune`` section (search for the best variant) and an
 optional ``check`` section (tolerances for the balance gate).
 
-Everything is validated before anything runs; every problem names the file and the key.
+Everything is validated before anything runs; every problem names the file and the key
+(duplicate keys in the YAML included, with their line numbers).
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ import yaml
 from patchsim.bots import BotSpecError, make_bot
 from patchsim.metrics import METRICS
 from patchsim.ruleset import Ruleset, RulesetError, load_ruleset
+from patchsim.runner import all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "tune", "check", "batch_deals"}
 TUNE_KEYS = {"fields", "targets", "candidates", "rounds", "games", "finalists", "final_games",
              "seed"}
+TARGET_KEYS = {"target", "tolerance"}
 CHECK_KEYS = {"tolerances", "max_games", "step_games", "alpha"}
 TOLERANCE_KEYS = {"metric", "min", "max", "target", "margin", "pairing"}
+BASE_LABEL = "base"  # the base ruleset's label; no variant may take it
+
+# Metrics that say the same thing on shifted scales: (metric, scale metric, offset), meaning
+# metric = scale metric + offset. Ranges on both are compared on the common scale.
+LINKED_METRICS = {"first_player_edge": ("first_player_win", -0.5)}
 
 
 RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the base
@@ -39,6 +47,90 @@ class ExperimentError(ValueError):
         self.problems = problems
         head = f"invalid experiment ({len(problems)} problem{'s' * (len(problems) != 1)}):"
         super().__init__("\n".join([head, *("  " + p for p in problems)]))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A SafeLoader that records duplicate mapping keys (PyYAML silently keeps the last one).
+
+    ``duplicates`` collects (line, key, line of the first occurrence), lines from 1. Merge
+    keys (``<<: *anchor``) are not duplicates: overriding a merged key is what they are for.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[int, Any, int]] = []
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in first:
+                        self.duplicates.append((line, key, first[key]))
+                    else:
+                        first[key] = line
+                except TypeError:  # an unhashable key: the constructor reports it
+                    continue
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(p: Path, src: str) -> Any:
+    """The YAML document at ``p``; ExperimentError for anything that keeps it from loading."""
+    if not p.exists():
+        raise ExperimentError([f"{src}: no such file"])
+    if p.is_dir():
+        raise ExperimentError([f"{src}: is a directory, not an experiment file"])
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ExperimentError([f"{src}: cannot read: not UTF-8 text ({e})"]) from None
+    except OSError as e:
+        raise ExperimentError([f"{src}: cannot read: {e.strerror or e}"]) from None
+    loader = _StrictLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise ExperimentError([f"{src}: not valid YAML: {e}"]) from None
+    finally:
+        loader.dispose()
+    if loader.duplicates:
+        raise ExperimentError([f"{src}: line {line}: duplicate key {key!r} (first on line "
+                               f"{first})" for line, key, first in loader.duplicates])
+    return data
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _is_whole(v: Any, lo: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _relation(metric: str) -> str:
+    """How a linked metric follows from its scale metric, e.g. "a = b - 0.5"."""
+    scale, offset = LINKED_METRICS[metric]
+    return f"{metric} = {scale} {'-' if offset < 0 else '+'} {abs(offset):g}"
+
+
+def pairing_names(bots: list[str], mode: str) -> list[str]:
+    """The pairings a run of ``bots`` in ``mode`` plays, named as in its tables."""
+    return [f"{bots[a]} vs {bots[b]}" for a, b in all_pairings(len(bots), mode)]
+
+
+def canonical_pairing(text: str) -> str | None:
+    """"<bot> vs <bot>" with both bots' canonical specs, or None if it is not one."""
+    parts = text.split(" vs ")
+    if len(parts) != 2:
+        return None
+    try:
+        return " vs ".join(make_bot(part.strip()).spec for part in parts)
+    except BotSpecError:
+        return None
 
 
 @dataclass
@@ -80,6 +172,14 @@ class Experiment:
     batch_deals: int | None = None
     tolerances: list[Tolerance] = field(default_factory=list)
 
+    @property
+    def pairing_mode(self) -> str:
+        """How the bots are paired: skill experiments play each bot in self-play."""
+        return "self" if self.skill else self.pairings
+
+    def pairing_names(self) -> list[str]:
+        return pairing_names(self.skill or self.bots, self.pairing_mode)
+
 
 def _label(overrides: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_short(v)}" for k, v in overrides.items())
@@ -93,20 +193,18 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment file; ExperimentError lists every problem."""
     p = Path(path)
     src = str(path)
-    if not p.exists():
-        raise ExperimentError([f"{src}: no such file"])
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ExperimentError([f"{src}: not valid YAML: {e}"]) from None
+    data = _read_yaml(p, src)
     if not isinstance(data, dict):
         raise ExperimentError([f"{src}: an experiment is a YAML mapping"])
+    if ("ruleset" in data or "rulesets" in data) and "base" not in data:
+        raise ExperimentError([f"{src}: this is a run experiment (ruleset/rulesets); use "
+                               f"`patchsim run {src}`"])
     problems: list[str] = []
 
     def bad(key: str, msg: str) -> None:
         problems.append(f"{src}: {key}: {msg}")
 
-    for k in sorted(set(data) - TOP_KEYS):
+    for k in sorted(set(data) - TOP_KEYS, key=str):
         bad(k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
     name = str(data.get("name") or p.stem)
     base_ref = data.get("base")
@@ -130,31 +228,60 @@ def load_experiment(path: str | Path) -> Experiment:
             except RulesetError as e:
                 bad("set", "; ".join(e.problems))
 
-    def ints(key: str, default: int, lo: int = 0) -> int:
+    def ints(key: str, default: int, lo: int) -> int:
         v = data.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        if not _is_whole(v, lo):
             bad(key, f"expected a whole number >= {lo}, got {v!r}")
             return default
         return v
 
     games = ints("games", 400, 1)
-    seed = ints("seed", 1)
-    batch_deals = data.get("batch_deals")
-    skill = [str(s) for s in (data.get("skill") or [])]
-    bots = [str(b) for b in (data.get("bots") or (skill or ["greedy"]))]
-    if skill and data.get("bots"):
-        bad("skill", "give either bots or skill (skill plays each bot in self-play)")
-    for key, specs in (("bots", bots), ("skill", skill)):
-        for i, spec in enumerate(specs):
+    seed = ints("seed", 1, 0)
+    batch_deals = ints("batch_deals", 1, 1) if data.get("batch_deals") is not None else None
+
+    def bot_list(key: str) -> list[str]:
+        """The canonical specs of a bot list (a single bot may be given as a string)."""
+        v = data.get(key)
+        if v is None:
+            return []
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not v:
+            bad(key, f"expected a bot or a non-empty list of bots, got {v!r}")
+            return []
+        out: list[str] = []
+        first: dict[str, int] = {}
+        for i, spec in enumerate(v):
+            if not isinstance(spec, str):
+                bad(f"{key}[{i}]", f"expected a bot spec such as greedy, got {spec!r}")
+                continue
             try:
-                make_bot(spec)
+                canon = make_bot(spec).spec
             except BotSpecError as e:
                 bad(f"{key}[{i}]", str(e))
+                continue
+            if canon in first:
+                bad(f"{key}[{i}]", f"the same bot as {key}[{first[canon]}] ({canon})")
+                continue
+            first[canon] = i
+            out.append(canon)
+        return out
+
+    n_problems = len(problems)
+    skill = bot_list("skill")
+    given = bot_list("bots")
+    bots_ok = len(problems) == n_problems
+    bots = given or skill or ["greedy"]
+    if skill and given:
+        bad("skill", "give either bots or skill (skill plays each bot in self-play)")
     pairings = str(data.get("pairings", "self"))
     if pairings not in ("self", "all", "cross"):
         bad("pairings", f"{pairings!r} is not one of self, all, cross")
     if pairings == "cross" and len(bots) < 2:
         bad("pairings", "cross needs at least two bots")
+    # the pairings the gate and the tuner play (a skill experiment: each bot in self-play)
+    names = (pairing_names(skill or bots, "self" if skill else pairings)
+             if bots_ok and pairings in ("self", "all", "cross") else None)
     metric = str(data.get("metric", "first_player_win"))
     if metric not in METRICS:
         bad("metric", f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
@@ -163,11 +290,25 @@ def load_experiment(path: str | Path) -> Experiment:
     grid_fields: list[str] = []
     cells: list[tuple[dict[str, Any], str]] = []
     if base is not None:
-        variants.append(Variant("base", {}, dataclasses.replace(base, name="base")))
+        variants.append(Variant(BASE_LABEL, {}, dataclasses.replace(base, name=BASE_LABEL)))
         if isinstance(data.get("grid"), dict):
             grid_fields = list(data["grid"].keys())
-        seen = {base.content_hash(): "base"}
+        seen = {base.content_hash(): BASE_LABEL}
+        labels: dict[str, tuple[str, str]] = {}  # label -> (key, overrides) of its first use
         for key, label, overrides, coords in _variant_specs(data, src, bad):
+            if label == BASE_LABEL:
+                bad(key, f"the name {BASE_LABEL!r} is reserved for the base ruleset")
+                continue
+            as_json = json.dumps(overrides, sort_keys=True, default=str)
+            if label in labels:
+                first_key, first_json = labels[label]
+                # the same overrides drawn twice by `sample` (or a grid point repeating a
+                # variant) are the same variant, played once; a name given twice is a mistake
+                if key.startswith("variants[") or as_json != first_json:
+                    bad(key, f"the name {label!r} is already used by {first_key}")
+                    continue
+            else:
+                labels[label] = (key, as_json)
             try:
                 rs = base
                 rest = dict(overrides)
@@ -194,7 +335,7 @@ def load_experiment(path: str | Path) -> Experiment:
     check = data.get("check")
     tolerances: list[Tolerance] = []
     if check is not None:
-        tolerances = _check_check(check, bad)
+        tolerances = _check_check(check, bad, names)
     if problems:
         raise ExperimentError(problems)
     assert base is not None
@@ -252,7 +393,11 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 bad("sample.n", f"expected a whole number >= 1, got {n!r}")
                 n = 0
-            rng = np.random.default_rng(sample.get("seed", 0))
+            sample_seed = sample.get("seed", 0)
+            if not _is_whole(sample_seed, 0):
+                bad("sample.seed", f"expected a whole number >= 0, got {sample_seed!r}")
+                sample_seed = 0
+            rng = np.random.default_rng(sample_seed)
             for i in range(n):
                 ov = {}
                 for k, dom in sample["fields"].items():
@@ -305,65 +450,148 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
                 except RulesetError as e:
                     bad(f"tune.fields.{k}", "; ".join(e.problems))
     targets = tune.get("targets")
+    ranges: dict[str, tuple[float, float]] = {}
     if not isinstance(targets, dict) or not targets:
         bad("tune.targets", "expected {metric: {target: x, tolerance: t}, ...}")
     else:
         for m, t in targets.items():
+            key = f"tune.targets.{m}"
             if m not in METRICS:
-                bad(f"tune.targets.{m}", f"unknown metric (metrics: {', '.join(METRICS)})")
-            if not isinstance(t, dict) or "target" not in t:
-                bad(f"tune.targets.{m}", "expected {target: x, tolerance: t}")
-            elif not isinstance(t.get("tolerance", 1), int | float) or t.get("tolerance", 1) <= 0:
-                bad(f"tune.targets.{m}.tolerance", "must be a positive number")
+                bad(key, f"unknown metric (metrics: {', '.join(METRICS)})")
+            if not isinstance(t, dict):
+                bad(key, "expected {target: x, tolerance: t}")
+                continue
+            for k in sorted(set(t) - TARGET_KEYS, key=str):
+                bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TARGET_KEYS))})")
+            ok = True
+            if "target" not in t:
+                bad(f"{key}.target", "required: the value to aim for")
+                ok = False
+            elif not _is_number(t["target"]) or not np.isfinite(t["target"]):
+                bad(f"{key}.target", f"expected a number, got {t['target']!r}")
+                ok = False
+            if "tolerance" not in t:
+                bad(f"{key}.tolerance", "required: how far from the target is close enough "
+                                        "(the loss measures distances in tolerances)")
+                ok = False
+            elif not _is_number(t["tolerance"]) or not 0 < t["tolerance"] < np.inf:
+                bad(f"{key}.tolerance", f"must be a positive number, got {t['tolerance']!r}")
+                ok = False
+            if ok and m in METRICS:
+                ranges[m] = (t["target"] - t["tolerance"], t["target"] + t["tolerance"])
+    for m, (scale, offset) in LINKED_METRICS.items():
+        if m in ranges and scale in ranges:
+            (lo1, hi1), (lo2, hi2) = ranges[scale], ranges[m]
+            if max(lo1, lo2 - offset) >= min(hi1, hi2 - offset):
+                bad("tune.targets", f"contradictory: {scale} in [{lo1:g}, {hi1:g}] and {m} in "
+                                    f"[{lo2:g}, {hi2:g}] cannot both hold "
+                                    f"({_relation(m)})")
     for k in ("candidates", "rounds", "games", "finalists", "final_games"):
         v = tune.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+        if v is not None and not _is_whole(v, 1):
             bad(f"tune.{k}", f"expected a whole number >= 1, got {v!r}")
+    if tune.get("seed") is not None and not _is_whole(tune["seed"], 0):
+        bad("tune.seed", f"expected a whole number >= 0, got {tune['seed']!r}")
 
 
-def _check_check(check: Any, bad) -> list[Tolerance]:
+def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]:
+    """The tolerances of a check section. ``pairings``: the names of the pairings the gate
+    plays (None when the bots are invalid: pairings are then not checked)."""
     out: list[Tolerance] = []
     if not isinstance(check, dict):
         bad("check", "expected a mapping with tolerances")
         return out
-    for k in sorted(set(check) - CHECK_KEYS):
+    for k in sorted(set(check) - CHECK_KEYS, key=str):
         bad(f"check.{k}", f"unknown key (known: {', '.join(sorted(CHECK_KEYS))})")
     tols = check.get("tolerances")
+    keys: list[str] = []
     if not isinstance(tols, list) or not tols:
         bad("check.tolerances", "expected a list of {metric, min, max} or "
                                 "{metric, target, margin}")
-        return out
+        tols = []
     for i, t in enumerate(tols):
         key = f"check.tolerances[{i}]"
         if not isinstance(t, dict):
             bad(key, "expected a mapping")
             continue
-        for k in sorted(set(t) - TOLERANCE_KEYS):
+        for k in sorted(set(t) - TOLERANCE_KEYS, key=str):
             bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         m = t.get("metric")
         if m not in METRICS:
             bad(f"{key}.metric", f"unknown metric {m!r} (metrics: {', '.join(METRICS)})")
             continue
+        numbers_ok = True
+        for k in ("min", "max", "target", "margin"):
+            if k in t and not _is_number(t[k]):
+                bad(f"{key}.{k}", f"expected a number, got {t[k]!r}")
+                numbers_ok = False
+        if not numbers_ok:
+            continue
+        if "target" in t and ("min" in t or "max" in t):
+            bad(key, "give min and/or max, or target and margin, not both")
+            continue
         if "target" in t:
             margin = t.get("margin")
-            if not isinstance(margin, int | float) or margin <= 0:
+            if margin is None or not margin > 0:
                 bad(f"{key}.margin", "a positive number is needed with target")
                 continue
             lo, hi = t["target"] - margin, t["target"] + margin
         else:
-            lo, hi = t.get("min", -np.inf), t.get("max", np.inf)
+            if "margin" in t:
+                bad(f"{key}.margin", "a margin needs a target (or give min and/or max)")
+                continue
             if "min" not in t and "max" not in t:
                 bad(key, "give min and/or max, or target and margin")
                 continue
+            lo, hi = t.get("min", -np.inf), t.get("max", np.inf)
         if not lo < hi:
             bad(key, f"the interval [{lo}, {hi}] is empty: contradictory tolerance")
             continue
-        out.append(Tolerance(str(m), float(lo), float(hi), t.get("pairing")))
+        pairing = t.get("pairing")
+        if pairing is not None:
+            if not isinstance(pairing, str):
+                bad(f"{key}.pairing", f"expected \"<bot> vs <bot>\", got {pairing!r}")
+                continue
+            canon = canonical_pairing(pairing)
+            if pairings is not None and canon not in pairings:
+                bad(f"{key}.pairing", f"{pairing!r} is none of this experiment's pairings "
+                                      f"({', '.join(pairings)})")
+                continue
+            pairing = canon or pairing
+        out.append(Tolerance(str(m), float(lo), float(hi), pairing))
+        keys.append(key)
+    _contradictions(out, keys, bad)
     alpha = check.get("alpha", 0.05)
     if not isinstance(alpha, float) or not 0 < alpha < 0.5:
         bad("check.alpha", f"expected a number between 0 and 0.5, got {alpha!r}")
     for k in ("max_games", "step_games"):
         v = check.get(k)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 2):
+        if v is not None and not _is_whole(v, 2):
             bad(f"check.{k}", f"expected a whole number >= 2, got {v!r}")
     return out
+
+
+def _contradictions(tols: list[Tolerance], keys: list[str], bad) -> None:
+    """Tolerances that cannot all hold: on one metric (or linked metrics, e.g. the first-seat
+    edge and win rate) and a pairing they share, with ranges that do not overlap."""
+
+    def on_scale(t: Tolerance) -> tuple[str, float, float]:
+        scale, offset = LINKED_METRICS.get(t.metric, (t.metric, 0.0))
+        return scale, t.low - offset, t.high - offset
+
+    for i, ti in enumerate(tols):
+        scale_i, lo_i, hi_i = on_scale(ti)
+        for j in range(i):
+            tj = tols[j]
+            scale_j, lo_j, hi_j = on_scale(tj)
+            shared = ti.pairing is None or tj.pairing is None or ti.pairing == tj.pairing
+            if scale_i != scale_j or not shared or max(lo_i, lo_j) < min(hi_i, hi_j):
+                continue
+            note = ""
+            if ti.metric != tj.metric:
+                linked = ti.metric if ti.metric in LINKED_METRICS else tj.metric
+                note = f" ({_relation(linked)})"
+            where = f" on {ti.pairing or tj.pairing}" if ti.pairing or tj.pairing else ""
+            bad(keys[i], f"contradictory: {ti.describe()} and {keys[j]} ({tj.describe()}) "
+                         f"cannot both hold{where}{note}")
+            break

@@ -1,11 +1,19 @@
 """Balance checks as a gate: play deals in steps until every tolerance of an experiment is
 shown to hold (exit 0), one is shown to fail (exit 1), or the budget runs out (exit 2).
 
-At each look the estimate's interval is computed at a level that splits the error rate over
-all planned looks (Bonferroni), so stopping early when the answer is clear does not inflate
-the chance of a wrong verdict. "Shown to hold" is an equivalence test (TOST): the
-(1 - 2 alpha) interval lies inside the tolerance; "shown to fail": the (1 - alpha) interval
-lies entirely outside it.
+At each look every tolerance is checked on every pairing it applies to, and each of these
+checks uses an error rate of alpha / (looks x checks per look) (Bonferroni over the planned
+looks, the tolerances and the pairings), so neither stopping early when the answer is clear
+nor checking many things at once inflates the chance of a wrong verdict above alpha. "Shown to
+hold" is an equivalence test (TOST): the (1 - 2a) interval lies inside the tolerance; "shown
+to fail": the (1 - a) interval lies entirely outside it. Nothing is decided on fewer than
+``MIN_DEALS`` deals of a pairing (the interval of so few deals is not to be trusted).
+
+The error rate is spent over the looks of one run. Re-running a gate on the same folder after
+exit 2 restarts alpha spending on deals that were already looked at (the run folder is topped
+up, not replaced), so the combined procedure can err more often than alpha: to decide an
+undecided gate, start again from scratch with a new --out folder and a larger
+check.max_games.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from patchsim.runner import (
 )
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
+MIN_DEALS = 10  # no verdict on fewer deals per pairing
+TOO_FEW = "undecided: too few deals"
 
 
 @dataclass
@@ -33,10 +43,21 @@ class GateResult:
     code: int
     games: int
     lines: list[str] = field(default_factory=list)
+    checks: int = 0  # planned checks: looks x (tolerance, pairing) pairs per look
+    alpha_per_check: float = float("nan")  # the Bonferroni share of alpha each check gets
+
+
+def planned_checks(exp: Experiment) -> list[tuple[Tolerance, str]]:
+    """Every (tolerance, pairing) the gate checks at each look."""
+    names = exp.pairing_names()
+    return [(tol, name) for tol in exp.tolerances for name in names
+            if tol.pairing is None or tol.pairing == name]
 
 
 def _status(tol: Tolerance, mean: float, lo2: float, hi2: float, lo1: float, hi1: float,
-            ) -> str:
+            deals: int = MIN_DEALS) -> str:
+    if deals < MIN_DEALS:
+        return TOO_FEW
     if lo2 >= tol.low and hi2 <= tol.high:
         return "holds"
     if hi1 < tol.low or lo1 > tol.high:
@@ -51,42 +72,54 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     max_games = int(check.get("max_games", 20000))
     step = int(check.get("step_games", 2000))
     looks = max(1, math.ceil(max_games / step))
-    a = alpha / looks  # Bonferroni over the planned looks
-    bots = exp.bots
+    plan = planned_checks(exp)
+    n_checks = looks * max(1, len(plan))
+    a = alpha / n_checks  # Bonferroni over the looks, the tolerances and the pairings
+    bots = exp.skill or exp.bots
     out_dir = Path(out) if out else Path("reports") / f"{exp.name}-check"
     metrics = sorted({t.metric for t in exp.tolerances})
     lines: list[str] = []
+
+    def result(code: int, games: int, last: str) -> GateResult:
+        return GateResult(code, games, lines + [last], n_checks, a)
+
     for k in range(1, looks + 1):
         games = min(max_games, k * step)
         cfg = RunConfig(f"{exp.name}-check", [exp.base], list(bots),
-                        all_pairings(len(bots), exp.pairings), games_to_deals(games),
+                        all_pairings(len(bots), exp.pairing_mode), games_to_deals(games),
                         exp.seed, exp.batch_deals, str(exp.path))
         execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=False)
         deals = deal_metrics(load_games(out_dir), load_events(out_dir))
-        wide = estimate(deals, metrics, by=("pairing",), level=1 - 2 * a)
-        narrow = estimate(deals, metrics, by=("pairing",), level=1 - a)
+        wide = estimate(deals, metrics, by=("pairing",), level=1 - 2 * a).set_index(
+            ["metric", "pairing"])
+        narrow = estimate(deals, metrics, by=("pairing",), level=1 - a).set_index(
+            ["metric", "pairing"])
         statuses = []
         lines = [f"look {k}/{looks}: {2 * cfg.deals} games per pairing "
-                 f"(intervals at {100 * (1 - 2 * a):.2f}% / {100 * (1 - a):.2f}%)"]
-        for tol in exp.tolerances:
-            sel = wide["metric"] == tol.metric
-            if tol.pairing:
-                sel &= wide["pairing"] == tol.pairing
-            for idx in wide[sel].index:
-                w, n = wide.loc[idx], narrow.loc[idx]
-                st = _status(tol, w["mean"], w["lo"], w["hi"], n["lo"], n["hi"])
-                statuses.append(st)
-                lines.append(f"  {w['pairing']}: {tol.describe()}: {w['mean']:.4f} "
-                             f"[{w['lo']:.4f}, {w['hi']:.4f}] -> {st}")
+                 f"(intervals at {100 * (1 - 2 * a):.2f}% / {100 * (1 - a):.2f}%: alpha "
+                 f"{alpha:g} over {n_checks} checks)"]
+        for tol, pairing in plan:
+            idx = (tol.metric, pairing)
+            if idx not in wide.index:
+                statuses.append("undecided")
+                lines.append(f"  {pairing}: {tol.describe()}: no data -> undecided")
+                continue
+            w, n = wide.loc[idx], narrow.loc[idx]
+            st = _status(tol, w["mean"], w["lo"], w["hi"], n["lo"], n["hi"], int(w["deals"]))
+            statuses.append(st)
+            lines.append(f"  {pairing}: {tol.describe()}: {w['mean']:.4f} "
+                         f"[{w['lo']:.4f}, {w['hi']:.4f}] ({int(w['deals'])} deals) -> {st}")
         for ln in lines:
             echo(ln)
         if statuses and all(s == "holds" for s in statuses):
-            return GateResult(HOLDS, 2 * cfg.deals, lines + ["every tolerance is shown to "
-                                                             "hold"])
+            return result(HOLDS, 2 * cfg.deals, "every tolerance is shown to hold")
         if any(s == "fails" for s in statuses):
-            return GateResult(FAILS, 2 * cfg.deals, lines + ["a tolerance is shown to fail"])
+            return result(FAILS, 2 * cfg.deals, "a tolerance is shown to fail")
         if games >= max_games:
             break
-    return GateResult(UNDECIDED, max_games, lines + [
-        f"the budget of {max_games} games per pairing ran out before every tolerance was "
-        "decided; raise check.max_games or widen the tolerances"])
+    return result(UNDECIDED, max_games,
+                  f"the budget of {max_games} games per pairing ran out before every tolerance "
+                  "was decided. Re-running the gate on this folder restarts alpha spending on "
+                  "deals already looked at (the verdict would not be at the stated error "
+                  "rate): start again from scratch with a new --out folder and a larger "
+                  "check.max_games, or widen the tolerances")

@@ -4,6 +4,11 @@ The unit of analysis is the deal: a seat-swapped pair of games (and, across rule
 deal under each ruleset). A metric is first averaged within each deal, then estimated over
 deals with a t-interval; differences between rulesets are paired by deal. This is what makes
 the intervals honest (games of one deal are not independent) and comparisons precise.
+
+Rates (``RATE_METRICS``) and the first-seat edge get a weak prior in their standard error: it is
+computed as if two more deals, one at 0 and one at 1 (for the edge: -0.5 and +0.5), had been
+observed, so that a run in which every deal went the same way does not claim a zero-width
+interval; the mean stays the data's mean, and the interval is clipped to the metric's range.
 """
 
 from __future__ import annotations
@@ -28,6 +33,15 @@ METRICS: dict[str, str] = {
     "leather_useful": "share of placed leather patches that filled a one-square hole",
     "first_leather_useful": "share of games whose first leather patch filled a hole",
 }
+
+# Metrics that are shares of games (or of patches): their values lie in [0, 1].
+RATE_METRICS: tuple[str, ...] = ("first_player_win", "bonus_rate", "tie_break_rate",
+                                 "leather_useful", "first_leather_useful")
+
+# The range of each bounded metric: the prior's two imaginary deals sit at its ends, and the
+# interval is clipped to it. The edge is the first-seat win rate minus 0.5.
+BOUNDS: dict[str, tuple[float, float]] = {**{m: (0.0, 1.0) for m in RATE_METRICS},
+                                          "first_player_edge": (-0.5, 0.5)}
 
 
 def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -66,12 +80,27 @@ def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.
     return d.drop(columns=["score_sq", "leather_hits", "leather_placed"])
 
 
-def _t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float, float, int]:
+def _t_interval(x: np.ndarray, level: float = 0.95,
+                bounds: tuple[float, float] | None = None,
+                ) -> tuple[float, float, float, float, int]:
+    """Mean, standard error, t-interval and count of ``x`` (NaN ignored).
+
+    With ``bounds`` (a bounded metric: see ``BOUNDS``) the standard error is that of ``x`` with
+    one imaginary observation at each bound added (variance of x and the two bounds, n + 2 in
+    the denominator), the mean stays that of ``x`` and the interval is clipped to the bounds.
+    """
     x = x[~np.isnan(x)]
     n = len(x)
     if n == 0:
         return np.nan, np.nan, np.nan, np.nan, 0
     m = float(x.mean())
+    if bounds is not None:
+        lo_b, hi_b = bounds
+        padded = np.concatenate([x, [lo_b, hi_b]])
+        se = float(padded.std(ddof=1) / np.sqrt(n + 2))
+        q = float(sps.t.ppf(0.5 + level / 2, max(n - 1, 1)))
+        return (m, se, float(np.clip(m - q * se, lo_b, hi_b)),
+                float(np.clip(m + q * se, lo_b, hi_b)), n)
     if n < 2:
         return m, np.nan, np.nan, np.nan, n
     se = float(x.std(ddof=1) / np.sqrt(n))
@@ -81,12 +110,14 @@ def _t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float
 
 def estimate(deals: pd.DataFrame, metrics: Sequence[str] = ("first_player_win",),
              by: Sequence[str] = ("ruleset", "pairing"), level: float = 0.95) -> pd.DataFrame:
-    """Mean of each metric over deals with its standard error and t-interval."""
+    """Mean of each metric over deals with its standard error and t-interval (for rates and
+    the first-seat edge: with the weak prior of two imaginary deals at the bounds, clipped)."""
     rows = []
     for key, grp in deals.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         for m in metrics:
-            mean, se, lo, hi, n = _t_interval(grp[m].to_numpy(dtype=float), level)
+            mean, se, lo, hi, n = _t_interval(grp[m].to_numpy(dtype=float), level,
+                                              BOUNDS.get(m))
             rows.append({**dict(zip(by, key, strict=True)), "metric": m, "mean": mean,
                          "se": se, "lo": lo, "hi": hi, "deals": n})
     return pd.DataFrame(rows)

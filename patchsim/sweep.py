@@ -1,5 +1,9 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal, Holm-corrected)."""
+report (one row per variant, differences to the base paired by deal, Holm-corrected).
+
+Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
+skill?", "is the variant closest to 50% really fairer than the others?") use a paired
+bootstrap over deals with a fixed seed, so a report is reproducible to the digit."""
 
 from __future__ import annotations
 
@@ -17,7 +21,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from patchsim.experiment import Experiment  # noqa: E402
-from patchsim.metrics import METRICS, deal_metrics, estimate, paired_differences  # noqa: E402
+from patchsim.metrics import (  # noqa: E402
+    METRICS,
+    RATE_METRICS,
+    deal_metrics,
+    estimate,
+    paired_differences,
+)
 from patchsim.runner import (  # noqa: E402
     RunConfig,
     all_pairings,
@@ -29,6 +39,9 @@ from patchsim.runner import (  # noqa: E402
 
 SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 2026  # fixed: the same deals give the same intervals
+FAIR = {"first_player_win": 0.5, "first_player_edge": 0.0}  # a fair game on each scale
 
 
 def run_config(exp: Experiment, games: int | None = None, seed: int | None = None,
@@ -76,24 +89,54 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
     return out.reset_index()
 
 
-def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str]) -> pd.DataFrame:
-    """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
-    whether the imbalance grows with skill: the paired (same deals) difference of the edge,
-    taken in the direction of the strongest bot's edge, is above 0 with 95% confidence."""
-    from patchsim.metrics import _t_interval
+def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: float = 0.95,
+                   resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                   ) -> tuple[float, float, float]:
+    """|mean(b) - center| - |mean(a) - center| and its percentile interval at ``level`` from a
+    paired bootstrap over deals (``a[i]`` and ``b[i]`` are the same deal, resampled together).
+    Deterministic: a numpy Generator seeded with ``seed``."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    n = len(a)
+    point = float(abs(b.mean() - center) - abs(a.mean() - center)) if n else np.nan
+    if n < 2:
+        return point, np.nan, np.nan
+    rng = np.random.default_rng(seed)
+    stats = np.empty(resamples)
+    chunk = max(1, 4_000_000 // n)  # bounded memory for runs of many deals
+    for start in range(0, resamples, chunk):
+        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n))
+        stats[start:start + len(idx)] = (np.abs(b[idx].mean(axis=1) - center)
+                                         - np.abs(a[idx].mean(axis=1) - center))
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(stats, [tail, 1 - tail])
+    return point, float(lo), float(hi)
 
+
+def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
+                alpha: float = 0.05, resamples: int = BOOTSTRAP_RESAMPLES,
+                seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+    """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
+    whether the imbalance grows with skill.
+
+    The growth is |mean edge, strongest| - |mean edge, weakest| (a shrinking imbalance is
+    negative, whichever seat it favours), with a paired bootstrap interval over deals at level
+    1 - alpha / k, k the number of variants (Bonferroni across variants); the imbalance is
+    flagged as growing when the interval's lower bound is above 0."""
     rows = []
     weak, strong = f"{skill[0]} vs {skill[0]}", f"{skill[-1]} vs {skill[-1]}"
+    k = max(1, deals["ruleset"].nunique())
+    level = 1 - alpha / k
     for ruleset, d in deals.groupby("ruleset", sort=False):
         w = d[d["pairing"] == weak].set_index("deal")["first_player_edge"]
         s = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
         both = pd.concat([w, s], axis=1, keys=["w", "s"]).dropna()
-        sign = np.sign(both["s"].mean()) or 1.0
-        diff = sign * (both["s"] - both["w"]).to_numpy()
-        mean, _se, lo, hi, n = _t_interval(diff)
+        growth, lo, hi = paired_abs_gap(both["w"].to_numpy(), both["s"].to_numpy(), 0.0,
+                                        level, resamples, seed)
+        n = len(both)
         rows.append({"ruleset": ruleset, "edge_weakest": both["w"].mean(),
-                     "edge_strongest": both["s"].mean(), "growth": mean, "growth_lo": lo,
-                     "growth_hi": hi, "deals": n,
+                     "edge_strongest": both["s"].mean(), "growth": growth, "growth_lo": lo,
+                     "growth_hi": hi, "level": level, "deals": n,
                      "imbalance_grows_with_skill": bool(n >= 2 and lo > 0)})
     return pd.DataFrame(rows)
 
@@ -123,7 +166,9 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
         flags = skill_flags(table, deals, exp.skill)
         figures["skill"] = plot_skill(table, exp)
     table.to_csv(run_dir / "sweep.csv", index=False)
-    md, page = _render(exp, table, flags, figures, run_dir)
+    if flags is not None:
+        flags.to_csv(run_dir / "sweep-skill.csv", index=False)
+    md, page = _render(exp, table, flags, figures, run_dir, deals)
     (run_dir / "sweep.md").write_text(md, encoding="utf-8")
     (run_dir / "sweep.html").write_text(page, encoding="utf-8")
     for f in figures.values():
@@ -218,8 +263,7 @@ def _pct(x: float) -> str:
     return "n/a" if not np.isfinite(x) else f"{100 * x:.1f}%"
 
 
-PERCENT_METRICS = ("first_player_win", "bonus_rate", "leather_useful", "first_leather_useful",
-                   "tie_break_rate")
+PERCENT_METRICS = RATE_METRICS
 
 
 def _fmt(m: str, x: float) -> str:
@@ -230,7 +274,60 @@ def _fmt(m: str, x: float) -> str:
     return f"{x:.2f}"
 
 
-def _verdict(exp: Experiment, table: pd.DataFrame) -> list[str]:
+def _distance_range(lo: float, hi: float, center: float) -> tuple[float, float]:
+    """The distances to ``center`` of the values in [lo, hi]."""
+    far = max(abs(lo - center), abs(hi - center))
+    return (0.0, far) if lo <= center <= hi else (min(abs(lo - center), abs(hi - center)), far)
+
+
+def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
+                     alpha: float = 0.05) -> str:
+    """The variant closest to a fair game by point estimate (which, chosen from the same data,
+    flatters it: the winner's curse), and the variants it cannot be told apart from.
+
+    With the deals: a paired bootstrap over deals of the difference in distance to a fair
+    game, at level 1 - alpha / (k - 1) over the k - 1 other variants; else whether the
+    intervals of the distance (from the 95% intervals of the metric) overlap."""
+    center = FAIR[m]
+    t = t.assign(dist=(t[m] - center).abs()).sort_values("dist", kind="stable")
+    best = t.iloc[0]
+    fair_text = "50%" if m == "first_player_win" else "0"
+    show = _pct if m == "first_player_win" else (lambda x: f"{100 * x:+.1f} pts")
+    line = (f"closest to {fair_text} by point estimate is **{best['ruleset']}**: "
+            f"{METRICS[m]} {show(best[m])} [{show(best[m + '_lo'])}, {show(best[m + '_hi'])}]"
+            + (" (a fair game lies inside the interval)"
+               if best[m + "_lo"] <= center <= best[m + "_hi"] else ""))
+    others = t.iloc[1:]
+    if not len(others):
+        return line + "."
+    tied, how = [], ""
+    if deals is not None and {"ruleset", "pairing", "deal", m} <= set(deals.columns):
+        level = 1 - alpha / len(others)
+        d = deals[deals["pairing"] == best["pairing"]]
+        ref = d[d["ruleset"] == best["ruleset"]].set_index("deal")[m]
+        for r in others["ruleset"]:
+            other = d[d["ruleset"] == r].set_index("deal")[m]
+            both = pd.concat([ref, other], axis=1, keys=["a", "b"]).dropna()
+            _gap, lo, _hi = paired_abs_gap(both["a"].to_numpy(), both["b"].to_numpy(), center,
+                                           level)
+            if not lo > 0:
+                tied.append(r)
+        how = (f"paired bootstrap over deals of the difference in distance to {fair_text}, "
+               f"{100 * (1 - alpha):.0f}% family-wise")
+    else:
+        b_lo, b_hi = _distance_range(best[m + "_lo"], best[m + "_hi"], center)
+        for r in others.to_dict("records"):
+            o_lo, _o_hi = _distance_range(r[m + "_lo"], r[m + "_hi"], center)
+            if not o_lo > b_hi:
+                tied.append(r["ruleset"])
+        how = f"overlapping 95% intervals of the distance to {fair_text}"
+    if tied:
+        return line + f"; not distinguishable from: {', '.join(map(str, tied))} ({how})."
+    return line + f"; distinguishable from every other variant ({how})."
+
+
+def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
+             ) -> list[str]:
     """Plain-language lines: the metric per variant with its interval and, against the base,
     the paired difference and whether it is significant after Holm correction."""
     m = exp.metric
@@ -238,13 +335,8 @@ def _verdict(exp: Experiment, table: pd.DataFrame) -> list[str]:
     for pairing, t in table.groupby("pairing", sort=False):
         lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "
                      f"seat-swapped):")
-        if m == "first_player_win":
-            t = t.assign(dist=(t[m] - 0.5).abs())
-            best = t.sort_values("dist").iloc[0]
-            lines.append(f"the fairest variant is **{best['ruleset']}**: first seat wins "
-                         f"{_pct(best[m])} [{_pct(best[m + '_lo'])}, {_pct(best[m + '_hi'])}]"
-                         + (" (a fair game lies inside the interval)."
-                            if best[m + "_lo"] <= 0.5 <= best[m + "_hi"] else "."))
+        if m in FAIR:
+            lines.append("the variant " + _closest_to_fair(m, t, deals))
         for r in t.to_dict("records"):
             text = (f"{r['ruleset']}: {METRICS[m]} {_fmt(m, r[m])} "
                     f"[{_fmt(m, r[m + '_lo'])}, {_fmt(m, r[m + '_hi'])}]")
@@ -260,8 +352,30 @@ def _verdict(exp: Experiment, table: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _n_variants(k: int) -> str:
+    return f"{k} variant{'s' * (k != 1)}"
+
+
+def _skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
+    """A verdict line per variant whose first-seat imbalance is shown to grow with skill."""
+    out = []
+    for f in flags.itertuples():
+        if f.imbalance_grows_with_skill:
+            out.append(f"**{f.ruleset}**: the first-seat imbalance grows with skill "
+                       f"({_pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
+                       f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; |edge| "
+                       f"{100 * f.growth:+.1f} points [{100 * f.growth_lo:+.1f}, "
+                       f"{100 * f.growth_hi:+.1f}], {100 * f.level:.1f}% paired bootstrap "
+                       f"interval over deals, Bonferroni over {_n_variants(len(flags))}).")
+    if len(flags) and not flags["imbalance_grows_with_skill"].any():
+        out.append(f"the first-seat imbalance is not shown to grow from {exp.skill[0]} to "
+                   f"{exp.skill[-1]} in any variant (see Imbalance and skill).")
+    return out
+
+
 def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
-            figures: dict[str, plt.Figure], run_dir: Path) -> tuple[str, str]:
+            figures: dict[str, plt.Figure], run_dir: Path,
+            deals: pd.DataFrame | None = None) -> tuple[str, str]:
     import json
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -270,7 +384,9 @@ def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
     pngs = {k: _png(f) for k, f in figures.items()}
     for k, data in pngs.items():
         (fig_dir / f"sweep-{k}.png").write_bytes(data)
-    verdict = _verdict(exp, table)
+    verdict = _verdict(exp, table, deals)
+    if flags is not None:
+        verdict += _skill_lines(exp, flags)
     shown = [m for m in SWEEP_METRICS if m in table.columns]
     head = ["variant", "pairing", "deals"] + [m for m in shown]
     rows = []
@@ -288,18 +404,27 @@ def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
         rows.append(cells)
     md = [f"# Sweep: {exp.name}", "", exp.description, "", "## Verdict", ""]
     md += [f"- {v}" for v in verdict]
-    if flags is not None:
-        for f in flags.itertuples():
-            if f.imbalance_grows_with_skill:
-                md.append(f"- **{f.ruleset}**: the first-seat imbalance grows with skill "
-                          f"({_pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
-                          f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}).")
     md += ["", "## Variants", "", "Each cell: estimate [95% interval over deals]; Δ is the "
            "difference to the base on the same deals (paired), p Holm-adjusted over all "
            "variants and metrics.", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(c.replace("<br>", " ") for c in row) + " |" for row in rows]
     md += ["", "Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown), ""]
+    if flags is not None and len(flags):
+        level = float(flags["level"].iloc[0])
+        md += ["## Imbalance and skill", "",
+               f"Growth: |first-seat edge| with {exp.skill[-1]} minus with {exp.skill[0]} "
+               f"(self-play, same deals), {100 * level:.1f}% paired bootstrap interval over "
+               f"deals (Bonferroni over {_n_variants(len(flags))}); it grows when the interval "
+               "lies above 0.", "",
+               "| variant | edge weakest | edge strongest | growth | grows |",
+               "|---|---:|---:|---|---|"]
+        md += [f"| {f.ruleset} | {100 * f.edge_weakest:+.1f} pts | "
+               f"{100 * f.edge_strongest:+.1f} pts | {100 * f.growth:+.1f} pts "
+               f"[{100 * f.growth_lo:+.1f}, {100 * f.growth_hi:+.1f}] | "
+               f"{'yes' if f.imbalance_grows_with_skill else 'no'} |"
+               for f in flags.itertuples()]
+        md.append("")
     for k in pngs:
         md.append(f"![{k}](figures/sweep-{k}.png)")
     md += ["", "## Variants defined", ""]

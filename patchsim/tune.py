@@ -64,20 +64,30 @@ def candidates(exp: Experiment) -> list[dict[str, Any]]:
     return out
 
 
+def _tolerance(metric: str, t: dict[str, float]) -> float:
+    """A target's tolerance: required (the experiment loader checks it), never defaulted."""
+    tol = t.get("tolerance")
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < np.inf:
+        raise ValueError(f"tune.targets.{metric}.tolerance: a positive number is required, "
+                         f"got {tol!r}")
+    return float(tol)
+
+
 def loss(est: pd.DataFrame, targets: dict[str, dict[str, float]]) -> float:
     """Sum of squared distances to the targets in units of their tolerances."""
     total = 0.0
     means = est.groupby("metric")["mean"].mean()
     for m, t in targets.items():
-        total += ((means.get(m, np.nan) - t["target"]) / t.get("tolerance", 1.0)) ** 2
+        total += ((means.get(m, np.nan) - t["target"]) / _tolerance(m, t)) ** 2
     return float(total)
 
 
 def _config(exp: Experiment, ov: dict[str, Any], games: int, seed: int) -> RunConfig:
     rs = exp.base.with_overrides(ov) if ov else exp.base
     rs = dataclasses.replace(rs, name=_label(ov) or "base")
-    bots = exp.bots
-    return RunConfig(f"{exp.name}-tune", [rs], list(bots), all_pairings(len(bots), exp.pairings),
+    bots = exp.skill or exp.bots
+    return RunConfig(f"{exp.name}-tune", [rs], list(bots),
+                     all_pairings(len(bots), exp.pairing_mode),
                      games_to_deals(games), seed, exp.batch_deals, str(exp.path))
 
 
@@ -94,6 +104,11 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
         raise ValueError(f"{exp.path}: no tune section")
     out_dir = Path(out) if out else Path("reports") / f"{exp.name}-tune"
     targets: dict[str, dict[str, float]] = tune["targets"]
+    for m, t in targets.items():  # before any game: load_experiment checks these too
+        _tolerance(m, t)
+        if isinstance(t.get("target"), bool) or not isinstance(t.get("target"), int | float):
+            raise ValueError(f"tune.targets.{m}.target: a number is required, got "
+                             f"{t.get('target')!r}")
     metrics = list(targets)
     games = int(tune.get("games", 200))
     n_rounds = int(tune.get("rounds", 3))
@@ -139,7 +154,7 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
             mean, lo, hi = (float(e["mean"].mean()), float(e["lo"].min()),
                             float(e["hi"].max()))
             t = targets[m]
-            tol = t.get("tolerance", np.inf)
+            tol = _tolerance(m, t)
             within = (t["target"] - tol) <= lo and hi <= (t["target"] + tol)
             row.update({m: mean, f"{m}_lo": lo, f"{m}_hi": hi, f"{m}_within": within})
             row["all_within"] = row["all_within"] and within
@@ -166,7 +181,7 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
                   targets: dict[str, dict[str, float]]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     lines = [f"# Tuning: {exp.name}", "", exp.description, "",
-             "Targets: " + "; ".join(f"{m} = {t['target']} ± {t.get('tolerance', 'n/a')}"
+             "Targets: " + "; ".join(f"{m} = {t['target']} ± {_tolerance(m, t):g}"
                                      for m, t in targets.items()), "", "## Verdict", ""]
     if len(final):
         best = final.iloc[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -181,3 +182,327 @@ def test_gate_exits_3_on_a_bad_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["check", str(path)])
     assert result.exit_code == 3
     assert "check.tolerances" in result.output
+
+
+# --- review fixes: validation --------------------------------------------------------------
+TUNE_FIELDS = {"starting_buttons": [5, 6]}
+FPW = "first_player_win"
+
+
+@pytest.mark.parametrize(("data", "where"), [
+    # tune targets: tolerance required, target a number
+    ({"tune": {"fields": TUNE_FIELDS, "targets": {FPW: {"target": 0.5}}}},
+     f"tune.targets.{FPW}.tolerance: required"),
+    ({"tune": {"fields": TUNE_FIELDS, "targets": {FPW: {"target": "half",
+                                                        "tolerance": 0.1}}}},
+     f"tune.targets.{FPW}.target: expected a number"),
+    ({"tune": {"fields": TUNE_FIELDS, "targets": {FPW: {"target": 0.5,
+                                                        "tolerance": True}}}},
+     f"tune.targets.{FPW}.tolerance: must be a positive number"),
+    # tolerances: numbers only
+    ({"check": {"tolerances": [{"metric": FPW, "min": "low"}]}},
+     "check.tolerances[0].min: expected a number, got 'low'"),
+    ({"check": {"tolerances": [{"metric": FPW, "max": [1]}]}},
+     "check.tolerances[0].max: expected a number"),
+    ({"check": {"tolerances": [{"metric": FPW, "target": "x", "margin": 0.1}]}},
+     "check.tolerances[0].target: expected a number"),
+    ({"check": {"tolerances": [{"metric": FPW, "target": 0.5, "margin": "wide"}]}},
+     "check.tolerances[0].margin"),
+    ({"check": {"tolerances": [{"metric": FPW, "target": 0.5, "margin": 0.1, "min": 0.2}]}},
+     "check.tolerances[0]: give min and/or max, or target and margin, not both"),
+    # sample seed
+    ({"sample": {"n": 2, "seed": "abc", "fields": {"starting_buttons": [5, 6]}}},
+     "sample.seed: expected a whole number >= 0, got 'abc'"),
+    ({"sample": {"n": 2, "seed": 1.5, "fields": {"starting_buttons": [5, 6]}}},
+     "sample.seed: expected a whole number >= 0"),
+    # variant labels
+    ({"variants": [{"name": "a", "set": {"starting_buttons": 6}},
+                   {"name": "a", "set": {"starting_buttons": 7}}]},
+     "variants[1]: the name 'a' is already used by variants[0]"),
+    ({"variants": [{"name": "base", "set": {"starting_buttons": 6}}]},
+     "variants[0]: the name 'base' is reserved"),
+    # pairings of tolerances
+    ({"check": {"tolerances": [{"metric": FPW, "min": 0.1, "pairing": "random vs random"}]}},
+     "check.tolerances[0].pairing: 'random vs random' is none of this experiment's "
+     "pairings (greedy vs greedy)"),
+    # bots and whole numbers
+    ({"bots": []}, "bots: expected a bot or a non-empty list of bots"),
+    ({"bots": {"greedy": 1}}, "bots: expected a bot or a non-empty list of bots"),
+    ({"bots": ["greedy", "greedy()"]}, "bots[1]: the same bot as bots[0] (greedy)"),
+    ({"games": "many"}, "games: expected a whole number >= 1, got 'many'"),
+    ({"games": 0}, "games: expected a whole number >= 1, got 0"),
+    ({"games": 2.5}, "games: expected a whole number >= 1, got 2.5"),
+    ({"seed": -1}, "seed: expected a whole number >= 0, got -1"),
+    ({"seed": "x"}, "seed: expected a whole number >= 0, got 'x'"),
+    ({"batch_deals": 0}, "batch_deals: expected a whole number >= 1, got 0"),
+    ({"batch_deals": "big"}, "batch_deals: expected a whole number >= 1, got 'big'"),
+    ({"tune": {"fields": TUNE_FIELDS, "seed": -3,
+               "targets": {FPW: {"target": 0.5, "tolerance": 0.1}}}},
+     "tune.seed: expected a whole number >= 0, got -3"),
+    # contradictions
+    ({"check": {"tolerances": [{"metric": FPW, "min": 0.55},
+                               {"metric": "first_player_edge", "max": 0.0}]}},
+     "check.tolerances[1]: contradictory"),
+    ({"check": {"tolerances": [{"metric": "mean_score", "min": 10},
+                               {"metric": "mean_score", "max": 5,
+                                "pairing": "greedy vs greedy"}]}},
+     "check.tolerances[1]: contradictory"),
+    ({"check": {"tolerances": [{"metric": FPW, "target": 0.5, "margin": 0.02},
+                               {"metric": FPW, "min": 0.52}]}},
+     "check.tolerances[1]: contradictory"),
+    ({"tune": {"fields": TUNE_FIELDS, "targets": {
+        FPW: {"target": 0.5, "tolerance": 0.01},
+        "first_player_edge": {"target": 0.1, "tolerance": 0.02}}}},
+     "tune.targets: contradictory"),
+])
+def test_more_bad_experiments(tmp_path: Path, data: dict, where: str) -> None:
+    text = problems_of(tmp_path, {**BASE, **data})
+    assert "exp.yaml" in text
+    assert where in text
+    assert "Traceback" not in text
+
+
+def test_consistent_edge_and_win_targets_are_fine(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, {**BASE, "tune": {"fields": TUNE_FIELDS, "targets": {
+        FPW: {"target": 0.5, "tolerance": 0.02},
+        "first_player_edge": {"target": 0.01, "tolerance": 0.02}}}, "check": {"tolerances": [
+            {"metric": FPW, "min": 0.45, "max": 0.55},
+            {"metric": "first_player_edge", "min": -0.02}]}}))
+    assert len(exp.tolerances) == 2
+
+
+def test_tolerances_on_different_pairings_may_differ(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, {**BASE, "bots": ["greedy", "random"], "check": {
+        "tolerances": [
+            {"metric": "mean_score", "min": 10, "pairing": "greedy vs greedy"},
+            {"metric": "mean_score", "max": 5, "pairing": "random vs random"}]}}))
+    assert [t.pairing for t in exp.tolerances] == ["greedy vs greedy", "random vs random"]
+
+
+def test_tolerance_pairing_is_compared_by_canonical_bot_specs(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, {**BASE, "bots": ["greedy( epsilon = 0.10 )"],
+                                           "check": {"tolerances": [
+        {"metric": FPW, "min": 0.1, "pairing": "greedy(epsilon=0.1) vs greedy(epsilon=.1)"}]}}))
+    assert exp.bots == ["greedy(epsilon=0.1)"]
+    assert exp.tolerances[0].pairing == "greedy(epsilon=0.1) vs greedy(epsilon=0.1)"
+
+
+def test_a_single_bot_may_be_a_string(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, {**BASE, "bots": "greedy"}))
+    assert exp.bots == ["greedy"]
+    exp = load_experiment(write(tmp_path, {**{k: v for k, v in BASE.items() if k != "bots"},
+                                           "skill": "greedy"}))
+    assert exp.skill == ["greedy"]
+
+
+def test_a_directory_is_not_an_experiment(tmp_path: Path) -> None:
+    (tmp_path / "dir.yaml").mkdir()
+    with pytest.raises(ExperimentError) as err:
+        load_experiment(tmp_path / "dir.yaml")
+    assert "dir.yaml: is a directory" in str(err.value)
+    result = CliRunner().invoke(app, ["sweep", str(tmp_path / "dir.yaml")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_an_unreadable_file_is_an_experiment_error(tmp_path: Path) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(b"name: \xff\xfe\n")
+    with pytest.raises(ExperimentError) as err:
+        load_experiment(path)
+    assert "bin.yaml: cannot read" in str(err.value)
+
+
+def test_duplicate_keys_are_errors_with_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: t\nbase: edition2\ngames: 20\nbots: [greedy]\ngames: 40\n"
+                    "check:\n  tolerances:\n    - metric: first_player_win\n      min: 0.1\n"
+                    "      min: 0.2\n", encoding="utf-8")
+    with pytest.raises(ExperimentError) as err:
+        load_experiment(path)
+    text = str(err.value)
+    assert "dup.yaml: line 5: duplicate key 'games' (first on line 3)" in text
+    assert "dup.yaml: line 10: duplicate key 'min' (first on line 9)" in text
+
+
+def test_yaml_merge_keys_are_not_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text("name: t\nbase: edition2\nbots: [greedy]\ngames: 20\nvariants:\n"
+                    "  - &v {name: a, set: {starting_buttons: 6}}\n"
+                    "  - {<<: *v, name: b}\n", encoding="utf-8")
+    exp = load_experiment(path)
+    assert [v.label for v in exp.variants] == ["base", "a"]  # b has a's rules: played once
+
+
+def test_a_run_experiment_points_to_patchsim_run(tmp_path: Path) -> None:
+    path = write(tmp_path, {"name": "r", "rulesets": ["edition1", "edition2"],
+                            "bots": ["greedy"], "games": 20})
+    with pytest.raises(ExperimentError) as err:
+        load_experiment(path)
+    assert len(err.value.problems) == 1
+    assert ("this is a run experiment (ruleset/rulesets); use `patchsim run "
+            f"{path}`") in str(err.value)
+    for cmd, code in (("sweep", 2), ("tune", 2), ("check", 3)):
+        result = CliRunner().invoke(app, [cmd, str(path)])
+        assert result.exit_code == code
+        assert "this is a run experiment" in result.output
+
+
+def test_gate_exits_3_before_playing_for_an_unknown_pairing(tmp_path: Path) -> None:
+    path = write(tmp_path, {**BASE, "check": {"tolerances": [
+        {"metric": FPW, "min": 0.1, "pairing": "random vs random"}]}})
+    result = CliRunner().invoke(app, ["check", str(path), "--jobs", "1",
+                                      "--out", str(tmp_path / "gate")])
+    assert result.exit_code == 3
+    assert "pairing" in result.output
+    assert not (tmp_path / "gate").exists()
+
+
+# --- review fixes: tune --------------------------------------------------------------------
+def test_tune_loss_never_defaults_the_tolerance() -> None:
+    from patchsim.tune import loss
+
+    est = pd.DataFrame({"metric": [FPW], "mean": [0.6]})
+    assert loss(est, {FPW: {"target": 0.5, "tolerance": 0.05}}) == pytest.approx(4.0)
+    with pytest.raises((KeyError, ValueError)):
+        loss(est, {FPW: {"target": 0.5}})
+
+
+# --- review fixes: skill flags -------------------------------------------------------------
+def skill_deals(edges: dict[str, dict[str, list[float]]]) -> pd.DataFrame:
+    rows = []
+    for ruleset, by_bot in edges.items():
+        for bot, values in by_bot.items():
+            for deal, e in enumerate(values):
+                rows.append({"ruleset": ruleset, "pairing": f"{bot} vs {bot}", "deal": deal,
+                             "first_player_edge": e})
+    return pd.DataFrame(rows)
+
+
+def edges(n_plus: int, n_minus: int, n: int = 200) -> list[float]:
+    """n deals: n_plus at +0.5, n_minus at -0.5, the rest at 0, in a scrambled order."""
+    values = [0.5] * n_plus + [-0.5] * n_minus + [0.0] * (n - n_plus - n_minus)
+    order = np.random.default_rng(7).permutation(n)
+    return list(np.asarray(values)[order])
+
+
+def test_skill_flags_do_not_flag_a_shrinking_imbalance() -> None:
+    from patchsim.sweep import skill_flags
+
+    # weak: first seat -10 points; strong: +5 points: the imbalance shrinks with skill
+    deals = skill_deals({"base": {"weak": edges(20, 60), "strong": edges(50, 30)}})
+    flags = skill_flags(pd.DataFrame(), deals, ["weak", "strong"])
+    row = flags.iloc[0]
+    assert row["edge_weakest"] == pytest.approx(-0.1)
+    assert row["edge_strongest"] == pytest.approx(0.05)
+    assert row["growth"] == pytest.approx(-0.05)
+    assert row["growth_lo"] < row["growth"] < row["growth_hi"]
+    assert not row["imbalance_grows_with_skill"]
+
+
+def test_skill_flags_flag_a_growing_imbalance_with_bonferroni_over_variants() -> None:
+    from patchsim.sweep import skill_flags
+
+    deals = skill_deals({"base": {"weak": edges(25, 20), "strong": edges(80, 10)},
+                         "other": {"weak": edges(20, 20), "strong": edges(22, 20)}})
+    flags = skill_flags(pd.DataFrame(), deals, ["weak", "strong"]).set_index("ruleset")
+    assert flags.loc["base", "growth"] == pytest.approx(0.175 - 0.0125)
+    assert flags.loc["base", "imbalance_grows_with_skill"]
+    assert not flags.loc["other", "imbalance_grows_with_skill"]
+    assert list(flags["level"]) == pytest.approx([1 - 0.05 / 2] * 2)
+    # a seeded bootstrap: the same data give the same interval
+    again = skill_flags(pd.DataFrame(), deals, ["weak", "strong"]).set_index("ruleset")
+    pd.testing.assert_frame_equal(flags, again)
+
+
+# --- review fixes: sweep verdict -----------------------------------------------------------
+def test_sweep_verdict_says_point_estimate_and_who_is_not_distinguishable(small_sweep) -> None:
+    _, res = small_sweep
+    md = res.report_md.read_text()
+    assert "fairest variant" not in md
+    assert "closest to 50% by point estimate" in md
+    assert "distinguishable" in md
+
+
+def test_verdict_separates_clear_losers_from_ties() -> None:
+    from types import SimpleNamespace
+
+    from patchsim.sweep import _verdict
+
+    rng = np.random.default_rng(3)
+    n = 400
+    win = {"fair": rng.permutation([1.0] * 200 + [0.0] * 200),
+           "close": rng.permutation([1.0] * 206 + [0.0] * 194),
+           "lopsided": rng.permutation([1.0] * 320 + [0.0] * 80)}
+    deals = pd.DataFrame([{"ruleset": r, "pairing": "greedy vs greedy", "deal": i,
+                           FPW: v[i]} for r, v in win.items() for i in range(n)])
+    from patchsim.metrics import estimate
+
+    est = estimate(deals, [FPW])
+    table = pd.DataFrame({"ruleset": est["ruleset"], "pairing": est["pairing"],
+                          "deals": est["deals"], FPW: est["mean"], f"{FPW}_lo": est["lo"],
+                          f"{FPW}_hi": est["hi"]})
+    lines = _verdict(SimpleNamespace(metric=FPW), table, deals)
+    text = "\n".join(lines)
+    assert "closest to 50% by point estimate is **fair**" in text
+    assert "not distinguishable from: close" in text
+    assert "lopsided" not in text.split("not distinguishable from:")[1].split("\n")[0]
+    # without the deals, overlapping intervals decide
+    text = "\n".join(_verdict(SimpleNamespace(metric=FPW), table))
+    assert "not distinguishable from: close" in text
+
+
+# --- review fixes: the gate ----------------------------------------------------------------
+def test_gate_decides_nothing_before_ten_deals(tmp_path: Path) -> None:
+    from patchsim.gate import MIN_DEALS, run_check
+
+    assert MIN_DEALS == 10
+    exp = load_experiment(write(tmp_path, {**BASE, "bots": ["random"], "check": {
+        "tolerances": [{"metric": "mean_score", "min": 10}], "max_games": 200,
+        "step_games": 10}}))
+    seen: list[str] = []
+    res = run_check(exp, tmp_path / "gate", jobs=1, backend="sequential", echo=seen.append)
+    assert "undecided: too few deals" in "\n".join(seen)
+    assert res.code == 1
+    assert res.games >= 2 * MIN_DEALS
+
+
+def test_gate_bonferroni_covers_looks_tolerances_and_pairings(tmp_path: Path) -> None:
+    from patchsim.gate import run_check
+
+    exp = load_experiment(write(tmp_path, {**BASE, "bots": ["greedy", "random"], "check": {
+        "tolerances": [{"metric": FPW, "min": 0.01, "max": 0.99},
+                       {"metric": "mean_score", "min": -1000},
+                       {"metric": "plies", "min": 1, "pairing": "greedy vs greedy"}],
+        "max_games": 200, "step_games": 100, "alpha": 0.06}}))
+    res = run_check(exp, tmp_path / "gate", jobs=1, backend="sequential", echo=lambda s: None)
+    # 2 looks x (2 tolerances x 2 pairings + 1 tolerance x 1 pairing) = 10 checks
+    assert res.checks == 10
+    assert res.alpha_per_check == pytest.approx(0.006)
+    assert "99.40%" in res.lines[0]
+
+
+def test_gate_exit_2_warns_that_rerunning_restarts_alpha_spending(tmp_path: Path) -> None:
+    from patchsim.gate import run_check
+
+    exp = load_experiment(write(tmp_path, {**BASE, "check": {
+        "tolerances": [{"metric": FPW, "min": 0.49, "max": 0.51}], "max_games": 40,
+        "step_games": 20}}))
+    res = run_check(exp, tmp_path / "gate", jobs=1, backend="sequential", echo=lambda s: None)
+    assert res.code == 2
+    assert "restarts" in res.lines[-1] and "--out" in res.lines[-1]
+    assert "max_games" in res.lines[-1]
+    import patchsim.gate
+
+    assert "restarts" in (patchsim.gate.__doc__ or "")
+
+
+def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
+    exp = load_experiment(write(tmp_path, {**{k: v for k, v in BASE.items() if k != "bots"},
+                                           "skill": ["random", "greedy"], "games": 20}))
+    res = run_sweep(exp, tmp_path / "run", jobs=1, backend="sequential", progress=False)
+    md = res.report_md.read_text()
+    assert "## Imbalance and skill" in md
+    assert "paired bootstrap interval over deals (Bonferroni over 1 variant)" in md
+    flags = pd.read_csv(res.run_dir / "sweep-skill.csv")
+    assert {"growth", "growth_lo", "growth_hi", "level"} <= set(flags.columns)
+    assert (flags["growth_lo"] <= flags["growth_hi"]).all()
