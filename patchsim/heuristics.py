@@ -11,6 +11,7 @@ from numba import njit
 
 from patchsim import core
 
+REFERENCE_BONUS_POINTS = 7.0  # the printed game's bonus, the scale of the window weights
 U1 = np.uint64(1)
 U64 = np.uint64(64)
 
@@ -105,7 +106,10 @@ def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.in
     if w_holes != 0.0:
         s -= w_holes * (count_holes(tab, nlo, nhi) - holes0)
     if w_window != 0.0 and bonus_open:
-        s += w_window * best_window(tab, nlo, nhi)
+        # the pull towards the bonus window scales with what the tile is worth, relative to
+        # the printed game's 7 points (a 0-point tile is not worth chasing)
+        worth = tab[core.T_BONUS_POINTS] / REFERENCE_BONUS_POINTS
+        s += w_window * worth * best_window(tab, nlo, nhi)
     return s
 
 
