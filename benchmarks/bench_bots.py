@@ -100,7 +100,6 @@ def main() -> None:
         "mcts_selfplay_games": args.mcts_games,
         "mcts_selfplay_games_per_s": round(args.mcts_games / dt3, 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "policies": {"scripted_kind": int(policies.SCRIPTED), "mcts_kind": int(policies.MCTS)},
     }))
 
 

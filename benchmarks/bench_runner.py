@@ -44,7 +44,7 @@ def main() -> None:
     seeds = [deal_seed(cfg.seed, d) for d in range(cfg.deals)]
     idx = np.array([[tables.patch_index[c] for c in deal_circle_for(rs, s)] for s in seeds],
                    dtype=np.int64)
-    streams = np.array([deal_streams(s) for s in seeds], dtype=np.uint64)
+    streams = np.array([deal_streams(rs, s) for s in seeds], dtype=np.uint64)
     bots = [make_bot(s) for s in specs]
     kinds = np.array([bots[0].kind] * 2, dtype=np.int64)
     params = np.stack([bots[0].params] * 2)

@@ -39,7 +39,6 @@ from patchsim.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
 from patchsim.tables import Tables, compile_ruleset, square_name
 
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
-_ANY_RULES = load_ruleset("edition2")  # streams do not depend on the rules
 DEFAULT_GAMES = 200
 MANIFEST = "manifest.json"
 RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
@@ -255,9 +254,10 @@ def deal_arrays(ruleset: Ruleset, seeds: Sequence[int] | np.ndarray
                               len(ruleset.patches), start)
 
 
-def deal_streams(seed: int) -> np.ndarray:
-    """The random streams of the pairing's two bots in a deal (first bot, second bot)."""
-    return deal_arrays(_ANY_RULES, [seed])[1][0]
+def deal_streams(ruleset: Ruleset, seed: int) -> np.ndarray:
+    """The random streams of the pairing's two bots in a deal (first bot, second bot). They
+    follow the circle's shuffle in the deal's stream, so they depend on the patch count."""
+    return deal_arrays(ruleset, [seed])[1][0]
 
 
 def deal_circle_for(ruleset: Ruleset, seed: int) -> list[str]:

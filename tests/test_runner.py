@@ -171,7 +171,7 @@ def test_stored_games_are_the_games_of_match_play(reference):
     games = frame(reference["compiled"], "games")
     for row in games[games["pairing"] == "greedy vs random"].itertuples():
         seed = int(row.deal_seed)
-        streams = deal_streams(seed)
+        streams = deal_streams(rs, seed)
         if row.order == 1:
             streams = streams[::-1].copy()
         bots = (make_bot(row.bot0), make_bot(row.bot1))
