@@ -138,12 +138,16 @@ def run(
                                                "extend) an earlier run folder.")] = None,
     report: Annotated[bool, typer.Option(help="Write the report at the end.")] = True,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    until: Annotated[float | None, typer.Option(
+        help="Stop when the first seat's win rate is known to +-this (0.01: +-1 point) for "
+             "every pairing; --games is then the budget (default 20000).")] = None,
 ) -> None:
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.runner import (
         RunError,
         execute,
+        execute_until,
         games_to_deals,
         load_games,
         load_run_config,
@@ -171,10 +175,18 @@ def run(
                                   overrides=override or ())
             run_dir = new_run_dir(cfg, out)
         n_jobs = _jobs(jobs)
+        if until is not None and games is None and not resume:
+            cfg.deals = games_to_deals(20000)  # the budget when --games is not given
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
-                   f"pairing(s), {cfg.deals} deals x 2 seats, {n_jobs} worker(s) -> {run_dir}")
-        result = execute(cfg, run_dir, jobs=n_jobs, backend=backend, scheduler=scheduler,
-                         progress=progress, command=" ".join(sys.argv))
+                   f"pairing(s), {'up to ' if until else ''}{cfg.deals} deals x 2 seats, "
+                   f"{n_jobs} worker(s) -> {run_dir}")
+        if until is not None:
+            result = execute_until(cfg, run_dir, until, echo=typer.echo, jobs=n_jobs,
+                                   backend=backend, scheduler=scheduler, progress=progress,
+                                   command=" ".join(sys.argv))
+        else:
+            result = execute(cfg, run_dir, jobs=n_jobs, backend=backend, scheduler=scheduler,
+                             progress=progress, command=" ".join(sys.argv))
     except RunError as e:
         raise fail(str(e)) from None
     except KeyboardInterrupt:

@@ -888,3 +888,37 @@ def load_games(run_dir: str | Path) -> pd.DataFrame:
 
 def load_events(run_dir: str | Path) -> pd.DataFrame:
     return pd.read_parquet(Path(run_dir) / "events.parquet")
+
+
+def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_deals: int = 200,
+                  echo: Callable[[str], None] = print, **kw: Any) -> RunResult:
+    """Sequential stopping on precision: play ``step_deals`` more deals at a time (topping
+    the run up) until the 95% interval of the first seat's win rate is at most ``halfwidth``
+    on each side for every ruleset and pairing, or ``config.deals`` (the budget) is reached.
+
+    The stopping rule looks only at the interval's width, which hardly depends on the
+    estimate, so it does not bias the estimate the way stopping on significance would."""
+    from patchsim.stats import clustered_rate
+
+    if not 0 < halfwidth < 0.5:
+        raise RunError(f"--until {halfwidth}: give a half-width between 0 and 0.5 "
+                       "(0.01: +-1 point)")
+    budget = config.deals
+    deals = min(budget, max(step_deals, 1))
+    while True:
+        config.deals = deals
+        result = execute(config, run_dir, **kw)
+        if not result.complete:
+            return result
+        games = load_games(run_dir)
+        widest = 0.0
+        for _, g in games.groupby(["ruleset", "pairing"], sort=False):
+            r = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
+            widest = max(widest, (r["hi"] - r["lo"]) / 2)
+        echo(f"{deals} deals: widest 95% half-width of the first-seat win rate "
+             f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
+        if widest <= halfwidth or deals >= budget:
+            if widest > halfwidth:
+                echo(f"stopped at the budget of {budget} deals before reaching the target")
+            return result
+        deals = min(budget, deals + step_deals)

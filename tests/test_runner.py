@@ -662,3 +662,24 @@ def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".")
                                      and p != str(tmp_path)])
     assert make_bot("mybots_here:Passer").spec == "mybots_here:Passer"
+
+
+def test_run_until_stops_when_precise_enough(tmp_path):
+    """--until tops the run up in steps and stops at the first step whose interval is narrow
+    enough; the result equals a plain run of that many deals."""
+    from patchsim.runner import execute_until
+
+    cfg = config(bots=("greedy(epsilon=0.05)",), games=400, pairings="self")
+    messages = []
+    res = execute_until(cfg, tmp_path / "until", 0.15, step_deals=20, jobs=1,
+                        backend="sequential", progress=False, echo=messages.append)
+    assert res.complete and "20 deals" in messages[0]
+    played = frame(tmp_path / "until", "games")
+    assert played["deal"].nunique() < 200  # stopped before the budget
+    plain = config(bots=("greedy(epsilon=0.05)",), games=2 * played["deal"].nunique(),
+                   pairings="self")
+    run(plain, tmp_path / "plain")
+    assert frame(tmp_path / "plain", "games").drop(columns="run_id").equals(
+        played.drop(columns="run_id"))
+    with pytest.raises(RunError, match="half-width"):
+        execute_until(cfg, tmp_path / "bad", 0.0, jobs=1, backend="sequential")
