@@ -506,3 +506,19 @@ def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
     flags = pd.read_csv(res.run_dir / "sweep-skill.csv")
     assert {"growth", "growth_lo", "growth_hi", "level"} <= set(flags.columns)
     assert (flags["growth_lo"] <= flags["growth_hi"]).all()
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent
+                                          / "experiments").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_shipped_experiments_load(path: Path) -> None:
+    """Every shipped experiment is valid for the command it is written for."""
+    from patchsim.runner import load_run_config
+
+    data = yaml.safe_load(path.read_text())
+    if "base" in data:
+        exp = load_experiment(path)
+        assert exp.variants and exp.variants[0].label == "base"
+    else:
+        cfg = load_run_config(str(path))
+        assert cfg.rulesets and cfg.pairings
