@@ -356,6 +356,25 @@ def split_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None
     return out
 
 
+def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
+    """Holm-adjust every comparison's p-values together (in place): with several variants
+    against one reference, a family of tests per variant is not enough."""
+    frames = [c.metrics for c in comparisons if len(c.metrics)]
+    if len(frames) < 2:
+        return
+    sizes = [len(f) for f in frames]
+    p = holm(pd.concat([f["p"] for f in frames], ignore_index=True))
+    tp = holm(pd.concat([f["tost_p"] for f in frames], ignore_index=True))
+    start = 0
+    for f, n in zip(frames, sizes, strict=True):
+        f["p_holm"] = np.asarray(p)[start:start + n]
+        f["tost_holm"] = np.asarray(tp)[start:start + n]
+        enough = f["deals"] >= MIN_DEALS
+        f["different"] = enough & (f["p_holm"] < alpha)
+        f["equivalent"] = enough & (f["tost_holm"] < alpha)
+        start += n
+
+
 def compare_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None,
                      a: str | None = None, b: str | None = None, margin: float = 0.02,
                      alpha: float = 0.05) -> Comparison:

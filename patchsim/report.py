@@ -28,6 +28,7 @@ from patchsim.compare import (
     Comparison,
     compare,
     compare_rulesets,
+    correct_jointly,
     plan,
     split_rulesets,
 )
@@ -204,6 +205,7 @@ def comparisons_for(run: Run, other: Run | None, margin: float) -> list[Comparis
     out = []
     for label, _g, _e in parts[1:]:
         out.append(compare_rulesets(run.games, run.events, parts[0][0], label, margin=margin))
+    correct_jointly(out)  # several variants against the first: one family of tests
     return out
 
 

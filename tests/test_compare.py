@@ -216,3 +216,31 @@ def test_cli_compare_two_run_folders(separate_runs: tuple[Path, Path]):
     assert res.exit_code == 0, res.output
     assert "under edition2" in res.output
     assert "Comparison: edition2 against edition1" in (b / "report.md").read_text()
+
+
+def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
+    """With several variants against one reference, p-values are corrected together: each
+    adjusted p is at least what the comparison alone gave, and never below the raw p."""
+    import numpy as np
+    import pandas as pd
+
+    from patchsim.compare import Comparison, correct_jointly
+
+    def fake(ps: list[float]) -> Comparison:
+        m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100})
+        from patchsim.stats import holm
+
+        m["p_holm"] = holm(m["p"])
+        m["tost_holm"] = holm(m["tost_p"])
+        c = Comparison.__new__(Comparison)
+        c.metrics = m
+        return c
+
+    a, b = fake([0.01, 0.04, 0.3]), fake([0.02, 0.5, 0.9])
+    alone = [c.metrics["p_holm"].to_numpy().copy() for c in (a, b)]
+    correct_jointly([a, b])
+    for c, before in zip((a, b), alone, strict=True):
+        assert (c.metrics["p_holm"].to_numpy() >= before - 1e-12).all()
+        assert (c.metrics["p_holm"] >= c.metrics["p"] - 1e-12).all()
+    # six tests in one family: the smallest p (0.01) is multiplied by 6
+    assert np.isclose(a.metrics["p_holm"].iloc[0], 0.06)
