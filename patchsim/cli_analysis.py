@@ -82,6 +82,9 @@ def compare(
         if all(dirs):
             from patchsim.compare import compare as compare_runs
 
+            if Path(a).resolve() == Path(b).resolve():
+                raise _fail(f"{a} and {b} are the same run folder: compare a run with another")
+
             ra, rb = load_run(a), load_run(b)
             c = compare_runs(ra.games, rb.games, ra.events, rb.events, margin=margin,
                              label_a=ra.label, label_b=rb.label)

@@ -244,3 +244,17 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
         assert (c.metrics["p_holm"] >= c.metrics["p"] - 1e-12).all()
     # six tests in one family: the smallest p (0.01) is multiplied by 6
     assert np.isclose(a.metrics["p_holm"].iloc[0], 0.06)
+
+
+def test_cli_compare_a_run_with_itself_is_an_error(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from patchsim.cli import app
+
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text("{}")
+    (run_dir / "games.parquet").write_bytes(b"")
+    result = CliRunner().invoke(app, ["compare", str(run_dir), str(run_dir)])
+    assert result.exit_code == 2
+    assert "same run folder" in result.output
