@@ -144,3 +144,43 @@ def deal_setup(seeds: np.ndarray, npatch: np.int64, start: np.int64
         streams[i, 0] = core.rng_next(rng)
         streams[i, 1] = core.rng_next(rng)
     return circles, streams
+
+
+@njit(cache=True, nogil=True)
+def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
+               params: np.ndarray, max_plies: np.int64, max_events: np.int64):
+    """Play every deal twice, seats swapped (the pairing's first bot in seat 0, then in seat
+    1; each bot keeps its stream), writing rows in canonical order (deal, then seat order)
+    and moves and events packed end to end, ready to become table columns.
+
+    Returns (results (2n, R_WIDTH), moves (total plies,), events (total events, EV_WIDTH),
+    event counts (2n,), error row or -1). Stops after a game whose policy made an illegal
+    move; its row number is returned."""
+    n = circles.shape[0]
+    res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
+    moves = np.empty(2 * n * max_plies, dtype=np.int64)
+    ev = np.zeros((2 * n * max_events, core.EV_WIDTH), dtype=np.int64)
+    nev = np.zeros(2 * n, dtype=np.int64)
+    rng = np.zeros(2, dtype=np.uint64)
+    k2 = np.empty(2, dtype=np.int64)
+    p2 = np.empty((2, params.shape[1]), dtype=np.float64)
+    nm = 0
+    ne = 0
+    for i in range(n):
+        for order in range(2):
+            row = 2 * i + order
+            a = order  # the pairing bot in seat 0
+            k2[0] = kinds[a]
+            k2[1] = kinds[1 - a]
+            p2[0, :] = params[a]
+            p2[1, :] = params[1 - a]
+            rng[0] = streams[i, a]
+            rng[1] = streams[i, 1 - a]
+            state = core.new_state(tab, circles[i])
+            nev[row] = play_game(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
+                                 ev[ne:ne + max_events], res[row])
+            if res[row, R_ERROR] != 0:
+                return res, moves[:nm + max_plies], ev[:ne], nev, row
+            nm += res[row, R_PLIES]
+            ne += nev[row]
+    return res, moves[:nm], ev[:ne], nev, -1

@@ -324,15 +324,16 @@ EVENT_NAMES = {core.EV_BUY: "buy", core.EV_PASS: "pass", core.EV_INCOME: "income
 
 @dataclass
 class RawBatch:
-    """A batch's games as arrays: result rows, moves with their counts, events with theirs."""
+    """A batch's games as arrays, one row per game in canonical order (deal, then seat
+    order): result rows, and moves and events packed end to end with their counts."""
 
-    res: np.ndarray  # (n, R_WIDTH)
-    moves: np.ndarray  # (n, max_plies)
-    ev: np.ndarray  # (n, max_events, EV_WIDTH)
-    nev: np.ndarray  # (n,)
-    deal: np.ndarray  # (n,)
-    seed: np.ndarray  # (n,)
-    order: np.ndarray  # (n,)
+    res: np.ndarray  # (games, R_WIDTH)
+    moves: np.ndarray  # (total plies,)
+    ev: np.ndarray  # (total events, EV_WIDTH)
+    nev: np.ndarray  # (games,)
+    deal: np.ndarray  # (games,)
+    seed: np.ndarray  # (games,)
+    order: np.ndarray  # (games,)
 
 
 def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, pa.Table]:
@@ -349,51 +350,51 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
     seeds = np.array([deal_seed(config.seed, int(d)) for d in deals], dtype=np.int64)
     idx, streams = deal_arrays(rs, seeds)
     ids = tables.patch_ids
-    circles = [[ids[k] for k in row] for row in idx]
-    parts: list[RawBatch] = []
-    if isinstance(bot_a, CompiledBot) and isinstance(bot_b, CompiledBot):
-        for order, (x, y) in enumerate(((bot_a, bot_b), (bot_b, bot_a))):
-            # each bot keeps its own stream when the seats are swapped
-            st = streams if order == 0 else streams[:, ::-1].copy()
-            kinds = np.array([x.kind, y.kind], dtype=np.int64)
-            params = np.stack([x.params, y.params])
-            res, moves, ev, nev = playout.play_batch(tables.tab, idx, st, kinds, params,
-                                                     max_plies(rs), max_events(rs))
-            bad = np.flatnonzero(res[:, playout.R_ERROR])
-            if len(bad):
-                from patchsim.match import _bot_error
 
-                i = int(bad[0])
-                p = int(res[i, playout.R_ERROR]) - 1
-                n = int(res[i, playout.R_PLIES])
-                raise _bot_error(tables, circles[i], moves[i, : n - 1], (x, y)[p], p,
-                                 int(seeds[i]), n,
-                                 f"chose an illegal move (code {moves[i, n - 1]})")
-            parts.append(RawBatch(res, moves, ev, nev, deals, seeds,
-                                  np.full(len(deals), order, dtype=np.int8)))
+    def circle(i: int) -> list[str]:  # patch ids, only where a game is replayed or reported
+        return [ids[k] for k in idx[i]]
+
+    pair_deal = np.repeat(deals, 2)
+    pair_seed = np.repeat(seeds, 2)
+    pair_order = np.tile(np.array([0, 1], dtype=np.int8), len(deals))
+    if isinstance(bot_a, CompiledBot) and isinstance(bot_b, CompiledBot):
+        kinds = np.array([bot_a.kind, bot_b.kind], dtype=np.int64)
+        params = np.stack([bot_a.params, bot_b.params])
+        res, moves, ev, nev, bad = playout.play_deals(tables.tab, idx, streams, kinds, params,
+                                                      max_plies(rs), max_events(rs))
+        if bad >= 0:
+            from patchsim.match import _bot_error
+
+            i, order = divmod(int(bad), 2)
+            p = int(res[bad, playout.R_ERROR]) - 1
+            n = int(res[bad, playout.R_PLIES])
+            start = int(res[:bad, playout.R_PLIES].sum())
+            seat_bots = (bot_a, bot_b) if order == 0 else (bot_b, bot_a)
+            raise _bot_error(tables, circle(i), moves[start: start + n - 1], seat_bots[p],
+                             p, int(seeds[i]), n,
+                             f"chose an illegal move (code {moves[start + n - 1]})")
+        raw = RawBatch(res, moves, ev, nev, pair_deal, pair_seed, pair_order)
     else:
-        mp, me = max_plies(rs), max_events(rs)
-        n = len(deals)
-        for order in (0, 1):
-            raw = RawBatch(np.zeros((n, playout.R_WIDTH), dtype=np.int64),
-                           np.full((n, mp), -9999, dtype=np.int64),
-                           np.zeros((n, me, core.EV_WIDTH), dtype=np.int64),
-                           np.zeros(n, dtype=np.int64), deals, seeds,
-                           np.full(n, order, dtype=np.int8))
-            specs = (config.bots[a], config.bots[b]) if order == 0 else (config.bots[b],
-                                                                          config.bots[a])
-            for i in range(n):
+        rows, move_parts, ev_parts = [], [], []
+        for i in range(len(deals)):
+            for order in (0, 1):
+                specs = (config.bots[a], config.bots[b])
+                if order == 1:
+                    specs = specs[::-1]
+                st = streams[i] if order == 0 else streams[i, ::-1].copy()
                 # fresh bots for every game: a bot that keeps state between moves must not
                 # carry it into the next game, or results would depend on the batch size
                 pair = (make_bot(specs[0]), make_bot(specs[1]))
-                st = streams[i] if order == 0 else streams[i, ::-1].copy()
-                r = play_game(tables, pair, circles[i], int(seeds[i]), streams=st)
-                raw.res[i] = _result_row(r)
-                raw.moves[i, : r.plies] = r.moves
-                raw.ev[i, : len(r.events)] = r.events
-                raw.nev[i] = len(r.events)
-            parts.append(raw)
-    games, events = _tables(config, batch, run_id, tables, parts)
+                r = play_game(tables, pair, circle(i), int(seeds[i]), streams=st)
+                rows.append(_result_row(r))
+                move_parts.append(r.moves)
+                ev_parts.append(r.events)
+        raw = RawBatch(np.array(rows), np.concatenate(move_parts),
+                       np.concatenate(ev_parts) if ev_parts else
+                       np.zeros((0, core.EV_WIDTH), dtype=np.int64),
+                       np.array([len(e) for e in ev_parts], dtype=np.int64),
+                       pair_deal, pair_seed, pair_order)
+    games, events = _tables(config, batch, run_id, tables, raw)
     # plain strings from here on: the cast runs in the worker, not in the serial merge
     return games.cast(GAMES_SCHEMA), events.cast(EVENTS_SCHEMA)
 
@@ -413,22 +414,14 @@ def _result_row(r: GameResult) -> np.ndarray:
 
 
 def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
-            parts: list[RawBatch]) -> tuple[pa.Table, pa.Table]:
-    """Games and events tables of a batch, in (deal, seat order) order."""
+            raw: RawBatch) -> tuple[pa.Table, pa.Table]:
+    """Games and events tables of a batch. Rows come in canonical order (by deal, then seat
+    order, so by game id): the merge can concatenate batches without sorting."""
     rs = tables.ruleset
     a, b = config.pairings[batch.pairing]
     specs = np.array([config.bots[a], config.bots[b]], dtype=object)
-    # canonical row order, by deal and then seat order (so by game id): interleave the two
-    # seat orders' arrays; the merge can then concatenate batches without sorting
-    def weave(name: str) -> np.ndarray:
-        first, second = getattr(parts[0], name), getattr(parts[1], name)
-        out = np.empty((2 * len(first), *first.shape[1:]), dtype=first.dtype)
-        out[0::2] = first
-        out[1::2] = second
-        return out
-
-    res, deal, seed, order = weave("res"), weave("deal"), weave("seed"), weave("order")
-    moves, ev, nev = weave("moves"), weave("ev"), weave("nev")
+    res, deal, seed, order = raw.res, raw.deal, raw.seed, raw.order
+    moves, ev, nev = raw.moves, raw.ev, raw.nev
     n = len(deal)
     gids = ((deal * len(config.rulesets) + batch.ruleset) * len(config.pairings)
             + batch.pairing) * 2 + order
@@ -439,10 +432,8 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     def i32(col: int) -> pa.Array:
         return pa.array(res[:, col].astype(np.int32))
 
-    mask = np.arange(moves.shape[1])[None, :] < plies[:, None]
     offsets = np.concatenate([[0], np.cumsum(plies)]).astype(np.int32)
-    move_list = pa.ListArray.from_arrays(pa.array(offsets),
-                                         pa.array(moves[mask].astype(np.int32)))
+    move_list = pa.ListArray.from_arrays(pa.array(offsets), pa.array(moves.astype(np.int32)))
     games = pa.table({
         "run_id": _const(run_id, n),
         "ruleset": _const(rs.name, n),
@@ -470,12 +461,13 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
         "moves": move_list,
     })
 
-    emask = np.arange(ev.shape[1])[None, :] < nev[:, None]
-    e = ev[emask]
+    e = ev
     kind = e[:, 0]
     seat = e[:, 1]
     gid_rows = np.repeat(gids, nev)
-    seq = (np.arange(ev.shape[1])[None, :].repeat(n, axis=0))[emask]
+    # position of each event within its game: a running count restarted at every game
+    starts = np.repeat(np.cumsum(nev) - nev, nev)
+    seq = np.arange(len(e)) - starts
     is_buy = kind == core.EV_BUY
     is_place = kind == core.EV_LEATHER_PLACE
     is_claim = kind == core.EV_LEATHER_CLAIM
