@@ -91,31 +91,6 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
     return out
 
 
-@njit(cache=True, nogil=True)
-def play_batch(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
-               params: np.ndarray, max_plies: np.int64, max_events: np.int64
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Like ``play_games``, also keeping every game's moves and events.
-
-    Returns (results (n, R_WIDTH), moves (n, max_plies), events (n, max_events, EV_WIDTH),
-    event counts (n,)). Stops early after a game whose policy made an illegal move.
-    """
-    n = circles.shape[0]
-    out = np.zeros((n, R_WIDTH), dtype=np.int64)
-    moves = np.full((n, max_plies), -9999, dtype=np.int64)
-    ev = np.zeros((n, max_events, core.EV_WIDTH), dtype=np.int64)
-    nev = np.zeros(n, dtype=np.int64)
-    rng = np.zeros(2, dtype=np.uint64)
-    for i in range(n):
-        state = core.new_state(tab, circles[i])
-        rng[0] = seeds[i, 0]
-        rng[1] = seeds[i, 1]
-        nev[i] = play_game(tab, state, kinds, params, rng, moves[i], ev[i], out[i])
-        if out[i, R_ERROR] != 0:
-            break
-    return out, moves, ev, nev
-
-
 @njit(cache=True)
 def deal_setup(seeds: np.ndarray, npatch: np.int64, start: np.int64
                ) -> tuple[np.ndarray, np.ndarray]:

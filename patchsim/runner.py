@@ -686,7 +686,7 @@ def _warm_up(config: RunConfig) -> None:
         play_game(rs, (quick, quick), deal_circle_for(rs, 0), 0)
     tables = compile_ruleset(rs)
     idx = np.array([[tables.patch_index[c] for c in deal_circle_for(rs, 0)]], dtype=np.int64)
-    playout.play_batch(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
+    playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
                        np.zeros(2, dtype=np.int64), np.zeros((2, 32)), max_plies(rs),
                        max_events(rs))
 
