@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import typer
+from runs import shared_run
 from scipy import stats as sps
 from typer.testing import CliRunner
 
@@ -21,19 +22,12 @@ from patchsim.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.runner import execute, load_events, load_games, load_run_config
+from patchsim.runner import load_events, load_games
 from patchsim.stats import first_player_advantage
 
 GAMES = 60
 
 
-def _run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
-         bots: list[str], seed: int = 1) -> Path:
-    d = factory.getbasetemp() / "patchsim-runs" / name
-    if not (d / "games.parquet").exists():
-        cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
-        execute(cfg, d, jobs=1, backend="sequential", progress=False)
-    return d
 
 
 def _experiment(factory: pytest.TempPathFactory) -> str:
@@ -45,15 +39,15 @@ def _experiment(factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """edition1 and edition2 on the same deals, one run."""
-    return _run(tmp_path_factory, "two-editions", _experiment(tmp_path_factory), GAMES,
+    return shared_run(tmp_path_factory, "two-editions", _experiment(tmp_path_factory), GAMES,
                 ["greedy", "income"], seed=3)
 
 
 @pytest.fixture(scope="session")
 def separate_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The same two rulesets as two runs with the same seed and bots."""
-    return (_run(tmp_path_factory, "ed1", "edition1", GAMES, ["greedy", "income"], seed=3),
-            _run(tmp_path_factory, "ed2", "edition2", GAMES, ["greedy", "income"], seed=3))
+    return (shared_run(tmp_path_factory, "ed1", "edition1", GAMES, ["greedy", "income"], seed=3),
+            shared_run(tmp_path_factory, "ed2", "edition2", GAMES, ["greedy", "income"], seed=3))
 
 
 def test_split_rulesets_keeps_run_order(two_rulesets: Path):
@@ -114,7 +108,7 @@ def test_two_runs_on_the_same_deals_give_the_same_comparison(
 
 def test_different_seeds_share_no_deals(separate_runs: tuple[Path, Path],
                                         tmp_path_factory: pytest.TempPathFactory):
-    other = _run(tmp_path_factory, "ed2-seed4", "edition2", GAMES, ["greedy", "income"],
+    other = shared_run(tmp_path_factory, "ed2-seed4", "edition2", GAMES, ["greedy", "income"],
                  seed=4)
     with pytest.raises(CompareError, match="different master seeds"):
         compare(load_games(separate_runs[0]), load_games(other))

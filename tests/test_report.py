@@ -12,35 +12,28 @@ import matplotlib.image as mpimg
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
+from runs import shared_run
 
 from patchsim import plots
 from patchsim.report import ReportError, load_run, write_report
-from patchsim.runner import execute, load_run_config
 
 SECTIONS = ["Verdict", "The run", "Seats and pairings", "Scores and game length", "Patches",
             "Leather patches", "The 7x7 bonus", "Sample final quilts", "How many deals?",
             "Methods", "Reproducibility"]
 
 
-def _run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
-         bots: list[str], seed: int = 1) -> Path:
-    d = factory.getbasetemp() / "patchsim-runs" / name
-    if not (d / "games.parquet").exists():
-        cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
-        execute(cfg, d, jobs=1, backend="sequential", progress=False)
-    return d
 
 
 @pytest.fixture(scope="session")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
+    return shared_run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
 
 
 @pytest.fixture(scope="session")
 def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.getbasetemp() / "two-editions.yaml"
     path.write_text("{name: two, rulesets: [edition1, edition2], games: 60, seed: 3}\n")
-    return _run(tmp_path_factory, "two-editions", str(path), 60, ["greedy", "income"], seed=3)
+    return shared_run(tmp_path_factory, "two-editions", str(path), 60, ["greedy", "income"], seed=3)
 
 
 def _check_self_contained(text: str) -> None:
@@ -112,7 +105,7 @@ def test_report_of_a_multi_ruleset_run_compares_them(two_rulesets: Path):
 
 
 def test_report_of_a_tiny_run(tmp_path_factory: pytest.TempPathFactory):
-    run = _run(tmp_path_factory, "tiny", "edition2", 2, ["greedy"])
+    run = shared_run(tmp_path_factory, "tiny", "edition2", 2, ["greedy"])
     html_text = write_report(run).read_text(encoding="utf-8")
     md = (run / "report.md").read_text(encoding="utf-8")
     assert "Too few games" in md and "too few games" in md
@@ -124,8 +117,8 @@ def test_report_of_a_tiny_run(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_report_compare_with_another_run(tmp_path_factory: pytest.TempPathFactory):
-    a = _run(tmp_path_factory, "ed1", "edition1", 60, ["greedy", "income"], seed=3)
-    b = _run(tmp_path_factory, "ed2", "edition2", 60, ["greedy", "income"], seed=3)
+    a = shared_run(tmp_path_factory, "ed1", "edition1", 60, ["greedy", "income"], seed=3)
+    b = shared_run(tmp_path_factory, "ed2", "edition2", 60, ["greedy", "income"], seed=3)
     write_report(b, compare_with=a)
     md = (b / "report.md").read_text(encoding="utf-8")
     assert "## Comparison: edition2 against edition1" in md

@@ -10,28 +10,21 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from runs import shared_run
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
 from patchsim import stats as st
-from patchsim.runner import execute, load_events, load_games, load_run_config
-
+from patchsim.runner import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
-def _run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
-         bots: list[str], seed: int = 1) -> Path:
-    d = factory.getbasetemp() / "patchsim-runs" / name
-    if not (d / "games.parquet").exists():
-        cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
-        execute(cfg, d, jobs=1, backend="sequential", progress=False)
-    return d
 
 
 @pytest.fixture(scope="session")
 def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
+    return shared_run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
 
 
 # --- synthetic games ---------------------------------------------------------------------------
