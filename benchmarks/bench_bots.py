@@ -26,12 +26,12 @@ def main() -> None:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    from patchsim import policies
-    from patchsim.bots import make_bot
-    from patchsim.game import deal_circle
-    from patchsim.playout import R_SCORE, play_games
-    from patchsim.ruleset import load_ruleset
-    from patchsim.tables import compile_ruleset
+    from patchsim.bots import search
+    from patchsim.bots.registry import make_bot
+    from patchsim.engine.game import deal_circle
+    from patchsim.engine.ruleset import load_ruleset
+    from patchsim.engine.tables import compile_ruleset
+    from patchsim.play.loops import R_SCORE, play_games
 
     rs = load_ruleset(args.rules)
     tables = compile_ruleset(rs)
@@ -63,8 +63,8 @@ def main() -> None:
 
     # MCTS iterations/s: time the search alone on positions from scripted games (every
     # position where the search bot has a real choice), then whole games at the budget.
-    from patchsim import core
-    from patchsim.game import Game
+    from patchsim.engine import core
+    from patchsim.engine.game import Game
 
     positions = []
     prng = np.random.default_rng(3)
@@ -79,7 +79,7 @@ def main() -> None:
     rng_state = np.array([12345], dtype=np.uint64)
     t2 = time.perf_counter()
     for st in positions:
-        policies.mcts_move(mcts.params, st, tables.tab, rng_state, buf)
+        search.mcts_move(mcts.params, st, tables.tab, rng_state, buf)
     dt2 = time.perf_counter() - t2
     iters_per_s = len(positions) * args.mcts_iterations / dt2
 

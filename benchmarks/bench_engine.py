@@ -22,11 +22,11 @@ def main() -> None:
     args = ap.parse_args()
 
     t0 = time.perf_counter()
-    from patchsim import policies
-    from patchsim.game import Game, deal_circle
-    from patchsim.playout import R_PLIES, play_games
-    from patchsim.ruleset import load_ruleset
-    from patchsim.tables import compile_ruleset
+    from patchsim.bots import policies
+    from patchsim.engine.game import Game, deal_circle
+    from patchsim.engine.ruleset import load_ruleset
+    from patchsim.engine.tables import compile_ruleset
+    from patchsim.play.loops import R_PLIES, play_games
 
     rs = load_ruleset(args.rules)
     tables = compile_ruleset(rs)

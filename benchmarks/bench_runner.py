@@ -24,16 +24,16 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=20000, help="games per pairing")
     args = ap.parse_args()
 
-    from patchsim import playout
-    from patchsim.bots import make_bot
-    from patchsim.runner import (
+    from patchsim.bots.registry import make_bot
+    from patchsim.engine.tables import compile_ruleset
+    from patchsim.play import loops as playout
+    from patchsim.play.runner import (
         deal_circle_for,
         deal_seed,
         deal_streams,
         execute,
         load_run_config,
     )
-    from patchsim.tables import compile_ruleset
 
     specs = [b.strip() for b in args.bots.split(";")]
     cfg = load_run_config(args.rules, games=args.games, bots=specs, seed=1, pairings="self")

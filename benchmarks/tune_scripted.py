@@ -12,11 +12,11 @@ import json
 
 import numpy as np
 
-from patchsim.bots import make_bot
-from patchsim.game import deal_circle
-from patchsim.playout import R_SCORE, R_WINNER, play_games
-from patchsim.ruleset import load_ruleset
-from patchsim.tables import compile_ruleset
+from patchsim.bots.registry import make_bot
+from patchsim.engine.game import deal_circle
+from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play.loops import R_SCORE, R_WINNER, play_games
 
 GRID = {
     "w_income": [0.6, 0.8, 1.0, 1.2, 1.5],

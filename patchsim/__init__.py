@@ -6,8 +6,8 @@ _jitcache.configure()  # before any compiled function is defined
 
 # ruff: noqa: E402
 
-from patchsim.game import Game, IllegalMoveError, Move, MoveList
-from patchsim.ruleset import Ruleset, RulesetError, load_ruleset
+from patchsim.engine.game import Game, IllegalMoveError, Move, MoveList
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 
 __version__ = "0.1.0"
 

@@ -20,8 +20,8 @@ def configure() -> None:
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     digest = hashlib.sha256()
-    for src in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(src.name.encode())
+    for src in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(src.relative_to(Path(__file__).parent).as_posix().encode())
         digest.update(src.read_bytes())
     digest.update(numba.__version__.encode())
     root = os.environ.get("PATCHSIM_CACHE_DIR")

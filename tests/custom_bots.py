@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from patchsim.game import Game, Move, MoveList
+from patchsim.engine.game import Game, Move, MoveList
 
 
 class Hoarder:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from patchsim.runner import execute, load_run_config
+from patchsim.play.runner import execute, load_run_config
 
 
 def shared_run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,

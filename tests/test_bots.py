@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from strategies import ruleset_dicts
 from typer.testing import CliRunner
 
-from patchsim import core, match, playout
-from patchsim import policies as P
-from patchsim.bots import (
+from patchsim.bots import policies as P
+from patchsim.bots import scripted, search
+from patchsim.bots.registry import (
     DEFAULT_ROLLOUT,
     REGISTRY,
     STRATEGIES,
@@ -30,13 +30,16 @@ from patchsim.bots import (
     make_bot,
     parse_spec,
 )
-from patchsim.cli import app
-from patchsim.game import Game
-from patchsim.match import BotError, GameResult, game_record, play_game
-from patchsim.record import GameRecord, final_position, replay
-from patchsim.ruleset import Ruleset, load_ruleset, ruleset_from_dict, shipped_rulesets
-from patchsim.runner import deal_circle_for
-from patchsim.tables import compile_ruleset
+from patchsim.cli.main import app
+from patchsim.engine import core
+from patchsim.engine.game import Game
+from patchsim.engine.record import GameRecord, final_position, replay
+from patchsim.engine.ruleset import Ruleset, load_ruleset, ruleset_from_dict, shipped_rulesets
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play import loops as playout
+from patchsim.play import match
+from patchsim.play.match import BotError, GameResult, game_record, play_game
+from patchsim.play.runner import deal_circle_for
 
 FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**63 - 1)
@@ -303,15 +306,15 @@ def test_spec_plain_name():
     assert parse_spec("greedy") == ("greedy", {})
     bot = make_bot("greedy")
     assert isinstance(bot, ScriptedBot) and bot.spec == "greedy"
-    assert bot.params[P.P_EPSILON] == 0.0
+    assert bot.params[scripted.P_EPSILON] == 0.0
 
 
 def test_spec_with_parameter():
     assert parse_spec("greedy(epsilon=0.1)") == ("greedy", {"epsilon": 0.1})
     bot = make_bot("greedy(epsilon=0.1)")
     assert bot.spec == "greedy(epsilon=0.1)"
-    assert bot.params[P.P_EPSILON] == pytest.approx(0.1)
-    assert bot.params[P.P_W_INCOME] == make_bot("greedy").params[P.P_W_INCOME]
+    assert bot.params[scripted.P_EPSILON] == pytest.approx(0.1)
+    assert bot.params[scripted.P_W_INCOME] == make_bot("greedy").params[scripted.P_W_INCOME]
 
 
 def test_spec_with_nested_rollout():
@@ -320,11 +323,11 @@ def test_spec_with_nested_rollout():
     assert name == "mcts" and params == {"iterations": 100, "rollout": "income(epsilon=0.2)"}
     bot = make_bot(text)
     assert isinstance(bot, MCTSBot) and bot.spec == text
-    assert bot.params[P.M_ITERATIONS] == 100
+    assert bot.params[search.M_ITERATIONS] == 100
     roll = make_bot("income(epsilon=0.2)")
-    assert bot.params[P.M_ROLLOUT_KIND] == roll.kind == P.SCRIPTED
-    n = P.N_PARAMS - P.ROLLOUT_OFFSET
-    assert bot.params[P.ROLLOUT_OFFSET:].tolist() == roll.params[:n].tolist()
+    assert bot.params[search.M_ROLLOUT_KIND] == roll.kind == P.SCRIPTED
+    n = P.N_PARAMS - search.ROLLOUT_OFFSET
+    assert bot.params[search.ROLLOUT_OFFSET:].tolist() == roll.params[:n].tolist()
 
 
 def test_spec_mapping_form():
@@ -332,7 +335,7 @@ def test_spec_mapping_form():
                  yaml.safe_load("{name: mcts, iterations: 50}")):
         bot = make_bot(spec)
         assert isinstance(bot, MCTSBot) and bot.spec == "mcts(iterations=50)"
-        assert bot.params[P.M_ITERATIONS] == 50
+        assert bot.params[search.M_ITERATIONS] == 50
     assert make_bot({"name": "greedy"}).spec == "greedy"
 
 
@@ -397,7 +400,7 @@ def test_spec_errors(spec, fragments):
 def test_spec_accepts_scientific_notation(text, value):
     """YAML 1.1 reads 1e-3 (no dot) as text; spec values must still read it as a number."""
     bot = make_bot(f"greedy(epsilon={text})")
-    assert bot.params[P.P_EPSILON] == value
+    assert bot.params[scripted.P_EPSILON] == value
 
 
 @settings(max_examples=60, deadline=None)

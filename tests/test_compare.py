@@ -1,4 +1,4 @@
-"""patchsim.compare: paired comparisons of rulesets on shared deals, and planning."""
+"""patchsim.analysis.compare: paired comparisons of rulesets on shared deals, and planning."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from runs import shared_run
 from scipy import stats as sps
 from typer.testing import CliRunner
 
-from patchsim import cli_analysis
-from patchsim.compare import (
+from patchsim.analysis.compare import (
     CompareError,
     compare,
     compare_rulesets,
@@ -22,8 +21,9 @@ from patchsim.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.runner import load_events, load_games
-from patchsim.stats import first_player_advantage
+from patchsim.analysis.stats import first_player_advantage
+from patchsim.cli import analysis as cli_analysis
+from patchsim.play.runner import load_events, load_games
 
 GAMES = 60
 
@@ -218,11 +218,11 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
     import numpy as np
     import pandas as pd
 
-    from patchsim.compare import Comparison, correct_jointly
+    from patchsim.analysis.compare import Comparison, correct_jointly
 
     def fake(ps: list[float]) -> Comparison:
         m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100})
-        from patchsim.stats import holm
+        from patchsim.analysis.stats import holm
 
         m["p_holm"] = holm(m["p"])
         m["tost_holm"] = holm(m["tost_p"])
@@ -243,7 +243,7 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
 def test_cli_compare_a_run_with_itself_is_an_error(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from patchsim.cli import app
+    from patchsim.cli.main import app
 
     run_dir = tmp_path / "r"
     run_dir.mkdir()

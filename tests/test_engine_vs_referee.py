@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from reference.referee import random_record, replay_trace
 from strategies import ruleset_dicts
 
-from patchsim.game import Game, deal_circle
-from patchsim.record import GameRecord, replay
-from patchsim.ruleset import load_ruleset, ruleset_from_dict
+from patchsim.engine.game import Game, deal_circle
+from patchsim.engine.record import GameRecord, replay
+from patchsim.engine.ruleset import load_ruleset, ruleset_from_dict
 
 
 def engine_trace(record: dict) -> list[dict]:

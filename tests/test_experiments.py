@@ -11,11 +11,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from patchsim.cli import app
-from patchsim.experiment import ExperimentError, load_experiment
-from patchsim.runner import load_games
-from patchsim.sweep import run_sweep
-from patchsim.tune import candidates, run_tune
+from patchsim.cli.main import app
+from patchsim.experiments.experiment import ExperimentError, load_experiment
+from patchsim.experiments.sweep import run_sweep
+from patchsim.experiments.tune import candidates, run_tune
+from patchsim.play.runner import load_games
 
 
 def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
@@ -165,8 +165,8 @@ def test_gate_exits_1_when_a_tolerance_fails(tmp_path: Path) -> None:
 
 def test_gate_exits_2_when_the_budget_runs_out(tmp_path: Path) -> None:
     # a bound placed exactly at the estimate the last look will see can never be decided
-    from patchsim.metrics import deal_metrics
-    from patchsim.runner import execute, load_events, load_run_config
+    from patchsim.analysis.metrics import deal_metrics
+    from patchsim.play.runner import execute, load_events, load_run_config
 
     cfg = load_run_config("edition2", games=200, bots=["greedy(epsilon=0.1)"], seed=5,
                           pairings="self")
@@ -359,7 +359,7 @@ def test_gate_exits_3_before_playing_for_an_unknown_pairing(tmp_path: Path) -> N
 
 # --- review fixes: tune --------------------------------------------------------------------
 def test_tune_loss_never_defaults_the_tolerance() -> None:
-    from patchsim.tune import loss
+    from patchsim.experiments.tune import loss
 
     est = pd.DataFrame({"metric": [FPW], "mean": [0.6]})
     assert loss(est, {FPW: {"target": 0.5, "tolerance": 0.05}}) == pytest.approx(4.0)
@@ -386,7 +386,7 @@ def edges(n_plus: int, n_minus: int, n: int = 200) -> list[float]:
 
 
 def test_skill_flags_do_not_flag_a_shrinking_imbalance() -> None:
-    from patchsim.sweep import skill_flags
+    from patchsim.experiments.sweep import skill_flags
 
     # weak: first seat -10 points; strong: +5 points: the imbalance shrinks with skill
     deals = skill_deals({"base": {"weak": edges(20, 60), "strong": edges(50, 30)}})
@@ -400,7 +400,7 @@ def test_skill_flags_do_not_flag_a_shrinking_imbalance() -> None:
 
 
 def test_skill_flags_flag_a_growing_imbalance_with_bonferroni_over_variants() -> None:
-    from patchsim.sweep import skill_flags
+    from patchsim.experiments.sweep import skill_flags
 
     deals = skill_deals({"base": {"weak": edges(25, 20), "strong": edges(80, 10)},
                          "other": {"weak": edges(20, 20), "strong": edges(22, 20)}})
@@ -426,7 +426,7 @@ def test_sweep_verdict_says_point_estimate_and_who_is_not_distinguishable(small_
 def test_verdict_separates_clear_losers_from_ties() -> None:
     from types import SimpleNamespace
 
-    from patchsim.sweep import _verdict
+    from patchsim.experiments.sweep import _verdict
 
     rng = np.random.default_rng(3)
     n = 400
@@ -435,7 +435,7 @@ def test_verdict_separates_clear_losers_from_ties() -> None:
            "lopsided": rng.permutation([1.0] * 320 + [0.0] * 80)}
     deals = pd.DataFrame([{"ruleset": r, "pairing": "greedy vs greedy", "deal": i,
                            FPW: v[i]} for r, v in win.items() for i in range(n)])
-    from patchsim.metrics import estimate
+    from patchsim.analysis.metrics import estimate
 
     est = estimate(deals, [FPW])
     table = pd.DataFrame({"ruleset": est["ruleset"], "pairing": est["pairing"],
@@ -453,7 +453,7 @@ def test_verdict_separates_clear_losers_from_ties() -> None:
 
 # --- review fixes: the gate ----------------------------------------------------------------
 def test_gate_decides_nothing_before_ten_deals(tmp_path: Path) -> None:
-    from patchsim.gate import MIN_DEALS, run_check
+    from patchsim.experiments.gate import MIN_DEALS, run_check
 
     assert MIN_DEALS == 10
     exp = load_experiment(write(tmp_path, {**BASE, "bots": ["random"], "check": {
@@ -467,7 +467,7 @@ def test_gate_decides_nothing_before_ten_deals(tmp_path: Path) -> None:
 
 
 def test_gate_bonferroni_covers_looks_tolerances_and_pairings(tmp_path: Path) -> None:
-    from patchsim.gate import run_check
+    from patchsim.experiments.gate import run_check
 
     exp = load_experiment(write(tmp_path, {**BASE, "bots": ["greedy", "random"], "check": {
         "tolerances": [{"metric": FPW, "min": 0.01, "max": 0.99},
@@ -482,7 +482,7 @@ def test_gate_bonferroni_covers_looks_tolerances_and_pairings(tmp_path: Path) ->
 
 
 def test_gate_exit_2_warns_that_rerunning_restarts_alpha_spending(tmp_path: Path) -> None:
-    from patchsim.gate import run_check
+    from patchsim.experiments.gate import run_check
 
     exp = load_experiment(write(tmp_path, {**BASE, "check": {
         "tolerances": [{"metric": FPW, "min": 0.49, "max": 0.51}], "max_games": 40,
@@ -491,9 +491,9 @@ def test_gate_exit_2_warns_that_rerunning_restarts_alpha_spending(tmp_path: Path
     assert res.code == 2
     assert "restarts" in res.lines[-1] and "--out" in res.lines[-1]
     assert "max_games" in res.lines[-1]
-    import patchsim.gate
+    import patchsim.experiments.gate
 
-    assert "restarts" in (patchsim.gate.__doc__ or "")
+    assert "restarts" in (patchsim.experiments.gate.__doc__ or "")
 
 
 def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
@@ -513,7 +513,7 @@ def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
                          ids=lambda p: p.stem)
 def test_shipped_experiments_load(path: Path) -> None:
     """Every shipped experiment is valid for the command it is written for."""
-    from patchsim.runner import load_run_config
+    from patchsim.play.runner import load_run_config
 
     data = yaml.safe_load(path.read_text())
     if "base" in data:

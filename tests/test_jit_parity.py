@@ -21,11 +21,14 @@ import sys
 
 import numpy as np
 
-from patchsim import core, policies
-from patchsim.game import Game, deal_circle
-from patchsim.playout import R_ERROR, R_WIDTH, play_game, play_games
-from patchsim.ruleset import load_ruleset, ruleset_from_dict
-from patchsim.tables import compile_ruleset
+from patchsim.engine import core
+from patchsim.bots import policies
+from patchsim.bots import scripted as S
+from patchsim.bots import scripted as S
+from patchsim.engine.game import Game, deal_circle
+from patchsim.play.loops import R_ERROR, R_WIDTH, play_game, play_games
+from patchsim.engine.ruleset import load_ruleset, ruleset_from_dict
+from patchsim.engine.tables import compile_ruleset
 
 ODD = {
     "name": "odd",
@@ -52,14 +55,14 @@ ODD = {
 }
 
 scripted = np.zeros(policies.N_PARAMS)
-scripted[policies.P_W_INCOME] = 1.0
-scripted[policies.P_W_AREA] = 1.0
-scripted[policies.P_W_COST] = 1.0
-scripted[policies.P_W_TIME] = 1.0
-scripted[policies.P_CONTACT] = 0.2
-scripted[policies.P_HOLES] = 1.0
-scripted[policies.P_WINDOW] = 0.3
-scripted[policies.P_EPSILON] = 0.1
+scripted[S.P_W_INCOME] = 1.0
+scripted[S.P_W_AREA] = 1.0
+scripted[S.P_W_COST] = 1.0
+scripted[S.P_W_TIME] = 1.0
+scripted[S.P_CONTACT] = 0.2
+scripted[S.P_HOLES] = 1.0
+scripted[S.P_WINDOW] = 0.3
+scripted[S.P_EPSILON] = 0.1
 
 PAIRINGS = [
     ((policies.RANDOM, policies.RANDOM), None),

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from patchsim.metrics import METRICS, RATE_METRICS, estimate
+from patchsim.analysis.metrics import METRICS, RATE_METRICS, estimate
 
 
 def deals_of(metric: str, values: list[float]) -> pd.DataFrame:

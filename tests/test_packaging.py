@@ -36,7 +36,7 @@ def test_installed_package_finds_rulesets_by_name_from_anywhere(wheel: Path,
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(target), str(wheel)], check=True, capture_output=True)
-    code = ("import patchsim, patchsim.ruleset as r; "
+    code = ("import patchsim, patchsim.engine.ruleset as r; "
             "assert 'site' in patchsim.__file__, patchsim.__file__; "
             "print(r.load_ruleset('edition2').leather_marks, r.load_ruleset('edition1').name)")
     elsewhere = tmp_path / "elsewhere"

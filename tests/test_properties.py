@@ -10,9 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import ruleset_dicts
 
-from patchsim import core, policies
-from patchsim.game import Game, deal_circle, decode_move
-from patchsim.playout import (
+from patchsim.bots import policies
+from patchsim.engine import core
+from patchsim.engine.game import Game, deal_circle, decode_move
+from patchsim.engine.record import GameRecord, final_position
+from patchsim.engine.ruleset import Ruleset, ruleset_from_dict
+from patchsim.play.loops import (
     R_BONUS,
     R_BUTTONS,
     R_BUYS,
@@ -29,8 +32,6 @@ from patchsim.playout import (
     play_game,
     play_games,
 )
-from patchsim.record import GameRecord, final_position
-from patchsim.ruleset import Ruleset, ruleset_from_dict
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**32 - 1)

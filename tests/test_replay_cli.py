@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from patchsim.cli import app
-from patchsim.game import Game
-from patchsim.record import GameRecord, final_position, replay
-from patchsim.ruleset import load_ruleset
+from patchsim.cli.main import app
+from patchsim.engine.game import Game
+from patchsim.engine.record import GameRecord, final_position, replay
+from patchsim.engine.ruleset import load_ruleset
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "edition2-sample.json"

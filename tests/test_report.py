@@ -1,4 +1,4 @@
-"""patchsim.report: the report builds for every kind of run, is self-contained, and its
+"""patchsim.reporting.report: the report builds for every kind of run, is self-contained, and its
 images decode."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from matplotlib.figure import Figure
 from runs import shared_run
 
-from patchsim import plots
-from patchsim.report import ReportError, load_run, write_report
+from patchsim.reporting import plots
+from patchsim.reporting.report import ReportError, load_run, write_report
 
 SECTIONS = ["Verdict", "The run", "Seats and pairings", "Scores and game length", "Patches",
             "Leather patches", "The 7x7 bonus", "Sample final quilts", "How many deals?",

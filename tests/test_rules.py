@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from patchsim.game import Game, IllegalMoveError
-from patchsim.ruleset import Ruleset, load_ruleset, ruleset_from_dict
+from patchsim.engine.game import Game, IllegalMoveError
+from patchsim.engine.ruleset import Ruleset, load_ruleset, ruleset_from_dict
 
 # A 3x3 quilt, a track 0..10 without marks, 5 buttons each, no bonus tile. The starting patch
 # "Z" is never affordable, so the tests below control every purchase.

@@ -1,4 +1,5 @@
-"""Tests for patchsim.ruleset: loading, validation, extends, overrides, hashing, round trips."""
+"""Tests for patchsim.engine.ruleset: loading, validation, extends, overrides, hashing,
+round trips."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchsim.ruleset import (
+from patchsim.engine.ruleset import (
     PatchSpec,
     Ruleset,
     RulesetError,
@@ -145,7 +146,7 @@ def test_hashes(e1: Ruleset, e2: Ruleset) -> None:
 
 
 def test_hash_is_stable_across_processes(e2: Ruleset, tmp_path: Path) -> None:
-    code = ("from patchsim.ruleset import load_ruleset; "
+    code = ("from patchsim.engine.ruleset import load_ruleset; "
             "print(load_ruleset('edition2').content_hash())")
     seen = set()
     for seed in ("0", "12345"):

@@ -1,4 +1,4 @@
-"""Tests for batch runs (patchsim.runner, ``patchsim run``): stored tables independent of
+"""Tests for batch runs (patchsim.play.runner, ``patchsim run``): stored tables independent of
 workers and batch size, resume after a kill, top-up, seat-swapped and common deals, bad
 input found before any work starts, failing bots, and the command end to end."""
 
@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from patchsim import runner
-from patchsim.bots import make_bot
-from patchsim.cli import app
-from patchsim.game import Game
-from patchsim.match import play_game
-from patchsim.record import GameRecord, replay
-from patchsim.ruleset import load_ruleset
-from patchsim.runner import (
+from patchsim.bots.registry import make_bot
+from patchsim.cli.main import app
+from patchsim.engine.game import Game
+from patchsim.engine.record import GameRecord, replay
+from patchsim.engine.ruleset import load_ruleset
+from patchsim.play import runner
+from patchsim.play.match import play_game
+from patchsim.play.runner import (
     RunConfig,
     RunError,
     deal_circle_for,
@@ -667,7 +667,7 @@ def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
 def test_run_until_stops_when_precise_enough(tmp_path):
     """--until tops the run up in steps and stops at the first step whose interval is narrow
     enough; the result equals a plain run of that many deals."""
-    from patchsim.runner import execute_until
+    from patchsim.play.runner import execute_until
 
     cfg = config(bots=("greedy(epsilon=0.05)",), games=400, pairings="self")
     messages = []

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchsim.game import Game
-from patchsim.ruleset import Ruleset, load_ruleset, ruleset_from_dict
+from patchsim.engine.game import Game
+from patchsim.engine.ruleset import Ruleset, load_ruleset, ruleset_from_dict
 
 # A 5x5 quilt, a track of 12 spaces without marks; "S" is the starting patch, never affordable.
 BASE: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""patchsim.stats: estimators against hand-computed cases and against the libraries."""
+"""patchsim.analysis.stats: estimators against hand-computed cases and against the libraries."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
-from patchsim import stats as st
-from patchsim.runner import load_events, load_games
+from patchsim.analysis import stats as st
+from patchsim.play.runner import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
 

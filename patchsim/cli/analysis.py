@@ -1,6 +1,6 @@
 """Analysis commands for the ``patchsim`` command line: report, compare, plan.
 
-Plain typer-annotated functions, registered by :mod:`patchsim.cli`
+Plain typer-annotated functions, registered by :mod:`patchsim.cli.main`
 (``app.command("report")(cli_analysis.report)`` and so on). Each parses its arguments,
 calls the library and prints; a user mistake ends with ``error: ...`` and exit status 2,
 never a traceback.
@@ -41,7 +41,7 @@ def report(
         help="Equivalence margin for 'balanced' and 'the same' (0.02: +-2 points).")] = 0.02,
 ) -> None:
     """Write report.html (self-contained) and report.md into a run folder."""
-    from patchsim.report import ReportError, write_report
+    from patchsim.reporting.report import ReportError, write_report
 
     _check_margin(margin)
     try:
@@ -73,14 +73,14 @@ def compare(
     # Two run folders that share deals (same seed and bots): B is compared with A and the
     # report is written into B's folder. Two rulesets: both are played on the same deals in
     # one run (an experiment of two rulesets) whose report compares them.
-    from patchsim.compare import CompareError, compare_rulesets
-    from patchsim.report import ReportError, load_run, write_report
+    from patchsim.analysis.compare import CompareError, compare_rulesets
+    from patchsim.reporting.report import ReportError, load_run, write_report
 
     _check_margin(margin)
     dirs = (_is_run_dir(a), _is_run_dir(b))
     try:
         if all(dirs):
-            from patchsim.compare import compare as compare_runs
+            from patchsim.analysis.compare import compare as compare_runs
 
             if Path(a).resolve() == Path(b).resolve():
                 raise _fail(f"{a} and {b} are the same run folder: compare a run with another")
@@ -111,7 +111,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
 
     import yaml
 
-    from patchsim.runner import RunError, execute, load_run_config, new_run_dir
+    from patchsim.play.runner import RunError, execute, load_run_config, new_run_dir
 
     if games < 1:
         raise _fail(f"--games must be at least 1, got {games}")
@@ -156,9 +156,9 @@ def plan(
         help="Target half-width of the 95% interval (0.01: +-1 point).")] = 0.01,
 ) -> None:
     """How many deals a question needs (paired and unpaired), from a pilot run's variance."""
-    from patchsim.compare import format_plan
-    from patchsim.compare import plan as plan_deals
-    from patchsim.report import ReportError, load_run
+    from patchsim.analysis.compare import format_plan
+    from patchsim.analysis.compare import plan as plan_deals
+    from patchsim.reporting.report import ReportError, load_run
 
     if not 0 < halfwidth < 0.5:
         raise _fail(f"--halfwidth must be a proportion between 0 and 0.5 (0.01 is 1 point), "

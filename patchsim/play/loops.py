@@ -1,7 +1,7 @@
 """Compiled whole-game loops: play games from start to end without returning to Python.
 
-The loops call :func:`patchsim.policies.choose_move`, which dispatches on a policy id to the
-compiled bots, and the same :mod:`patchsim.core` functions the Python API uses.
+The loops call :func:`patchsim.bots.policies.choose_move`, which dispatches on a policy id to the
+compiled bots, and the same :mod:`patchsim.engine.core` functions the Python API uses.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim import core
-from patchsim.policies import choose_move
+from patchsim.bots.policies import choose_move
+from patchsim.engine import core
 
 # columns of a game result row (see play_game)
 R_WINNER = 0

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from patchsim.experiment import Experiment, _draw, _label
-from patchsim.metrics import deal_metrics, estimate
-from patchsim.runner import (
+from patchsim.analysis.metrics import deal_metrics, estimate
+from patchsim.experiments.experiment import Experiment, _draw, _label
+from patchsim.play.runner import (
     RunConfig,
     all_pairings,
     execute,

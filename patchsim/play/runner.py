@@ -32,11 +32,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from patchsim import core, playout
-from patchsim.bots import Bot, BotSpecError, CompiledBot, make_bot
-from patchsim.match import BotError, GameResult, max_events, max_plies, play_game
-from patchsim.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
-from patchsim.tables import Tables, compile_ruleset, square_name
+from patchsim.bots.registry import Bot, BotSpecError, CompiledBot, make_bot
+from patchsim.engine import core
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
+from patchsim.engine.tables import Tables, compile_ruleset, square_name
+from patchsim.play import loops as playout
+from patchsim.play.match import BotError, GameResult, max_events, max_plies, play_game
 
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
 DEFAULT_GAMES = 200
@@ -77,7 +78,7 @@ class RunConfig:
 
     @classmethod
     def from_manifest(cls, data: dict[str, Any]) -> RunConfig:
-        from patchsim.ruleset import ruleset_from_dict
+        from patchsim.engine.ruleset import ruleset_from_dict
 
         rulesets = [ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
                     for r in data["rulesets"]]
@@ -363,7 +364,7 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
         res, moves, ev, nev, bad = playout.play_deals(tables.tab, idx, streams, kinds, params,
                                                       max_plies(rs), max_events(rs))
         if bad >= 0:
-            from patchsim.match import _bot_error
+            from patchsim.play.match import _bot_error
 
             i, order = divmod(int(bad), 2)
             p = int(res[bad, playout.R_ERROR]) - 1
@@ -890,7 +891,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_de
 
     The stopping rule looks only at the interval's width, which hardly depends on the
     estimate, so it does not bias the estimate the way stopping on significance would."""
-    from patchsim.stats import clustered_rate
+    from patchsim.analysis.stats import clustered_rate
 
     if not 0 < halfwidth < 0.5:
         raise RunError(f"--until {halfwidth}: give a half-width between 0 and 0.5 "

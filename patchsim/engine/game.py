@@ -1,6 +1,6 @@
 """The friendly Python API over the rules core: inspectable game states, moves as objects.
 
-Every rule is applied by the compiled functions of :mod:`patchsim.core`; this module only
+Every rule is applied by the compiled functions of :mod:`patchsim.engine.core`; this module only
 translates between them and Python objects, so the API and the fast path cannot drift apart.
 """
 
@@ -13,9 +13,9 @@ from typing import overload
 
 import numpy as np
 
-from patchsim import core
-from patchsim.ruleset import Ruleset, load_ruleset
-from patchsim.tables import Tables, compile_ruleset, join, parse_square, square_name
+from patchsim.engine import core
+from patchsim.engine.ruleset import Ruleset, load_ruleset
+from patchsim.engine.tables import Tables, compile_ruleset, join, parse_square, square_name
 
 ILLEGAL_REASONS = {
     1: "the game is over",
@@ -347,7 +347,8 @@ class Game:
         return [str(decode_move(c, self.tables)) for c in self.history]
 
     def record(self, rules: str | dict | None = None) -> dict:
-        """This game as a record (``{"rules", "circle", "moves"}``, see :mod:`patchsim.record`).
+        """This game as a record (``{"rules", "circle", "moves"}``, see
+        :mod:`patchsim.engine.record`).
 
         The rules are named when a shipped ruleset has exactly these rules, else written out
         in full, so the record always replays under the rules it was played with."""
@@ -379,7 +380,7 @@ class Game:
 
 @lru_cache(maxsize=1)
 def _shipped_by_hash() -> dict[str, str]:
-    from patchsim.ruleset import shipped_rulesets
+    from patchsim.engine.ruleset import shipped_rulesets
 
     out: dict[str, str] = {}
     for name in shipped_rulesets():

@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchsim.experiment import Experiment, Tolerance
-from patchsim.metrics import deal_metrics, estimate
-from patchsim.runner import (
+from patchsim.analysis.metrics import deal_metrics, estimate
+from patchsim.experiments.experiment import Experiment, Tolerance
+from patchsim.play.runner import (
     RunConfig,
     all_pairings,
     execute,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from patchsim import core
-from patchsim.game import Game
-from patchsim.tables import COLUMN_LETTERS
+from patchsim.engine import core
+from patchsim.engine.game import Game
+from patchsim.engine.tables import COLUMN_LETTERS
 
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

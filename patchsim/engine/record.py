@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchsim.game import Game, IllegalMoveError
-from patchsim.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
+from patchsim.engine.game import Game, IllegalMoveError
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
 
 
 class RecordError(ValueError):

@@ -3,9 +3,9 @@
 Everything here works on two flat ``int64`` arrays so that a state copy is one ``memcpy`` and a
 call from Python costs about a microsecond:
 
-* ``tab``: a compiled ruleset (see :mod:`patchsim.tables`): header fields at fixed indices, then
-  the precomputed placements of every patch and the other per-ruleset tables, found through
-  offsets stored in the header.
+* ``tab``: a compiled ruleset (see :mod:`patchsim.engine.tables`): header fields at fixed
+  indices, then the precomputed placements of every patch and the other per-ruleset
+  tables, found through offsets stored in the header.
 * ``state``: one position (layout ``S_*`` below).
 
 A quilt is a 128-bit bitboard held in two words (``lo`` for squares 0..63, ``hi`` for 64..127);
@@ -15,9 +15,10 @@ so legality is two ANDs.
 Moves are integers: ``PASS`` (-1), a placement id ``g >= 0`` (buy the patch of that placement and
 cover exactly its squares), or ``-2 - s`` (place a claimed leather patch on square ``s``).
 
-This module is the one implementation of the rules. The friendly API (:mod:`patchsim.game`), the
-compiled bots and the batch runner all call these functions; with ``NUMBA_DISABLE_JIT=1`` they
-run as plain Python, which the differential test uses.
+This module is the one implementation of the rules. The friendly API
+(:mod:`patchsim.engine.game`), the compiled bots and the batch runner all call these
+functions; with ``NUMBA_DISABLE_JIT=1`` they run as plain Python, which the differential
+test uses.
 """
 
 from __future__ import annotations

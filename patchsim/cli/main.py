@@ -45,9 +45,9 @@ def replay(
                                         "after every move (JSON lines with --json).")] = False,
 ) -> None:
     """Replay a game record and show the final position (or every position with --trace)."""
-    from patchsim.record import GameRecord, RecordError
-    from patchsim.record import replay as replay_record
-    from patchsim.render import render
+    from patchsim.engine.record import GameRecord, RecordError
+    from patchsim.engine.record import replay as replay_record
+    from patchsim.engine.render import render
 
     try:
         if file == "-":
@@ -71,7 +71,7 @@ def replay(
 @app.command("rulesets")
 def list_rulesets() -> None:
     """List the shipped rulesets with their content hashes."""
-    from patchsim.ruleset import load_ruleset, shipped_rulesets
+    from patchsim.engine.ruleset import load_ruleset, shipped_rulesets
 
     for name in shipped_rulesets():
         rs = load_ruleset(name)
@@ -87,7 +87,7 @@ def show_ruleset(
     """Print a ruleset fully resolved (extends and overrides applied), with its hash."""
     import yaml
 
-    from patchsim.ruleset import RulesetError, load_ruleset, parse_override
+    from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
 
     try:
         rs = load_ruleset(ref)
@@ -102,7 +102,7 @@ def show_ruleset(
 @app.command()
 def bots() -> None:
     """List the built-in bots with the idea behind each, and their parameters."""
-    from patchsim.bots import REGISTRY, STRATEGIES
+    from patchsim.bots.registry import REGISTRY, STRATEGIES
 
     for info in REGISTRY.values():
         typer.echo(f"{info.name:<10} {info.description}")
@@ -144,7 +144,8 @@ def run(
 ) -> None:
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
-    from patchsim.runner import (
+    from patchsim.analysis.stats import format_summary, run_summary
+    from patchsim.play.runner import (
         RunError,
         execute,
         execute_until,
@@ -154,7 +155,6 @@ def run(
         new_run_dir,
         read_manifest,
     )
-    from patchsim.stats import format_summary, run_summary
 
     try:
         if resume:
@@ -196,7 +196,7 @@ def run(
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
                f"tables in {result.run_dir}")
     if report:
-        from patchsim.report import ReportError, write_report
+        from patchsim.reporting.report import ReportError, write_report
 
         try:
             path = write_report(result.run_dir)
@@ -220,8 +220,8 @@ def ladder_cmd(
     """Seat-swapped round robin between bots on common deals: the ladder with 95% intervals
     and Bradley-Terry (Elo) ratings."""
 
-    from patchsim.ladder import format_ladder, head_to_head, ladder
-    from patchsim.runner import RunError, execute, load_games, load_run_config, new_run_dir
+    from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
+    from patchsim.play.runner import RunError, execute, load_games, load_run_config, new_run_dir
 
     try:
         cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
@@ -241,7 +241,7 @@ def ladder_cmd(
 
 
 def _load_experiment(path: str):
-    from patchsim.experiment import ExperimentError, load_experiment
+    from patchsim.experiments.experiment import ExperimentError, load_experiment
 
     try:
         return load_experiment(path)
@@ -262,8 +262,8 @@ def sweep(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Play every variant of an experiment on the same deals; write the comparison report."""
-    from patchsim.runner import RunError
-    from patchsim.sweep import run_sweep
+    from patchsim.experiments.sweep import run_sweep
+    from patchsim.play.runner import RunError
 
     exp = _load_experiment(experiment)
     typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
@@ -288,8 +288,8 @@ def tune(
     = None,
 ) -> None:
     """Search the declared ruleset fields for the variant closest to the declared targets."""
-    from patchsim.runner import RunError
-    from patchsim.tune import run_tune
+    from patchsim.experiments.tune import run_tune
+    from patchsim.play.runner import RunError
 
     exp = _load_experiment(experiment)
     if not exp.tune:
@@ -316,9 +316,9 @@ def check(
 ) -> None:
     """Balance gate: exit 0 when every tolerance is shown to hold, 1 when one is shown to
     fail, 2 when the game budget ran out undecided (3: the experiment file is invalid)."""
-    from patchsim.experiment import ExperimentError, load_experiment
-    from patchsim.gate import run_check
-    from patchsim.runner import RunError
+    from patchsim.experiments.experiment import ExperimentError, load_experiment
+    from patchsim.experiments.gate import run_check
+    from patchsim.play.runner import RunError
 
     try:
         exp = load_experiment(experiment)
@@ -339,7 +339,7 @@ def check(
 
 
 # Analysis commands (report, compare, plan) live in their own module.
-from patchsim import cli_analysis  # noqa: E402
+from patchsim.cli import analysis as cli_analysis  # noqa: E402
 
 app.command("report")(cli_analysis.report)
 app.command("compare")(cli_analysis.compare)

@@ -2,7 +2,7 @@
 
 Figures are built with ``matplotlib.figure.Figure`` directly, never through pyplot: nothing
 is shown, no GUI backend is touched, no global figure list grows, and saving renders with
-Agg. Each plot takes the table the report prints (from :mod:`patchsim.stats`), so that the
+Agg. Each plot takes the table the report prints (from :mod:`patchsim.analysis.stats`), so that the
 numbers in the text and in the pictures are the same numbers.
 """
 
@@ -318,7 +318,7 @@ def quilt_pictures(samples: Sequence[dict[str, Any]]) -> Figure:
     (rows with mark, seat) and ``scores``. Patches are coloured by id, leather patches
     brown with an L, empty squares white; below, the track with income marks ($), leather
     marks (coloured by the claimer) and each player's purchases at their track position."""
-    from patchsim.render import LABELS
+    from patchsim.engine.render import LABELS
 
     if not samples:
         return _empty(_figure(6, 2), "no sample games")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim import core
+from patchsim.engine import core
 
 REFERENCE_BONUS_POINTS = 7.0  # the printed game's bonus, the scale of the window weights
 U1 = np.uint64(1)

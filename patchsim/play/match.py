@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from patchsim import core, playout
-from patchsim.bots import Bot, CompiledBot, bot_spec
-from patchsim.game import Game, Move, decode_move, rules_reference
-from patchsim.ruleset import Ruleset
-from patchsim.tables import Tables, compile_ruleset
+from patchsim.bots.registry import Bot, CompiledBot, bot_spec
+from patchsim.engine import core
+from patchsim.engine.game import Game, Move, decode_move, rules_reference
+from patchsim.engine.ruleset import Ruleset
+from patchsim.engine.tables import Tables, compile_ruleset
+from patchsim.play import loops as playout
 
 
 class BotError(RuntimeError):

@@ -1,10 +1,11 @@
 """The run report: one self-contained HTML file and a Markdown twin.
 
-``write_report(run_dir)`` computes every table once (:mod:`patchsim.stats`,
-:mod:`patchsim.compare`), draws the plots from those same tables (:mod:`patchsim.plots`) and
-writes the verdict sentences from them too, so a number in the text is the number in the
-table and in the picture. The HTML embeds its images as base64 PNG and its style inline; it
-loads nothing from anywhere. The Markdown version keeps its images in ``figures/``.
+``write_report(run_dir)`` computes every table once (:mod:`patchsim.analysis.stats`,
+:mod:`patchsim.analysis.compare`), draws the plots from those same tables
+(:mod:`patchsim.reporting.plots`) and writes the verdict sentences from them too, so a
+number in the text is the number in the table and in the picture. The HTML embeds its
+images as base64 PNG and its style inline; it loads nothing from anywhere. The Markdown
+version keeps its images in ``figures/``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from patchsim import plots
-from patchsim import stats as st
-from patchsim.compare import (
+from patchsim.analysis import stats as st
+from patchsim.analysis.compare import (
     CompareError,
     Comparison,
     compare,
@@ -32,7 +32,8 @@ from patchsim.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.stats import MIN_DEALS, num, pct
+from patchsim.analysis.stats import MIN_DEALS, num, pct
+from patchsim.reporting import plots
 
 
 class ReportError(ValueError):
@@ -78,7 +79,7 @@ def load_run(run_dir: str | Path) -> Run:
         raise ReportError(f"{run_dir}: cannot read the tables: {e}") from None
     rulesets: dict[str, Any] = {}
     try:
-        from patchsim.ruleset import ruleset_from_dict
+        from patchsim.engine.ruleset import ruleset_from_dict
 
         for r in manifest.get("config", {}).get("rulesets", []):
             rulesets[r["name"]] = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
@@ -493,9 +494,9 @@ def _bonus(bonus: pd.DataFrame, bonus_ev: pd.DataFrame, run: Run) -> Section:
 def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
     """Replay one game per ruleset (the first pairing's first deal, first bot in seat 0; the
     same deal under every ruleset) for the quilt pictures."""
-    from patchsim.game import Game
-    from patchsim.render import patch_legend, quilt_labels
-    from patchsim.runner import deal_circle_for
+    from patchsim.engine.game import Game
+    from patchsim.engine.render import patch_legend, quilt_labels
+    from patchsim.play.runner import deal_circle_for
 
     out = []
     g = run.games

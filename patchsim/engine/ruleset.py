@@ -260,11 +260,11 @@ class Ruleset:
 
 def configs_dir() -> Path:
     """The folder holding the shipped rulesets (inside the package when installed as a wheel)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "configs"
+    package = Path(__file__).resolve().parent.parent  # patchsim/
+    packaged = package / "configs"
     if packaged.is_dir():
         return packaged
-    return here.parent / "configs"
+    return package.parent / "configs"
 
 
 def shipped_rulesets() -> list[str]:

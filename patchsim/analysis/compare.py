@@ -19,7 +19,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.weightstats import DescrStatsW
 
-from patchsim.stats import (
+from patchsim.analysis.stats import (
     MIN_DEALS,
     NAN,
     first_player_advantage,

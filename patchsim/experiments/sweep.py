@@ -20,15 +20,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from patchsim.experiment import Experiment  # noqa: E402
-from patchsim.metrics import (  # noqa: E402
+from patchsim.analysis.metrics import (  # noqa: E402
     METRICS,
     RATE_METRICS,
     deal_metrics,
     estimate,
     paired_differences,
 )
-from patchsim.runner import (  # noqa: E402
+from patchsim.experiments.experiment import Experiment  # noqa: E402
+from patchsim.play.runner import (  # noqa: E402
     RunConfig,
     all_pairings,
     execute,

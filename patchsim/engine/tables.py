@@ -1,4 +1,4 @@
-"""Compile a :class:`~patchsim.ruleset.Ruleset` into the flat table the rules core reads.
+"""Compile a :class:`~patchsim.engine.ruleset.Ruleset` into the flat table the rules core reads.
 
 Every placement of every patch (each distinct set of covered squares over all rotations,
 reflections and positions) is computed here once per ruleset and cached by content hash.
@@ -11,8 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from patchsim import core
-from patchsim.ruleset import PatchSpec, Ruleset
+from patchsim.engine import core
+from patchsim.engine.ruleset import PatchSpec, Ruleset
 
 MASK64 = (1 << 64) - 1
 

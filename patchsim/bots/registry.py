@@ -5,7 +5,7 @@ It gets a private copy of the game (so it cannot change the real one), the legal
 random generator seeded for this game and seat; the engine applies the move.
 
 Built-in bots are *compiled*: they also carry a policy id and a parameter vector so that whole
-games between them run inside numba (:mod:`patchsim.policies`). Their ``choose`` calls the
+games between them run inside numba (:mod:`patchsim.bots.policies`). Their ``choose`` calls the
 very same compiled function, so a compiled bot plays identically in both loops.
 
 Bots are named by specs: ``greedy``, ``mcts(iterations=1000, rollout=greedy)``, a mapping
@@ -27,8 +27,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import yaml
 
-from patchsim import policies as P
-from patchsim.game import Game, Move, MoveList
+from patchsim.bots import policies as P
+from patchsim.bots import scripted, search
+from patchsim.engine import core
+from patchsim.engine.game import Game, Move, MoveList
 
 
 class BotSpecError(ValueError):
@@ -55,13 +57,13 @@ class CompiledBot:
 
     def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
         """The move code this bot picks, drawing from a splitmix64 stream (shape (1,))."""
-        buf = np.empty(P.core.max_moves(game.tab), dtype=np.int64)
+        buf = np.empty(core.max_moves(game.tab), dtype=np.int64)
         return int(P.choose_move(self.kind, self.params, game.state, game.tab, rng_state, buf))
 
     def choose(self, game: Game, moves: MoveList, rng: np.random.Generator) -> Move:
         state = np.array([rng.integers(0, 2**63)], dtype=np.uint64)
         code = self.choose_code(game, state)
-        from patchsim.game import decode_move
+        from patchsim.engine.game import decode_move
 
         return decode_move(code, game.tables)
 
@@ -146,25 +148,28 @@ class FirstFitBot(CompiledBot):
 
 # The scripted strategies share one compiled policy; a strategy is a set of weights.
 SCRIPTED_PARAMS: dict[str, tuple[int, Param]] = {
-    "w_income": (P.P_W_INCOME, Param(1.0, "value of 1 income button per income mark ahead")),
-    "w_area": (P.P_W_AREA, Param(1.0, "value of 1 square, in units of the empty-square "
+    "w_income": (scripted.P_W_INCOME, Param(1.0, "value of 1 income button per income mark ahead")),
+    "w_area": (scripted.P_W_AREA, Param(1.0, "value of 1 square, in units of the empty-square "
                                       "penalty")),
-    "w_cost": (P.P_W_COST, Param(1.0, "weight of the button cost")),
-    "w_time": (P.P_W_TIME, Param(1.0, "cost of 1 time space (when ratio=0)")),
-    "ratio": (P.P_RATIO, Param(1, "1: rank by value per time; 0: value minus time cost", int)),
-    "time_offset": (P.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing",
+    "w_cost": (scripted.P_W_COST, Param(1.0, "weight of the button cost")),
+    "w_time": (scripted.P_W_TIME, Param(1.0, "cost of 1 time space (when ratio=0)")),
+    "ratio": (scripted.P_RATIO, Param(1, "1: rank by value per time; 0: value minus time cost",
+                                      int)),
+    "time_offset": (scripted.P_TIME_OFFSET, Param(1.0, "added to the time cost before dividing",
                                            low=0.01)),
-    "w_place": (P.P_W_PLACE, Param(0.1, "weight of the packing score in the patch choice")),
-    "contact": (P.P_CONTACT, Param(1.0, "placement: per side touching a patch or the border")),
-    "holes": (P.P_HOLES, Param(0.5, "placement: penalty per one-square hole created")),
-    "window": (P.P_WINDOW, Param(0.3, "placement: per square of the fullest 7x7 window")),
-    "pass_margin": (P.P_PASS_MARGIN, Param(0.0, "buy only when the best value beats this")),
-    "epsilon": (P.P_EPSILON, Param(0.0, "probability of a uniformly random move", low=0,
+    "w_place": (scripted.P_W_PLACE, Param(0.1, "weight of the packing score in the patch choice")),
+    "contact": (scripted.P_CONTACT, Param(1.0, "placement: per side touching a patch or the "
+                                                "border")),
+    "holes": (scripted.P_HOLES, Param(0.5, "placement: penalty per one-square hole created")),
+    "window": (scripted.P_WINDOW, Param(0.3, "placement: per square of the fullest 7x7 window")),
+    "pass_margin": (scripted.P_PASS_MARGIN, Param(0.0, "buy only when the best value beats this")),
+    "epsilon": (scripted.P_EPSILON, Param(0.0, "probability of a uniformly random move", low=0,
                                    high=1)),
-    "area_ramp": (P.P_AREA_RAMP, Param(0.0, "square value grows by this factor over the game")),
-    "placement": (P.P_FIRST_FIT, Param("tight", "tight: best packing; first: first fit", str,
+    "area_ramp": (scripted.P_AREA_RAMP, Param(0.0, "square value grows by this factor over "
+                                                    "the game")),
+    "placement": (scripted.P_FIRST_FIT, Param("tight", "tight: best packing; first: first fit", str,
                                        ("tight", "first"))),
-    "button_cap": (P.P_BUTTON_CAP, Param(0.0, "above this many buttons, cost counts half "
+    "button_cap": (scripted.P_BUTTON_CAP, Param(0.0, "above this many buttons, cost counts half "
                                               "(0: off)")),
 }
 
@@ -218,15 +223,15 @@ for _name, (_desc, _preset) in STRATEGIES.items():
 DEFAULT_ROLLOUT = "greedy(epsilon=0.1, holes=0, window=0)"
 
 MCTS_PARAMS: dict[str, tuple[int, Param]] = {
-    "iterations": (P.M_ITERATIONS, Param(1000, "playouts per move", int, low=1)),
-    "c": (P.M_C, Param(0.7, "UCT exploration constant", low=0)),
-    "top_k": (P.M_TOP_K, Param(2, "placements searched per patch (best by the heuristic)",
+    "iterations": (search.M_ITERATIONS, Param(1000, "playouts per move", int, low=1)),
+    "c": (search.M_C, Param(0.7, "UCT exploration constant", low=0)),
+    "top_k": (search.M_TOP_K, Param(2, "placements searched per patch (best by the heuristic)",
                                int, low=1, high=64)),
-    "margin_weight": (P.M_MARGIN_WEIGHT, Param(0.2, "share of the reward from the score "
+    "margin_weight": (search.M_MARGIN_WEIGHT, Param(0.2, "share of the reward from the score "
                                                     "margin (rest: win/loss)", low=0, high=1)),
-    "margin_scale": (P.M_MARGIN_SCALE, Param(15.0, "points of margin for ~76% of the margin "
+    "margin_scale": (search.M_MARGIN_SCALE, Param(15.0, "points of margin for ~76% of the margin "
                                                    "reward", low=0.001)),
-    "time_ms": (P.M_TIME_MS, Param(0.0, "stop after this many ms per move (0: off; not "
+    "time_ms": (search.M_TIME_MS, Param(0.0, "stop after this many ms per move (0: off; not "
                                         "reproducible, refused by batch runs)", low=0)),
 }
 
@@ -248,8 +253,8 @@ class MCTSBot(CompiledBot):
         if not isinstance(roll, CompiledBot) or isinstance(roll, MCTSBot):
             raise BotSpecError(f"mcts: rollout={rollout!r} must be a built-in non-search bot "
                                f"({', '.join(n for n in REGISTRY if n != 'mcts')})")
-        self.params[P.M_ROLLOUT_KIND] = roll.kind
-        self.params[P.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - P.ROLLOUT_OFFSET]
+        self.params[search.M_ROLLOUT_KIND] = roll.kind
+        self.params[search.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - search.ROLLOUT_OFFSET]
         self.values = {**values, "rollout": roll.spec}
         shown = dict(given)
         if roll.spec != make_bot(DEFAULT_ROLLOUT).spec:

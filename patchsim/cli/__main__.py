@@ -1,0 +1,3 @@
+from patchsim.cli.main import main
+
+main()

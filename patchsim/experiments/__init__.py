@@ -1,0 +1,3 @@
+"""Designer studies built on the runner: experiment files, sweeps, the tuner and the balance
+gate.
+"""

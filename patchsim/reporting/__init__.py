@@ -1,0 +1,2 @@
+"""Plots (matplotlib Figures, never shown) and the HTML/Markdown run reports.
+"""
