@@ -28,7 +28,7 @@ def main() -> None:
     t0 = time.perf_counter()
     from patchsim.bots import search
     from patchsim.bots.registry import make_bot
-    from patchsim.engine.game import deal_circle
+    from patchsim.engine.deal import deal_circle
     from patchsim.engine.ruleset import load_ruleset
     from patchsim.engine.tables import compile_ruleset
     from patchsim.play.loops import R_SCORE, play_games

@@ -23,7 +23,8 @@ def main() -> None:
 
     t0 = time.perf_counter()
     from patchsim.bots import policies
-    from patchsim.engine.game import Game, deal_circle
+    from patchsim.engine.deal import deal_circle
+    from patchsim.engine.game import Game
     from patchsim.engine.ruleset import load_ruleset
     from patchsim.engine.tables import compile_ruleset
     from patchsim.play.loops import R_PLIES, play_games

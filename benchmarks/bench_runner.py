@@ -25,15 +25,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from patchsim.bots.registry import make_bot
+    from patchsim.engine.deal import deal_circle, deal_seed, deal_streams
     from patchsim.engine.tables import compile_ruleset
     from patchsim.play import loops as playout
-    from patchsim.play.runner import (
-        deal_circle_for,
-        deal_seed,
-        deal_streams,
-        execute,
-        load_run_config,
-    )
+    from patchsim.play.config import load_run_config
+    from patchsim.play.execution import execute
 
     specs = [b.strip() for b in args.bots.split(";")]
     cfg = load_run_config(args.rules, games=args.games, bots=specs, seed=1, pairings="self")
@@ -42,7 +38,7 @@ def main() -> None:
 
     # the engine alone: the same deals and streams, straight through the compiled loop
     seeds = [deal_seed(cfg.seed, d) for d in range(cfg.deals)]
-    idx = np.array([[tables.patch_index[c] for c in deal_circle_for(rs, s)] for s in seeds],
+    idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, s)] for s in seeds],
                    dtype=np.int64)
     streams = np.array([deal_streams(rs, s) for s in seeds], dtype=np.uint64)
     bots = [make_bot(s) for s in specs]

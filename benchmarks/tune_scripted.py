@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from patchsim.bots.registry import make_bot
-from patchsim.engine.game import deal_circle
+from patchsim.engine.deal import deal_circle
 from patchsim.engine.ruleset import load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play.loops import R_SCORE, R_WINNER, play_games

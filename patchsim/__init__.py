@@ -6,10 +6,9 @@ _jitcache.configure()  # before any compiled function is defined
 
 # ruff: noqa: E402
 
+from patchsim._version import __version__
 from patchsim.engine.game import Game, IllegalMoveError, Move, MoveList
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Game",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from patchsim.play.runner import execute, load_run_config
+from patchsim.play.config import load_run_config
+from patchsim.play.execution import execute
 
 
 def shared_run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,

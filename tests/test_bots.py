@@ -32,6 +32,7 @@ from patchsim.bots.registry import (
 )
 from patchsim.cli.main import app
 from patchsim.engine import core
+from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, final_position, replay
 from patchsim.engine.ruleset import Ruleset, load_ruleset, ruleset_from_dict, shipped_rulesets
@@ -39,7 +40,6 @@ from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
 from patchsim.play import match
 from patchsim.play.match import BotError, GameResult, game_record, play_game
-from patchsim.play.runner import deal_circle_for
 
 FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = st.integers(0, 2**63 - 1)
@@ -127,7 +127,7 @@ def seats_of(record: dict) -> list[int]:
 @given(data=ruleset_dicts(), seed=SEEDS, opponent=st.sampled_from(NAMES))
 def test_builtin_bot_plays_legal_finished_reproducible_games(name, data, seed, opponent):
     rs = ruleset_from_dict(data)
-    circle = deal_circle_for(rs, seed)
+    circle = deal_circle(rs, seed)
     bot, opp = make_bot(spec_of(name)), make_bot(spec_of(opponent))
     for seats in ((bot, opp), (opp, bot)):
         result = play_game(rs, seats, circle, seed)
@@ -145,7 +145,7 @@ def test_builtin_bot_plays_legal_finished_reproducible_games(name, data, seed, o
 @given(data=ruleset_dicts(), seed=SEEDS, threshold=st.integers(0, 6))
 def test_python_bot_plays_legal_finished_reproducible_games(data, seed, threshold):
     rs = ruleset_from_dict(data)
-    circle = deal_circle_for(rs, seed)
+    circle = deal_circle(rs, seed)
     spec = f"custom_bots:Hoarder(threshold={threshold})"
     for seats in ((make_bot(spec), make_bot("random")), (make_bot("greedy"), make_bot(spec))):
         result = play_game(rs, seats, circle, seed)
@@ -160,7 +160,7 @@ def test_compiled_game_equals_python_loop(name, e2):
     for opponent in ("random", "greedy(epsilon=0.3)", "mcts(iterations=10)"):
         other = make_bot(opponent)
         for seed in range(3):
-            circle = deal_circle_for(e2, seed)
+            circle = deal_circle(e2, seed)
             for seats in ((bot, other), (other, bot)):
                 fast = play_game(e2, seats, circle, seed)
                 slow = play_python(e2, seats, circle, seed)
@@ -170,7 +170,7 @@ def test_compiled_game_equals_python_loop(name, e2):
 def test_seat_streams_are_per_seat(e2):
     """Swapping the streams with the seats gives each bot its own stream back: a random bot
     against itself then plays the mirrored game's moves in the same order of its draws."""
-    circle = deal_circle_for(e2, 11)
+    circle = deal_circle(e2, 11)
     streams = match.seat_streams(11)
     r = make_bot("random")
     a = play_game(e2, (r, r), circle, 11)
@@ -184,7 +184,7 @@ def test_seat_streams_are_per_seat(e2):
 
 def test_different_seeds_give_different_games(e2):
     r = make_bot("random")
-    circle = deal_circle_for(e2, 0)
+    circle = deal_circle(e2, 0)
     games = {tuple(play_game(e2, (r, r), circle, s).moves.tolist()) for s in range(5)}
     assert len(games) == 5
 
@@ -195,7 +195,7 @@ def test_different_seeds_give_different_games(e2):
 def test_bot_game_record_replays(name, rules):
     rs = load_ruleset(rules)
     for seed in (3, 4):
-        circle = deal_circle_for(rs, seed)
+        circle = deal_circle(rs, seed)
         seats = (make_bot(spec_of(name)), make_bot("greedy(epsilon=0.2)"))
         for pair in (seats, seats[::-1]):
             result = play_game(rs, pair, circle, seed)
@@ -209,7 +209,7 @@ def test_game_record_of_overridden_ruleset_replays(e2):
     """An overridden ruleset keeps its base's name, so its record must carry it inline."""
     rs = e2.with_overrides({"starting_buttons": 0})
     assert rs.name == "edition2" and rs.content_hash() != e2.content_hash()
-    circle = deal_circle_for(rs, 5)
+    circle = deal_circle(rs, 5)
     result = play_game(rs, (make_bot("greedy"), make_bot("income")), circle, 5)
     assert isinstance(game_record(rs, circle, result)["rules"], dict)
     assert_replays(rs, circle, result)
@@ -221,7 +221,7 @@ def test_custom_bot_from_import_path_plays_full_game(e2):
     assert type(bot).__name__ == "Hoarder" and bot.threshold == 3
     assert bot.spec == "custom_bots:Hoarder(threshold=3)"
     assert isinstance(bot, Bot) and not isinstance(bot, CompiledBot)
-    circle = deal_circle_for(e2, 21)
+    circle = deal_circle(e2, 21)
     for pair in ((bot, make_bot("greedy")), (make_bot("mcts(iterations=10)"), bot)):
         result = play_game(e2, pair, circle, 21)
         seat = pair.index(bot)
@@ -232,7 +232,7 @@ def test_custom_bot_from_import_path_plays_full_game(e2):
 
 
 def test_custom_bot_parameter_takes_effect(e2):
-    circle = deal_circle_for(e2, 2)
+    circle = deal_circle(e2, 2)
     miser = play_game(e2, (make_bot("custom_bots:Hoarder(threshold=1000)"),
                            make_bot("greedy")), circle, 2)
     assert miser.buys[0] == 0 and miser.passes[0] > 0
@@ -256,9 +256,9 @@ BROKEN = [
 
 @pytest.mark.parametrize("seat", [0, 1])
 @pytest.mark.parametrize(("spec", "what", "at"), BROKEN)
-def test_broken_bot_stops_game_with_bot_error(e2, spec, what, at, seat):
+def test_broken_bot_stops_game_withbot_error(e2, spec, what, at, seat):
     seed = 9
-    circle = deal_circle_for(e2, seed)
+    circle = deal_circle(e2, seed)
     pair = [make_bot("greedy"), make_bot("greedy")]
     pair[seat] = make_bot(spec)
     with pytest.raises(BotError) as info:
@@ -277,10 +277,10 @@ def test_broken_bot_stops_game_with_bot_error(e2, spec, what, at, seat):
         assert seats_of(err.record).count(seat) == at - 1
 
 
-def test_broken_bot_error_from_compiled_loop(e2, monkeypatch):
+def test_brokenbot_error_from_compiled_loop(e2, monkeypatch):
     """The compiled loop reports a policy's illegal move: the bot, the seed, the move number,
     and a record of the moves before it."""
-    circle = deal_circle_for(e2, 4)
+    circle = deal_circle(e2, 4)
     legal = play_game(e2, (make_bot("greedy"), make_bot("random")), circle, 4).moves[:3]
 
     def fake(tab, state, kinds, params, rng, moves, ev, result):
@@ -468,7 +468,7 @@ def wins_over_deals(rs: Ruleset, spec_a: str, spec_b: str, deals: int) -> tuple[
     a, b = make_bot(spec_a), make_bot(spec_b)
     wins, results = 0, []
     for seed in range(1000, 1000 + deals):
-        circle = deal_circle_for(rs, seed)
+        circle = deal_circle(rs, seed)
         first = play_game(rs, (a, b), circle, seed)
         second = play_game(rs, (b, a), circle, seed)
         wins += (first.winner == 0) + (second.winner == 1)

@@ -23,7 +23,7 @@ from patchsim.analysis.compare import (
 )
 from patchsim.analysis.stats import first_player_advantage
 from patchsim.cli import analysis as cli_analysis
-from patchsim.play.runner import load_events, load_games
+from patchsim.play.storage import load_events, load_games
 
 GAMES = 60
 

@@ -10,7 +10,8 @@ import pytest
 
 distributed = pytest.importorskip("dask.distributed")
 
-from patchsim.play.runner import RunError, execute, load_run_config  # noqa: E402
+from patchsim.play.config import RunError, load_run_config  # noqa: E402
+from patchsim.play.execution import execute  # noqa: E402
 
 
 def run(bots, run_dir: Path, batch: int | None = None, **kw):

@@ -15,7 +15,7 @@ from patchsim.cli.main import app
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.sweep import run_sweep
 from patchsim.experiments.tune import candidates, run_tune
-from patchsim.play.runner import load_games
+from patchsim.play.storage import load_games
 
 
 def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:
@@ -166,7 +166,9 @@ def test_gate_exits_1_when_a_tolerance_fails(tmp_path: Path) -> None:
 def test_gate_exits_2_when_the_budget_runs_out(tmp_path: Path) -> None:
     # a bound placed exactly at the estimate the last look will see can never be decided
     from patchsim.analysis.metrics import deal_metrics
-    from patchsim.play.runner import execute, load_events, load_run_config
+    from patchsim.play.config import load_run_config
+    from patchsim.play.execution import execute
+    from patchsim.play.storage import load_events
 
     cfg = load_run_config("edition2", games=200, bots=["greedy(epsilon=0.1)"], seed=5,
                           pairings="self")
@@ -513,7 +515,7 @@ def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
                          ids=lambda p: p.stem)
 def test_shipped_experiments_load(path: Path) -> None:
     """Every shipped experiment is valid for the command it is written for."""
-    from patchsim.play.runner import load_run_config
+    from patchsim.play.config import load_run_config
 
     data = yaml.safe_load(path.read_text())
     if "base" in data:

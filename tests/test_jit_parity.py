@@ -25,7 +25,8 @@ from patchsim.engine import core
 from patchsim.bots import policies
 from patchsim.bots import scripted as S
 from patchsim.bots import scripted as S
-from patchsim.engine.game import Game, deal_circle
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
 from patchsim.play.loops import R_ERROR, R_WIDTH, play_game, play_games
 from patchsim.engine.ruleset import load_ruleset, ruleset_from_dict
 from patchsim.engine.tables import compile_ruleset

@@ -12,7 +12,8 @@ from strategies import ruleset_dicts
 
 from patchsim.bots import policies
 from patchsim.engine import core
-from patchsim.engine.game import Game, deal_circle, decode_move
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game, decode_move
 from patchsim.engine.record import GameRecord, final_position
 from patchsim.engine.ruleset import Ruleset, ruleset_from_dict
 from patchsim.play.loops import (

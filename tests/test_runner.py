@@ -1,4 +1,4 @@
-"""Tests for batch runs (patchsim.play.runner, ``patchsim run``): stored tables independent of
+"""Tests for batch runs (patchsim.play, ``patchsim run``): stored tables independent of
 workers and batch size, resume after a kill, top-up, seat-swapped and common deals, bad
 input found before any work starts, failing bots, and the command end to end."""
 
@@ -15,22 +15,15 @@ from typer.testing import CliRunner
 
 from patchsim.bots.registry import make_bot
 from patchsim.cli.main import app
+from patchsim.engine.deal import deal_circle, deal_seed, deal_streams
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, replay
 from patchsim.engine.ruleset import load_ruleset
-from patchsim.play import runner
+from patchsim.play import execution as runner
+from patchsim.play.batches import plan_batches
+from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
+from patchsim.play.execution import execute
 from patchsim.play.match import play_game
-from patchsim.play.runner import (
-    RunConfig,
-    RunError,
-    deal_circle_for,
-    deal_seed,
-    deal_streams,
-    execute,
-    load_run_config,
-    plan_batches,
-    run_identity,
-)
 
 SCENARIOS = {
     "compiled": ["greedy", "random"],
@@ -38,7 +31,7 @@ SCENARIOS = {
     "python": ["greedy", "custom_bots:Hoarder(threshold=3)"],
 }
 KINDS = ("games", "events")
-REAL_BATCH_JOB = runner._batch_job
+REAL_BATCH_JOB = runner.run_batch
 
 
 def config(bots=("greedy", "random"), games: int = 40, batch: int | None = None,
@@ -71,7 +64,7 @@ def batch_files(run_dir: Path) -> list[str]:
 
 
 class CountingJobs:
-    """Wraps runner._batch_job (sequential runs only): counts the batches played, and can
+    """Wraps runner.run_batch (sequential runs only): counts the batches played, and can
     raise KeyboardInterrupt instead of playing batch number ``interrupt_at``."""
 
     def __init__(self, interrupt_at: int | None = None) -> None:
@@ -139,7 +132,7 @@ def test_same_config_in_two_folders_gives_identical_tables(reference, tmp_path):
 # --- seat-swapped pairs and common deals ------------------------------------------------------
 def replay_row(rs, row) -> Game:
     """Replay a stored game's moves on its deal's circle; every move must be legal."""
-    game = Game.new(rs, circle=deal_circle_for(rs, int(row.deal_seed)))
+    game = Game.new(rs, circle=deal_circle(rs, int(row.deal_seed)))
     for code in row.moves:
         game.apply(int(code))
     return game
@@ -175,7 +168,7 @@ def test_stored_games_are_the_games_of_match_play(reference):
         if row.order == 1:
             streams = streams[::-1].copy()
         bots = (make_bot(row.bot0), make_bot(row.bot1))
-        result = play_game(rs, bots, deal_circle_for(rs, seed), seed, streams=streams)
+        result = play_game(rs, bots, deal_circle(rs, seed), seed, streams=streams)
         assert result.moves.tolist() == list(row.moves)
         assert result.scores == (row.score0, row.score1)
 
@@ -195,7 +188,7 @@ def test_common_deals_across_rulesets(tmp_path):
     assert (by_rules["edition1"]["deal_seed"] == by_rules["edition2"]["deal_seed"]).all()
     for deal in range(5):
         seed = deal_seed(7, deal)
-        assert deal_circle_for(e1, seed) == deal_circle_for(e2, seed)
+        assert deal_circle(e1, seed) == deal_circle(e2, seed)
     for rs in (e1, e2):
         rows = games[games["ruleset"] == rs.name]
         assert set(rows["ruleset_hash"]) == {rs.content_hash()}
@@ -228,7 +221,7 @@ def test_resume_after_kill_replays_only_missing_batches(reference, tmp_path, mon
     lost = keys[2:5] + keys[-1:]
     forget_batches(tmp_path / "run", lost)
     jobs = CountingJobs()
-    monkeypatch.setattr(runner, "_batch_job", jobs)
+    monkeypatch.setattr(runner, "run_batch", jobs)
     result = run(config(batch=4), tmp_path / "run")
     assert result.complete and jobs.calls == len(lost)
     assert_same_tables(reference["compiled"], tmp_path / "run")
@@ -247,7 +240,7 @@ def test_keyboard_interrupt_keeps_finished_batches_and_resumes(reference, tmp_pa
                                                                monkeypatch):
     messages: list[str] = []
     jobs = CountingJobs(interrupt_at=4)
-    monkeypatch.setattr(runner, "_batch_job", jobs)
+    monkeypatch.setattr(runner, "run_batch", jobs)
     with pytest.raises(KeyboardInterrupt):
         execute(config(batch=4), tmp_path / "run", jobs=1, progress=False,
                 echo=messages.append)
@@ -260,14 +253,14 @@ def test_keyboard_interrupt_keeps_finished_batches_and_resumes(reference, tmp_pa
     text = "".join(messages)
     assert "interrupted: 3 of 15 batches" in text and f"--resume {run_dir}" in text
     jobs = CountingJobs()
-    monkeypatch.setattr(runner, "_batch_job", jobs)
+    monkeypatch.setattr(runner, "run_batch", jobs)
     result = run(config(batch=4), run_dir)
     assert result.complete and jobs.calls == 12
     assert_same_tables(reference["compiled"], run_dir)
 
 
 def test_cli_resume_finishes_interrupted_run(reference, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "_batch_job", CountingJobs(interrupt_at=2))
+    monkeypatch.setattr(runner, "run_batch", CountingJobs(interrupt_at=2))
     with pytest.raises(KeyboardInterrupt):
         run(config(batch=4), tmp_path / "run")
     monkeypatch.undo()
@@ -281,11 +274,11 @@ def test_cli_resume_finishes_interrupted_run(reference, tmp_path, monkeypatch):
 def test_cli_resume_reuses_finished_batches_of_experiment(reference, tmp_path, monkeypatch):
     exp = tmp_path / "exp.yaml"
     exp.write_text("ruleset: edition2\nbots: [greedy, random]\ngames: 40\nbatch_deals: 4\n")
-    monkeypatch.setattr(runner, "_batch_job", CountingJobs(interrupt_at=4))
+    monkeypatch.setattr(runner, "run_batch", CountingJobs(interrupt_at=4))
     with pytest.raises(KeyboardInterrupt):
         run(load_run_config(str(exp)), tmp_path / "run")
     jobs = CountingJobs()
-    monkeypatch.setattr(runner, "_batch_job", jobs)
+    monkeypatch.setattr(runner, "run_batch", jobs)
     result = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "run"), "--jobs", "1",
                                       "--no-report", "--no-progress"])
     assert result.exit_code == 0, result.output
@@ -316,7 +309,7 @@ def test_top_up_adds_deals_and_keeps_the_first(reference, tmp_path, monkeypatch,
     assert_same_tables(reference["compiled"], run_dir)
     # asking for fewer games keeps what is there and plays nothing
     jobs = CountingJobs()
-    monkeypatch.setattr(runner, "_batch_job", jobs)
+    monkeypatch.setattr(runner, "run_batch", jobs)
     result = run(config(games=10, batch=batch), run_dir)
     assert jobs.calls == 0 and result.games == 120
     assert_same_tables(reference["compiled"], run_dir)
@@ -534,7 +527,7 @@ def test_cli_run_experiment_with_overrides(tmp_path):
     assert len(games) == 2
     rows = games.itertuples()
     for row in rows:
-        game = Game.new(want, circle=deal_circle_for(want, int(row.deal_seed)))
+        game = Game.new(want, circle=deal_circle(want, int(row.deal_seed)))
         for code in row.moves:
             game.apply(int(code))
         assert game.scores == (row.score0, row.score1)
@@ -648,7 +641,7 @@ def test_python_bot_may_return_record_text():
             return str(super().choose(game, moves, rng))
 
     rs = load_ruleset("edition2")
-    circle = deal_circle_for(rs, 3)
+    circle = deal_circle(rs, 3)
     a = play_game(rs, (TextBot(threshold=3), make_bot("greedy")), circle, 3)
     b = play_game(rs, (Hoarder(threshold=3), make_bot("greedy")), circle, 3)
     assert a.scores == b.scores and list(a.moves) == list(b.moves)
@@ -667,7 +660,7 @@ def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
 def test_run_until_stops_when_precise_enough(tmp_path):
     """--until tops the run up in steps and stops at the first step whose interval is narrow
     enough; the result equals a plain run of that many deals."""
-    from patchsim.play.runner import execute_until
+    from patchsim.play.execution import execute_until
 
     cfg = config(bots=("greedy(epsilon=0.05)",), games=400, pairings="self")
     messages = []

@@ -17,7 +17,7 @@ from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
 from patchsim.analysis import stats as st
-from patchsim.play.runner import load_events, load_games
+from patchsim.play.storage import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
 

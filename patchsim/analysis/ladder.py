@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.stats import wilson
+from patchsim.analysis.stats import ratings, wilson
 
 
 def head_to_head(games: pd.DataFrame) -> pd.DataFrame:
@@ -30,8 +30,6 @@ def ladder(games: pd.DataFrame) -> pd.DataFrame:
     """Per bot: games, wins, win rate against the field with a 95% interval, and a
     Bradley-Terry rating in Elo points (with a first-seat term) with its interval; best first.
     Self-play games carry no information on strength and are left out."""
-    from patchsim.analysis.stats import ratings
-
     cross = games[games["bot0"] != games["bot1"]]
     r = ratings(cross).set_index("bot")
     out = []

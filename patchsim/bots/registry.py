@@ -30,7 +30,7 @@ import yaml
 from patchsim.bots import policies as P
 from patchsim.bots import scripted, search
 from patchsim.engine import core
-from patchsim.engine.game import Game, Move, MoveList
+from patchsim.engine.game import Game, Move, MoveList, decode_move
 
 
 class BotSpecError(ValueError):
@@ -63,8 +63,6 @@ class CompiledBot:
     def choose(self, game: Game, moves: MoveList, rng: np.random.Generator) -> Move:
         state = np.array([rng.integers(0, 2**63)], dtype=np.uint64)
         code = self.choose_code(game, state)
-        from patchsim.engine.game import decode_move
-
         return decode_move(code, game.tables)
 
     def __repr__(self) -> str:

@@ -111,7 +111,9 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
 
     import yaml
 
-    from patchsim.play.runner import RunError, execute, load_run_config, new_run_dir
+    from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.execution import execute
+    from patchsim.play.storage import new_run_dir
 
     if games < 1:
         raise _fail(f"--games must be at least 1, got {games}")

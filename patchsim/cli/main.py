@@ -145,16 +145,9 @@ def run(
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.analysis.stats import format_summary, run_summary
-    from patchsim.play.runner import (
-        RunError,
-        execute,
-        execute_until,
-        games_to_deals,
-        load_games,
-        load_run_config,
-        new_run_dir,
-        read_manifest,
-    )
+    from patchsim.play.config import RunError, games_to_deals, load_run_config
+    from patchsim.play.execution import execute, execute_until
+    from patchsim.play.storage import load_games, new_run_dir, read_manifest
 
     try:
         if resume:
@@ -221,7 +214,9 @@ def ladder_cmd(
     and Bradley-Terry (Elo) ratings."""
 
     from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
-    from patchsim.play.runner import RunError, execute, load_games, load_run_config, new_run_dir
+    from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.execution import execute
+    from patchsim.play.storage import load_games, new_run_dir
 
     try:
         cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
@@ -263,7 +258,7 @@ def sweep(
 ) -> None:
     """Play every variant of an experiment on the same deals; write the comparison report."""
     from patchsim.experiments.sweep import run_sweep
-    from patchsim.play.runner import RunError
+    from patchsim.play.config import RunError
 
     exp = _load_experiment(experiment)
     typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
@@ -289,7 +284,7 @@ def tune(
 ) -> None:
     """Search the declared ruleset fields for the variant closest to the declared targets."""
     from patchsim.experiments.tune import run_tune
-    from patchsim.play.runner import RunError
+    from patchsim.play.config import RunError
 
     exp = _load_experiment(experiment)
     if not exp.tune:
@@ -318,7 +313,7 @@ def check(
     fail, 2 when the game budget ran out undecided (3: the experiment file is invalid)."""
     from patchsim.experiments.experiment import ExperimentError, load_experiment
     from patchsim.experiments.gate import run_check
-    from patchsim.play.runner import RunError
+    from patchsim.play.config import RunError
 
     try:
         exp = load_experiment(experiment)

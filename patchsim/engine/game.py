@@ -14,7 +14,8 @@ from typing import overload
 import numpy as np
 
 from patchsim.engine import core
-from patchsim.engine.ruleset import Ruleset, load_ruleset
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.ruleset import Ruleset, load_ruleset, shipped_rulesets
 from patchsim.engine.tables import Tables, compile_ruleset, join, parse_square, square_name
 
 ILLEGAL_REASONS = {
@@ -174,12 +175,13 @@ class Game:
     def new(cls, rules: Ruleset | str = "edition2", circle: Sequence[str] | None = None,
             seed: int | np.random.Generator | None = None) -> Game:
         """A new game. ``circle`` lists patch ids clockwise from the neutral token; if omitted
-        it is dealt at random from ``seed``: the other patches shuffled, the starting patch
-        last (RULES.md, Setup)."""
+        it is dealt from ``seed`` by :func:`patchsim.engine.deal.deal_circle` (the other
+        patches shuffled, the starting patch last: docs/rules.md R2.3), exactly as the runner
+        deals the game whose ``deal_seed`` is ``seed``."""
         ruleset = rules if isinstance(rules, Ruleset) else load_ruleset(rules)
         tables = compile_ruleset(ruleset)
         if circle is None:
-            circle = deal_circle(ruleset, np.random.default_rng(seed))
+            circle = deal_circle(ruleset, seed)
         idx = circle_indices(circle, tables)
         return cls(tables, core.new_state(tables.tab, idx), tuple(circle))
 
@@ -380,8 +382,6 @@ class Game:
 
 @lru_cache(maxsize=1)
 def _shipped_by_hash() -> dict[str, str]:
-    from patchsim.engine.ruleset import shipped_rulesets
-
     out: dict[str, str] = {}
     for name in shipped_rulesets():
         try:
@@ -399,13 +399,6 @@ def rules_reference(ruleset: Ruleset) -> str | dict:
     if h in shipped:
         return shipped[h]
     return ruleset.to_dict()
-
-
-def deal_circle(ruleset: Ruleset, rng: np.random.Generator) -> list[str]:
-    """A random circle: every patch but the starting one shuffled, the starting patch last."""
-    others = [p.id for p in ruleset.patches if p.id != ruleset.start_after]
-    order = rng.permutation(len(others))
-    return [others[i] for i in order] + [ruleset.start_after]
 
 
 def circle_indices(circle: Sequence[str], tables: Tables) -> np.ndarray:

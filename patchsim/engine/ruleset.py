@@ -382,7 +382,7 @@ def _set_prov(prov: _Provenance, path: str, label: str, display: str) -> None:
     prov[path] = (label, display)
 
 
-def _merge(base: dict[Any, Any], over: Mapping[Any, Any], prov: _Provenance, label: str,
+def merge_batches(base: dict[Any, Any], over: Mapping[Any, Any], prov: _Provenance, label: str,
            path: str = "", display: str = "") -> dict[Any, Any]:
     """Deep-merge ``over`` into a copy of ``base``: mappings merge, lists and scalars replace."""
     out = dict(base)
@@ -392,7 +392,7 @@ def _merge(base: dict[Any, Any], over: Mapping[Any, Any], prov: _Provenance, lab
             # The mapping as a whole (e.g. "board is too big") is blamed on the last file to
             # touch it; its leaves keep their own sources.
             prov[p] = (label, d)
-            out[key] = _merge(out[key], value, prov, label, p, d)
+            out[key] = merge_batches(out[key], value, prov, label, p, d)
         else:
             out[key] = copy.deepcopy(value)
             _set_prov(prov, p, label, d)
@@ -470,7 +470,7 @@ def _resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
     if isinstance(own.get("patches"), str):
         own["patches"], table_label = _load_patch_table(own["patches"], f"{label}: patches",
                                                         base_dir)
-    merged = _merge(base, own, prov, label)
+    merged = merge_batches(base, own, prov, label)
     if table_label is not None:
         _set_prov(prov, "patches", table_label, "patches")
     prov[""] = (label, "")
@@ -515,7 +515,7 @@ def _apply_override(data: dict[Any, Any], prov: _Provenance, problems: list[str]
         node[last] = value
         _set_prov(prov, ipath, tlabel, "patches")
     elif isinstance(value, dict) and isinstance(node.get(last), dict):
-        node[last] = _merge(node[last], value, prov, _OVERRIDE_LABEL, ipath, key)
+        node[last] = merge_batches(node[last], value, prov, _OVERRIDE_LABEL, ipath, key)
     else:
         node[last] = copy.deepcopy(value)
         _set_prov(prov, ipath, _OVERRIDE_LABEL, key)

@@ -21,7 +21,7 @@ import yaml
 from patchsim.analysis.metrics import METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-from patchsim.play.runner import all_pairings
+from patchsim.play.config import all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "tune", "check", "batch_deals"}

@@ -24,14 +24,9 @@ from pathlib import Path
 
 from patchsim.analysis.metrics import deal_metrics, estimate
 from patchsim.experiments.experiment import Experiment, Tolerance
-from patchsim.play.runner import (
-    RunConfig,
-    all_pairings,
-    execute,
-    games_to_deals,
-    load_events,
-    load_games,
-)
+from patchsim.play.config import RunConfig, all_pairings, games_to_deals
+from patchsim.play.execution import execute
+from patchsim.play.storage import load_events, load_games
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
 MIN_DEALS = 10  # no verdict on fewer deals per pairing

@@ -28,14 +28,9 @@ from patchsim.analysis.metrics import (  # noqa: E402
     paired_differences,
 )
 from patchsim.experiments.experiment import Experiment  # noqa: E402
-from patchsim.play.runner import (  # noqa: E402
-    RunConfig,
-    all_pairings,
-    execute,
-    games_to_deals,
-    load_events,
-    load_games,
-)
+from patchsim.play.config import RunConfig, all_pairings, games_to_deals  # noqa: E402
+from patchsim.play.execution import execute
+from patchsim.play.storage import load_events, load_games
 
 SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]

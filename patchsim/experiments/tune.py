@@ -19,14 +19,9 @@ import pandas as pd
 
 from patchsim.analysis.metrics import deal_metrics, estimate
 from patchsim.experiments.experiment import Experiment, _draw, _label
-from patchsim.play.runner import (
-    RunConfig,
-    all_pairings,
-    execute,
-    games_to_deals,
-    load_events,
-    load_games,
-)
+from patchsim.play.config import RunConfig, all_pairings, games_to_deals
+from patchsim.play.execution import execute
+from patchsim.play.storage import load_events, load_games
 
 FRESH_SEED_OFFSET = 1_000_003  # finalists are re-checked on deals no candidate was chosen on
 

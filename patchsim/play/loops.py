@@ -91,36 +91,6 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
     return out
 
 
-@njit(cache=True)
-def deal_setup(seeds: np.ndarray, npatch: np.int64, start: np.int64
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Each deal's patch circle and the two bots' random streams, from the deal seed.
-
-    The circle is every patch but ``start`` in a Fisher-Yates shuffle, then ``start`` last
-    (RULES.md, Setup); the streams are the next two words of the deal's splitmix64 stream.
-    Returns (circles (n, npatch) of patch indices, streams (n, 2))."""
-    n = seeds.shape[0]
-    circles = np.empty((n, npatch), dtype=np.int64)
-    streams = np.empty((n, 2), dtype=np.uint64)
-    rng = np.zeros(1, dtype=np.uint64)
-    for i in range(n):
-        rng[0] = np.uint64(seeds[i])
-        k = 0
-        for p in range(npatch):
-            if p != start:
-                circles[i, k] = p
-                k += 1
-        circles[i, npatch - 1] = start
-        for j in range(npatch - 2, 0, -1):
-            r = core.rng_below(rng, j + 1)
-            t = circles[i, j]
-            circles[i, j] = circles[i, r]
-            circles[i, r] = t
-        streams[i, 0] = core.rng_next(rng)
-        streams[i, 1] = core.rng_next(rng)
-    return circles, streams
-
-
 @njit(cache=True, nogil=True)
 def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
                params: np.ndarray, max_plies: np.int64, max_events: np.int64):

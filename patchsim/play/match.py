@@ -111,13 +111,13 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
             p = int(result[playout.R_ERROR]) - 1
             n = int(result[playout.R_PLIES])
             bad = int(moves[n - 1])
-            raise _bot_error(tables, circle, moves[: n - 1], bots[p], p, seed, n,
+            raise bot_error(tables, circle, moves[: n - 1], bots[p], p, seed, n,
                              f"chose an illegal move (code {bad})")
         return GameResult.from_row(result, moves[: result[playout.R_PLIES]].copy(), ev[:ne].copy())
     return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result)
 
 
-def _bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, seed: int,
+def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, seed: int,
                move_number: int, what: str) -> BotError:
     spec = bot_spec(bot)
     return BotError(f"bot {spec!r} (seat {seat}) {what} at move {move_number} of the game "
@@ -148,10 +148,10 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
                     try:
                         choice = game.parse_move(choice)
                     except ValueError as e:
-                        raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                        raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
                                          f"returned a move that is not one: {e}") from None
                 if not isinstance(choice, Move | int | np.integer) or isinstance(choice, bool):
-                    raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
                                      f"returned {choice!r}, which is not a Move, a move code "
                                      "or move text")
                 code = choice.code if isinstance(choice, Move) else int(choice)
@@ -160,12 +160,12 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
         except BotError:
             raise
         except Exception as e:  # a user's bot may raise anything: report it, with the game
-            raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+            raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
                              f"raised {type(e).__name__}: {e}") from e
         moves[n] = code
         if core.legality(state, tab, code) != 0:
             why = game.illegal_reason(code) if code > -10**9 else "not one of the legal moves"
-            raise _bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+            raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
                              f"chose an illegal move ({why})")
         if code == core.PASS:
             result[playout.R_PASSES + p] += 1

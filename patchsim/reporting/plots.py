@@ -19,6 +19,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from patchsim.engine.render import LABELS
+
 SEAT_COLOURS = ("#1f77b4", "#d62728")  # seat 0, seat 1
 LEATHER = "#5b3a1a"
 USEFUL, ORDINARY, LOST = "#2ca02c", "#bcbd22", "#7f7f7f"
@@ -318,8 +320,6 @@ def quilt_pictures(samples: Sequence[dict[str, Any]]) -> Figure:
     (rows with mark, seat) and ``scores``. Patches are coloured by id, leather patches
     brown with an L, empty squares white; below, the track with income marks ($), leather
     marks (coloured by the claimer) and each player's purchases at their track position."""
-    from patchsim.engine.render import LABELS
-
     if not samples:
         return _empty(_figure(6, 2), "no sample games")
     fig = _figure(9, 5.0 * len(samples))

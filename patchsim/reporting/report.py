@@ -33,6 +33,10 @@ from patchsim.analysis.compare import (
     split_rulesets,
 )
 from patchsim.analysis.stats import MIN_DEALS, num, pct
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
+from patchsim.engine.render import patch_legend, quilt_labels
+from patchsim.engine.ruleset import ruleset_from_dict
 from patchsim.reporting import plots
 
 
@@ -79,8 +83,6 @@ def load_run(run_dir: str | Path) -> Run:
         raise ReportError(f"{run_dir}: cannot read the tables: {e}") from None
     rulesets: dict[str, Any] = {}
     try:
-        from patchsim.engine.ruleset import ruleset_from_dict
-
         for r in manifest.get("config", {}).get("rulesets", []):
             rulesets[r["name"]] = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
     except Exception:  # noqa: BLE001 - old or hand-edited manifests: report without rules data
@@ -494,10 +496,6 @@ def _bonus(bonus: pd.DataFrame, bonus_ev: pd.DataFrame, run: Run) -> Section:
 def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
     """Replay one game per ruleset (the first pairing's first deal, first bot in seat 0; the
     same deal under every ruleset) for the quilt pictures."""
-    from patchsim.engine.game import Game
-    from patchsim.engine.render import patch_legend, quilt_labels
-    from patchsim.play.runner import deal_circle_for
-
     out = []
     g = run.games
     if g.empty:
@@ -510,7 +508,7 @@ def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
             continue
         row = sub.sort_values(["deal", "order"]).iloc[0]
         try:
-            game = Game.new(rs, circle=deal_circle_for(rs, int(row["deal_seed"])))
+            game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
             for code in row["moves"]:
                 game.apply(int(code))
         except Exception:  # noqa: BLE001 - a picture must never stop the report

@@ -1,0 +1,218 @@
+"""What a run plays: the rulesets, the bots and their pairings, the number of deals and the
+master seed, read from a ruleset or a run file (:class:`RunConfig`, :func:`load_run_config`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from patchsim.bots.registry import BotSpecError, make_bot
+from patchsim.engine.ruleset import (
+    Ruleset,
+    RulesetError,
+    load_ruleset,
+    parse_override,
+    ruleset_from_dict,
+)
+
+DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
+DEFAULT_GAMES = 200
+RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
+            "set", "batch_deals"}
+
+
+class RunError(ValueError):
+    """A problem with a run's configuration or output, found before any work starts."""
+
+
+# --- configuration ----------------------------------------------------------------------------
+@dataclass
+class RunConfig:
+    """Everything that determines a run's games."""
+
+    name: str
+    rulesets: list[Ruleset]
+    bots: list[str]
+    pairings: list[tuple[int, int]]
+    deals: int
+    seed: int = 1
+    batch_deals: int | None = None  # deals per batch; None: chosen by the bots' speed
+    source: str = "<config>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "rulesets": [{"name": r.name, "hash": r.content_hash(), "rules": r.to_dict()}
+                         for r in self.rulesets],
+            "bots": self.bots,
+            "pairings": [list(p) for p in self.pairings],
+            "deals": self.deals,
+            "seed": self.seed,
+            "batch_deals": self.batch_deals,
+        }
+
+    @classmethod
+    def from_manifest(cls, data: dict[str, Any]) -> RunConfig:
+        rulesets = [ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
+                    for r in data["rulesets"]]
+        return cls(data["name"], rulesets, list(data["bots"]),
+                   [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]),
+                   data.get("batch_deals"))
+
+    def pairing_label(self, i: int) -> str:
+        a, b = self.pairings[i]
+        return f"{self.bots[a]} vs {self.bots[b]}"
+
+
+def run_identity(config: RunConfig) -> str:
+    """A run's id: a hash of what determines its games (not of the number of deals, so a
+    top-up keeps it; not of the folder, so two identical runs store identical tables)."""
+    import hashlib
+
+    ident = {k: v for k, v in config.to_dict().items()
+             if k not in ("deals", "rulesets", "batch_deals")}
+    ident["rulesets"] = [r.content_hash() for r in config.rulesets]
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def all_pairings(n: int, mode: str = "all") -> list[tuple[int, int]]:
+    """Bot index pairs: ``all`` (self-play included), ``cross`` (no self-play), ``self``."""
+    if mode == "self":
+        return [(i, i) for i in range(n)]
+    if mode == "cross":
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+    return [(i, j) for i in range(n) for j in range(i, n)]
+
+
+def games_to_deals(games: int) -> int:
+    """Games per pairing and ruleset to deals (each deal is a seat-swapped pair of games)."""
+    return max(1, math.ceil(games / 2))
+
+
+def _whole(value: Any, where: str, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RunError(f"{where}: expected a whole number >= {lo}, got {value!r}")
+    if value < lo:
+        raise RunError(f"{where} must be at least {lo}, got {value}")
+    return value
+
+
+def _read_yaml(path: Path, ref: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise RunError(f"{ref}: not valid YAML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunError(f"{ref}: cannot read the file: {e}") from None
+
+
+def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
+                    seed: int | None = None, overrides: Sequence[str] = (),
+                    pairings: str | None = None, batch_deals: int | None = None) -> RunConfig:
+    """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
+    mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win. Every
+    problem is a RunError naming the file, key and value, raised before anything runs."""
+    path = Path(ref)
+    data: dict[str, Any] = {}
+    if path.is_dir():
+        raise RunError(f"{ref} is a folder; give a ruleset or experiment YAML file (or "
+                       f"--resume {ref} to continue a run)")
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        loaded = _read_yaml(path, ref)
+        if isinstance(loaded, dict) and "base" in loaded and not (
+                "rulesets" in loaded or "ruleset" in loaded):
+            raise RunError(f"{ref} is a sweep experiment (it has `base`): use "
+                           f"`patchsim sweep {ref}` (or tune/check)")
+        if isinstance(loaded, dict) and ("rulesets" in loaded or "ruleset" in loaded):
+            data = loaded
+    if data:
+        unknown = sorted(set(data) - RUN_KEYS)
+        if unknown:
+            raise RunError(f"{ref}: unknown key(s) {', '.join(unknown)} (an experiment has "
+                           f"{', '.join(sorted(RUN_KEYS))})")
+        refs = data.get("rulesets") if "rulesets" in data else [data.get("ruleset")]
+        if isinstance(refs, str):
+            refs = [refs]
+        key = "rulesets" if "rulesets" in data else "ruleset"
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
+                           f"them, got {data.get(key)!r}")
+        name = str(data.get("name") or path.stem)
+        base = path.parent
+        rulesets = []
+        for i, r in enumerate(refs):
+            target = base / r if r.endswith((".yaml", ".yml")) and (base / r).exists() else r
+            try:
+                rulesets.append(load_ruleset(target))
+            except RulesetError as e:
+                raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
+        file_bots = data.get("bots")
+        if isinstance(file_bots, str | dict):
+            file_bots = [file_bots]  # one bot
+        if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
+            raise RunError(f"{ref}: bots: expected a list of bot specs, got {file_bots!r}")
+        bot_specs = list(bots) if bots else list(file_bots or DEFAULT_BOTS)
+        mode = pairings or str(data.get("pairings", "all"))
+        if mode not in ("all", "cross", "self"):
+            raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
+        games_n = games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
+                                                         f"{ref}: games", 1)
+        seed_n = seed if seed is not None else _whole(data.get("seed", 1), f"{ref}: seed", 0)
+        extra = data.get("set") or {}
+        if not isinstance(extra, dict):
+            raise RunError(f"{ref}: set: expected a mapping of ruleset fields to values, got "
+                           f"{extra!r}")
+        overrides = [*(f"{k}={json.dumps(v)}" for k, v in extra.items()), *overrides]
+        if batch_deals is None and data.get("batch_deals") is not None:
+            batch_deals = _whole(data["batch_deals"], f"{ref}: batch_deals", 1)
+    else:
+        try:
+            rulesets = [load_ruleset(ref)]
+        except RulesetError as e:
+            raise RunError(str(e)) from None
+        name = rulesets[0].name if not path.exists() else path.stem
+        bot_specs = list(bots) if bots else list(DEFAULT_BOTS)
+        mode = pairings or "all"
+        if mode not in ("all", "cross", "self"):
+            raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
+        games_n = games if games is not None else DEFAULT_GAMES
+        seed_n = seed if seed is not None else 1
+    _whole(games_n, "--games", 1)
+    _whole(seed_n, "--seed", 0)
+    if batch_deals is not None:
+        _whole(batch_deals, "batch_deals", 1)
+    if overrides:
+        try:
+            pairs = dict(parse_override(o) for o in overrides)
+            rulesets = [r.with_overrides(pairs) for r in rulesets]
+        except RulesetError as e:
+            raise RunError(str(e)) from None
+        # changed rules get a name of their own: results must not pass for the edition's
+        rulesets = [dataclasses.replace(r, name=f"{r.name}+{r.content_hash()[:6]}")
+                    for r in rulesets]
+    canonical = []
+    for spec in bot_specs:
+        try:
+            bot = make_bot(spec)
+        except BotSpecError as e:
+            raise RunError(str(e)) from None
+        if getattr(bot, "values", {}).get("time_ms", 0):
+            raise RunError(f"bot {bot.spec}: a time budget (time_ms) makes results depend on "
+                           "the machine and its load; runs need reproducible bots (use "
+                           "iterations)")
+        canonical.append(bot.spec)  # one bot, one name, however it was typed
+    if len(set(canonical)) != len(canonical):
+        raise RunError(f"the same bot is listed twice: {', '.join(canonical)}")
+    pair_list = all_pairings(len(canonical), mode)
+    if not pair_list:
+        raise RunError(f"pairings {mode!r} with {len(canonical)} bot(s) gives no games "
+                       "(cross pairings need at least two bots)")
+    return RunConfig(name, rulesets, canonical, pair_list, games_to_deals(games_n), seed_n,
+                     batch_deals, ref)
