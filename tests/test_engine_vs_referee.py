@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from reference.referee import random_record, replay_trace
 from strategies import ruleset_dicts
 
-from patchsim.engine.game import Game, deal_circle
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, replay
 from patchsim.engine.ruleset import load_ruleset, ruleset_from_dict
 
@@ -56,3 +57,22 @@ def test_random_rulesets_match_referee(data: dict, seed: int) -> None:
     rs = ruleset_from_dict(data)
     assert_same_trace(engine_random_record(rs, seed))
     assert_same_trace(random_record(rs.to_dict(), seed))
+
+
+def test_more_leather_marks_than_empty_squares_matches_referee() -> None:
+    """docs/rules.md R8.5: crossing more leather marks than there are empty squares claims one
+    per square in track order; the rest go back on the track under `leather_when_full: stay`
+    (a case hypothesis found where the referee had claimed them all first)."""
+    data = {
+        "name": "tiny", "board": {"rows": 3, "cols": 3}, "starting_buttons": 0,
+        "second_player_buttons": 0,
+        "track": {"last_space": 8, "income": [], "leather": [1, 2, 3, 4, 5]},
+        "offer_size": 1, "bonus": None, "empty_square_penalty": 0,
+        "patches": [{"id": f"Q{i:02d}", "shape": "XX", "cost": 0, "time": 0, "income": 0}
+                    for i in range(14)],
+        "start_after": "Q00", "leather_when_full": "stay",
+    }
+    rs = ruleset_from_dict(data)
+    for seed in range(40):
+        assert_same_trace(engine_random_record(rs, seed))
+        assert_same_trace(random_record(rs.to_dict(), seed))

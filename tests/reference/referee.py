@@ -301,9 +301,15 @@ class Game:
         for mark in self.rules["track"]["income"]:
             if start < mark <= target:
                 self.buttons[player] += self.income[player]
-        claimed = [m for m in self.leather_on_track if start < m <= target]
-        for mark in claimed:
+        crossed = [m for m in self.leather_on_track if start < m <= target]
+        for mark in crossed:
             self.leather_on_track.remove(mark)
+        # docs/rules.md R8.5: one claim per empty square, in track order; the rest are
+        # discarded (or, under `leather_when_full: stay`, go back on the track)
+        room = self.empty_squares(player)
+        claimed, lost = crossed[:room], crossed[room:]
+        if lost and self.rules.get("leather_when_full", "discard") == "stay":
+            self.leather_on_track = sorted(self.leather_on_track + lost)
         self.pending = claimed
         self.pending_player = player if claimed else None
         self.settle_leather(player)
