@@ -1,4 +1,11 @@
-"""patchsim: rules-variant simulation and balance testing for the board game Patchwork."""
+"""patchsim: rules-variant simulation and balance testing for the board game Patchwork.
+
+The names a notebook needs are here: ``simulate`` (many games, as DataFrames), ``Game``,
+``Move``, ``MoveList`` (one game, move by move), ``load_ruleset``, ``make_bot``,
+``play_game``, ``deal_circle`` and the analysis functions (``run_summary``,
+``pairing_table``, ...). Importing patchsim compiles nothing and loads neither pandas nor
+matplotlib: everything beyond the engine is imported on first use.
+"""
 
 from patchsim import _jitcache
 
@@ -6,17 +13,95 @@ _jitcache.configure()  # before any compiled function is defined
 
 # ruff: noqa: E402
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from patchsim._version import __version__
-from patchsim.engine.game import Game, IllegalMoveError, Move, MoveList
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 
+# name -> module for the names imported on first access (they pull in pandas, scipy,
+# statsmodels or joblib, which a game of Patchwork in a terminal does not need)
+_LAZY = {
+    "simulate": "patchsim.play.simulate",
+    "Simulation": "patchsim.play.simulate",
+    "RunError": "patchsim.play.config",
+    "make_bot": "patchsim.bots.registry",
+    "play_game": "patchsim.play.match",
+    "BotError": "patchsim.play.match",
+    "run_summary": "patchsim.analysis.stats",
+    "format_summary": "patchsim.analysis.stats",
+    "pairing_table": "patchsim.analysis.stats",
+    "first_player_advantage": "patchsim.analysis.stats",
+    "score_table": "patchsim.analysis.stats",
+    "game_summary": "patchsim.analysis.stats",
+    "patch_table": "patchsim.analysis.stats",
+    "leather_table": "patchsim.analysis.stats",
+    "bonus_table": "patchsim.analysis.stats",
+    "ratings": "patchsim.analysis.stats",
+    "compare_rulesets": "patchsim.analysis.compare",
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
+    from patchsim.analysis.compare import compare_rulesets
+    from patchsim.analysis.stats import (
+        bonus_table,
+        first_player_advantage,
+        format_summary,
+        game_summary,
+        leather_table,
+        pairing_table,
+        patch_table,
+        ratings,
+        run_summary,
+        score_table,
+    )
+    from patchsim.bots.registry import make_bot
+    from patchsim.play.config import RunError
+    from patchsim.play.match import BotError, play_game
+    from patchsim.play.simulate import Simulation, simulate
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
+    "BotError",
     "Game",
     "IllegalMoveError",
+    "IllegalReason",
     "Move",
     "MoveList",
+    "RunError",
     "Ruleset",
     "RulesetError",
+    "Simulation",
+    "bonus_table",
+    "compare_rulesets",
+    "deal_circle",
+    "first_player_advantage",
+    "format_summary",
+    "game_summary",
+    "leather_table",
     "load_ruleset",
+    "make_bot",
+    "pairing_table",
+    "patch_table",
+    "play_game",
+    "ratings",
+    "run_summary",
+    "score_table",
+    "simulate",
     "__version__",
 ]

@@ -16,5 +16,5 @@ def shared_run(factory: pytest.TempPathFactory, name: str, ref: str, games: int,
     d = factory.getbasetemp() / "patchsim-runs" / name
     if not (d / "games.parquet").exists():
         cfg = load_run_config(ref, games=games, bots=bots, seed=seed)
-        execute(cfg, d, jobs=1, backend="sequential", progress=False)
+        execute(cfg, d, jobs=1, backend="sequential")
     return d

@@ -125,6 +125,7 @@ def seats_of(record: dict) -> list[int]:
 @pytest.mark.parametrize("name", NAMES)
 @FEW
 @given(data=ruleset_dicts(), seed=SEEDS, opponent=st.sampled_from(NAMES))
+@pytest.mark.slow
 def test_builtin_bot_plays_legal_finished_reproducible_games(name, data, seed, opponent):
     rs = ruleset_from_dict(data)
     circle = deal_circle(rs, seed)
@@ -143,6 +144,7 @@ def test_builtin_bot_plays_legal_finished_reproducible_games(name, data, seed, o
 
 @FEW
 @given(data=ruleset_dicts(), seed=SEEDS, threshold=st.integers(0, 6))
+@pytest.mark.slow
 def test_python_bot_plays_legal_finished_reproducible_games(data, seed, threshold):
     rs = ruleset_from_dict(data)
     circle = deal_circle(rs, seed)
@@ -155,6 +157,7 @@ def test_python_bot_plays_legal_finished_reproducible_games(data, seed, threshol
 
 
 @pytest.mark.parametrize("name", NAMES)
+@pytest.mark.slow
 def test_compiled_game_equals_python_loop(name, e2):
     bot = make_bot(spec_of(name))
     for opponent in ("random", "greedy(epsilon=0.3)", "mcts(iterations=10)"):
@@ -192,6 +195,7 @@ def test_different_seeds_give_different_games(e2):
 # --- records of bot games ---------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("rules", ["edition1", "edition2"])
+@pytest.mark.slow
 def test_bot_game_record_replays(name, rules):
     rs = load_ruleset(rules)
     for seed in (3, 4):
@@ -481,6 +485,7 @@ def test_greedy_beats_random(e2):
     assert wins >= 45
 
 
+@pytest.mark.slow
 def test_mcts_beats_greedy(e2):
     wins, _ = wins_over_deals(e2, "mcts(iterations=300)", "greedy", 10)
     assert wins >= 12

@@ -21,7 +21,7 @@ from patchsim.analysis.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.analysis.stats import first_player_advantage
+from patchsim.analysis.stats import first_player_advantage, leather_games
 from patchsim.cli import analysis as cli_analysis
 from patchsim.play.storage import load_events, load_games
 
@@ -57,6 +57,7 @@ def test_split_rulesets_keeps_run_order(two_rulesets: Path):
         assert len(g) == 3 * GAMES and set(e["game_id"]) <= set(g["game_id"])
 
 
+@pytest.mark.slow
 def test_compare_two_rulesets_of_one_run(two_rulesets: Path):
     g, e = load_games(two_rulesets), load_events(two_rulesets)
     c = compare_rulesets(g, e)
@@ -86,6 +87,7 @@ def test_compare_two_rulesets_of_one_run(two_rulesets: Path):
     assert "edition1" in text and "edition2" in text and "first leather patch" in text
 
 
+@pytest.mark.slow
 def test_flips_mcnemar_counts_deals(two_rulesets: Path):
     g, e = load_games(two_rulesets), load_events(two_rulesets)
     c = compare_rulesets(g, e)
@@ -96,6 +98,7 @@ def test_flips_mcnemar_counts_deals(two_rulesets: Path):
         assert r.p_value == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_two_runs_on_the_same_deals_give_the_same_comparison(
         two_rulesets: Path, separate_runs: tuple[Path, Path]):
     a, b = separate_runs
@@ -132,6 +135,7 @@ def _synthetic(deals: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_equivalence_needs_the_data():
     # the same games under A and B: every difference is exactly zero
     small, big = _synthetic(30), _synthetic(3000)
@@ -194,6 +198,7 @@ def test_cli_plan_and_errors(two_rulesets: Path, tmp_path: Path):
         assert "error:" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.slow
 def test_cli_compare_two_rulesets(tmp_path: Path):
     out = tmp_path / "cmp"
     res = CliRunner().invoke(_app(), ["compare", "edition1", "edition2", "--games", "20",
@@ -204,6 +209,7 @@ def test_cli_compare_two_rulesets(tmp_path: Path):
     assert "Comparison: edition2 against edition1" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_cli_compare_two_run_folders(separate_runs: tuple[Path, Path]):
     a, b = separate_runs
     res = CliRunner().invoke(_app(), ["compare", str(a), str(b)])
@@ -212,6 +218,7 @@ def test_cli_compare_two_run_folders(separate_runs: tuple[Path, Path]):
     assert "Comparison: edition2 against edition1" in (b / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
     """With several variants against one reference, p-values are corrected together: each
     adjusted p is at least what the comparison alone gave, and never below the raw p."""
@@ -252,3 +259,37 @@ def test_cli_compare_a_run_with_itself_is_an_error(tmp_path) -> None:
     result = CliRunner().invoke(app, ["compare", str(run_dir), str(run_dir)])
     assert result.exit_code == 2
     assert "same run folder" in result.output
+
+
+@pytest.mark.slow
+def test_comparisons_from_the_events_summary_are_the_in_memory_ones(
+        two_rulesets: Path, separate_runs: tuple[Path, Path]):
+    """Compact games and streamed event summaries (what the report loads) give exactly the
+    comparison of the full in-memory tables."""
+    from patchsim.analysis.compare import game_metrics
+    from patchsim.analysis.tables import read_games, scan_events
+
+    def both(run: Path) -> tuple[tuple, tuple]:
+        games = read_games(run)
+        return (games, scan_events(run, games, batch_rows=101)), (load_games(run),
+                                                                   load_events(run))
+
+    (g, e), (g_ref, e_ref) = both(two_rulesets)
+    new, ref = compare_rulesets(g, e), compare_rulesets(g_ref, e_ref)
+    a, b = separate_runs
+    (ga, ea), (ga_ref, ea_ref) = both(a)
+    (gb, eb), (gb_ref, eb_ref) = both(b)
+    pairs = [(new, ref), (compare(ga, gb, ea, eb), compare(ga_ref, gb_ref, ea_ref, eb_ref))]
+    for c_new, c_ref in pairs:
+        for name, t in c_ref.tables().items():
+            pd.testing.assert_frame_equal(c_new.tables()[name].reset_index(drop=True),
+                                          t.reset_index(drop=True), check_exact=True,
+                                          check_dtype=False, check_categorical=False)
+        assert c_new.verdict() == c_ref.verdict()
+    # the per-game leather values against leather_games (itself checked in test_stats)
+    lg = leather_games(g_ref, e_ref)
+    m = game_metrics(g, e).set_index("game_id")
+    first = lg[lg["rank"] == 1].set_index("game_id")["useful"].astype(float)
+    share = lg.groupby("game_id")["useful"].mean()
+    assert m["first leather useful"].equals(m.index.to_series().map(first).astype(float))
+    assert m["leather useful (all)"].equals(m.index.to_series().map(share).astype(float))

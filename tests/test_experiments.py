@@ -95,7 +95,7 @@ def small_sweep(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("sweep")
     exp = load_experiment(write(tmp, {**BASE, "games": 24, "grid": {
         "second_player_buttons": [0, 3], "bonus.points": [5, 7]}}))
-    return exp, run_sweep(exp, tmp / "run", jobs=1, backend="sequential", progress=False)
+    return exp, run_sweep(exp, tmp / "run", jobs=1, backend="sequential")
 
 
 def test_sweep_plays_every_variant_on_the_same_deals(small_sweep) -> None:
@@ -130,6 +130,7 @@ def test_sweep_report_files_and_heatmap(small_sweep) -> None:
     assert "http://" not in page and "https://" not in page
 
 
+@pytest.mark.slow
 def test_tune_end_to_end(tmp_path: Path) -> None:
     exp = load_experiment(write(tmp_path, {**BASE, "tune": {
         "fields": {"second_player_buttons": [0, 1, 2, 3]},
@@ -172,7 +173,7 @@ def test_gate_exits_2_when_the_budget_runs_out(tmp_path: Path) -> None:
 
     cfg = load_run_config("edition2", games=200, bots=["greedy(epsilon=0.1)"], seed=5,
                           pairings="self")
-    execute(cfg, tmp_path / "pilot", jobs=1, backend="sequential", progress=False)
+    execute(cfg, tmp_path / "pilot", jobs=1, backend="sequential")
     d = deal_metrics(load_games(tmp_path / "pilot"), load_events(tmp_path / "pilot"))
     bound = float(d["mean_score"].mean())
     assert gate(tmp_path, ["greedy(epsilon=0.1)"], {"metric": "mean_score",
@@ -501,7 +502,7 @@ def test_gate_exit_2_warns_that_rerunning_restarts_alpha_spending(tmp_path: Path
 def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
     exp = load_experiment(write(tmp_path, {**{k: v for k, v in BASE.items() if k != "bots"},
                                            "skill": ["random", "greedy"], "games": 20}))
-    res = run_sweep(exp, tmp_path / "run", jobs=1, backend="sequential", progress=False)
+    res = run_sweep(exp, tmp_path / "run", jobs=1, backend="sequential")
     md = res.report_md.read_text()
     assert "## Imbalance and skill" in md
     assert "paired bootstrap interval over deals (Bonferroni over 1 variant)" in md

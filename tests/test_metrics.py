@@ -59,3 +59,37 @@ def test_other_metrics_keep_the_plain_t_interval() -> None:
     x = np.array(values)
     assert row["se"] == pytest.approx(x.std(ddof=1) / np.sqrt(5))
     assert row["lo"] < 2.5 and row["hi"] > 5.5  # not clipped to [0, 1]
+
+
+def test_deal_metrics_from_the_events_summary_are_the_in_memory_ones(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """deal_metrics on the streamed summary (analysis.tables) against the pandas computation
+    over every event that it replaced: equal to the last bit."""
+    from runs import shared_run
+
+    from patchsim.analysis.metrics import deal_metrics
+    from patchsim.analysis.tables import read_games, scan_events
+    from patchsim.play.storage import load_events, load_games
+
+    run = shared_run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
+    games, events = load_games(run), load_events(run)
+    # the reference: leather placements per game straight from the events frame
+    place = events[events["event"] == "leather_place"]
+    useful = place.groupby("game_id")["filled_hole"].agg(["sum", "count"])
+    first = place.sort_values(["game_id", "seq"]).groupby("game_id")["filled_hole"].first()
+    g = games.join(useful, on="game_id")
+    g["leather_hits"] = g["sum"].fillna(0.0)
+    g["leather_placed"] = g["count"].fillna(0.0)
+    g["first_leather_useful"] = g["game_id"].map(first).astype(float)
+    ref = g.groupby(["ruleset", "pairing", "deal"], sort=False)[
+        ["leather_hits", "leather_placed", "first_leather_useful"]].mean().reset_index()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref["leather_useful"] = ref["leather_hits"] / ref["leather_placed"]
+    compact = read_games(run)
+    for d in (deal_metrics(compact, scan_events(run, compact, batch_rows=101)),
+              deal_metrics(games, events)):
+        cols = ["ruleset", "pairing", "deal", "leather_useful", "first_leather_useful"]
+        pd.testing.assert_frame_equal(d[cols], ref[cols], check_exact=True, check_dtype=False)
+    # and every other metric is the same with the compact games table
+    pd.testing.assert_frame_equal(deal_metrics(compact, scan_events(run, compact)),
+                                  deal_metrics(games, events), check_exact=True)

@@ -20,7 +20,8 @@ from patchsim.engine.ruleset import load_ruleset
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "edition2-sample.json"
 
-SUMMARY_KEYS = {"finished", "to_move", "pending_leather", "legal_moves", "winner", "players"}
+SUMMARY_KEYS = {"finished", "to_move", "pending_leather", "legal_moves", "winner", "players",
+                "text"}
 PLAYER_KEYS = {"position", "buttons", "income", "empty_squares", "bonus", "score"}
 
 
@@ -85,7 +86,7 @@ def test_json_prints_exactly_the_documented_object(record: dict, record_file: Pa
     assert summary["to_move"] is None
     assert summary["winner"] in (0, 1)
     assert summary["legal_moves"] == 0 and summary["pending_leather"] == 0
-    assert summary == final_position(GameRecord.from_dict(record)).summary()
+    assert summary == final_position(GameRecord.from_dict(record)).summary(text=True)
     for player in summary["players"]:
         assert player["position"] == 53
         penalty = 2 * player["empty_squares"]
@@ -117,8 +118,8 @@ def test_trace_json_prints_one_line_per_position(record: dict, record_file: Path
     assert len(lines) == len(record["moves"]) + 1
     trace = [json.loads(line) for line in lines]
     assert all(set(s) == SUMMARY_KEYS for s in trace)
-    assert trace[0] == Game.new("edition2", circle=record["circle"]).summary()
-    assert trace == [g.summary() for g in replay(GameRecord.from_dict(record))]
+    assert trace[0] == Game.new("edition2", circle=record["circle"]).summary(text=True)
+    assert trace == [g.summary(text=True) for g in replay(GameRecord.from_dict(record))]
     assert trace[-1]["finished"] and not any(s["finished"] for s in trace[:-1])
 
 
@@ -323,15 +324,17 @@ def console_command() -> list[str]:
     return [sys.executable, "-m", "patchsim.cli"]
 
 
+@pytest.mark.slow
 def test_console_script_replays_the_example() -> None:
     proc = subprocess.run([*console_command(), "replay", str(SAMPLE), "--json"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary == final_position(GameRecord.load(SAMPLE)).summary()
+    assert summary == final_position(GameRecord.load(SAMPLE)).summary(text=True)
     assert summary["finished"] is True
 
 
+@pytest.mark.slow
 def test_console_script_error_has_no_traceback(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")

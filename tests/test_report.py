@@ -59,6 +59,7 @@ def _no_garbage(text: str) -> None:
     assert not re.search(r"\b(nan|NaN|None)\b", text)
 
 
+@pytest.mark.slow
 def test_report_of_a_single_ruleset_run(small_run: Path):
     import matplotlib.pyplot as plt
 
@@ -91,6 +92,7 @@ def test_report_of_a_single_ruleset_run(small_run: Path):
     assert manifest["run_id"] in stamp
 
 
+@pytest.mark.slow
 def test_report_of_a_multi_ruleset_run_compares_them(two_rulesets: Path):
     html_text = write_report(two_rulesets).read_text(encoding="utf-8")
     md = (two_rulesets / "report.md").read_text(encoding="utf-8")
@@ -104,6 +106,7 @@ def test_report_of_a_multi_ruleset_run_compares_them(two_rulesets: Path):
     _no_garbage(md)
 
 
+@pytest.mark.slow
 def test_report_of_a_tiny_run(tmp_path_factory: pytest.TempPathFactory):
     run = shared_run(tmp_path_factory, "tiny", "edition2", 2, ["greedy"])
     html_text = write_report(run).read_text(encoding="utf-8")
@@ -116,6 +119,7 @@ def test_report_of_a_tiny_run(tmp_path_factory: pytest.TempPathFactory):
     _no_garbage(md)
 
 
+@pytest.mark.slow
 def test_report_compare_with_another_run(tmp_path_factory: pytest.TempPathFactory):
     a = shared_run(tmp_path_factory, "ed1", "edition1", 60, ["greedy", "income"], seed=3)
     b = shared_run(tmp_path_factory, "ed2", "edition2", 60, ["greedy", "income"], seed=3)
@@ -150,3 +154,31 @@ def test_plots_survive_empty_tables():
     for fig in figs:
         assert isinstance(fig, Figure)
         assert plots.png_bytes(fig)[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("which", ["small_run", "two_rulesets"])
+@pytest.mark.slow
+def test_report_from_streamed_tables_is_the_in_memory_one(which: str, tmp_path: Path,
+                                                          request: pytest.FixtureRequest):
+    """The report reads compact games and a streamed events summary (never every event):
+    its text and pictures are byte for byte those of a report built on the full in-memory
+    tables, as every report was before."""
+    from patchsim.analysis.tables import EventSummary
+    from patchsim.play.storage import load_events, load_games
+    from patchsim.reporting.report import Run, build_sections, render_markdown
+
+    run_dir = request.getfixturevalue(which)
+    run = load_run(run_dir)
+    assert isinstance(run.events, EventSummary) and "moves" not in run.games.columns
+    full = Run(run.run_dir, load_games(run_dir), load_events(run_dir), run.manifest,
+               run.rulesets)
+    texts = []
+    for name, r in (("streamed", run), ("in-memory", full)):
+        (tmp_path / name).mkdir()
+        texts.append(render_markdown("t", build_sections(r), tmp_path / name))
+    assert texts[0] == texts[1]
+    figures = sorted(p.name for p in (tmp_path / "streamed" / "figures").iterdir())
+    assert figures == sorted(p.name for p in (tmp_path / "in-memory" / "figures").iterdir())
+    for f in figures:
+        assert ((tmp_path / "streamed" / "figures" / f).read_bytes()
+                == (tmp_path / "in-memory" / "figures" / f).read_bytes()), f

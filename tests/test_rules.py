@@ -1,4 +1,4 @@
-"""The rules of RULES.md, one named test per worked example, rule and edge case.
+"""The rules of docs/rules.md (R1-R11), one named test per worked example, rule and edge case.
 
 Most tests use a tiny custom ruleset (a 3x3 quilt, a short track, a handful of patches) so that
 every position can be followed by hand. Squares are named by column letter and 1-based row:
@@ -86,7 +86,7 @@ def counts_by_patch(game: Game) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Worked examples of RULES.md
+# Worked examples of docs/rules.md (W1-W4)
 
 
 def test_worked_example_1_turn_order_and_passing() -> None:

@@ -63,7 +63,7 @@ def has_problem(err: RulesetError, label: str, key: str, text: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------
-# Component data (RULES.md)
+# Component data (docs/rules.md C1, C3, C4)
 
 
 def test_base_patches_match_the_rules_check_sums(e1: Ruleset) -> None:
@@ -145,6 +145,7 @@ def test_hashes(e1: Ruleset, e2: Ruleset) -> None:
         assert e1.with_overrides({key: value}).content_hash() != h1, key
 
 
+@pytest.mark.slow
 def test_hash_is_stable_across_processes(e2: Ruleset, tmp_path: Path) -> None:
     code = ("from patchsim.engine.ruleset import load_ruleset; "
             "print(load_ruleset('edition2').content_hash())")
@@ -684,6 +685,7 @@ _OVERRIDES = st.fixed_dictionaries({}, optional={
 
 @settings(max_examples=60, deadline=None, suppress_health_check=_FIXTURES_OK)
 @given(overrides=_OVERRIDES)
+@pytest.mark.slow
 def test_round_trip_over_random_overrides(e2: Ruleset, overrides: dict[str, Any]) -> None:
     rs = e2.with_overrides(overrides)
     again = ruleset_from_dict(rs.to_dict())

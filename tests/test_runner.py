@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from patchsim.bots.registry import make_bot
+from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.cli.main import app
 from patchsim.engine.deal import deal_circle, deal_seed, deal_streams
 from patchsim.engine.game import Game
@@ -43,7 +43,8 @@ def config(bots=("greedy", "random"), games: int = 40, batch: int | None = None,
 
 def run(cfg: RunConfig, run_dir: Path, **kw) -> runner.RunResult:
     kw.setdefault("jobs", 1)
-    return execute(cfg, run_dir, progress=False, echo=lambda s: None, **kw)
+    kw.setdefault("keep_batches", True)  # these tests look at the batch files
+    return execute(cfg, run_dir, **kw)
 
 
 def frame(run_dir: Path, kind: str) -> pd.DataFrame:
@@ -90,6 +91,7 @@ def reference(tmp_path_factory) -> dict[str, Path]:
 
 
 # --- same tables for any workers and batch size -----------------------------------------------
+@pytest.mark.slow
 def test_reference_tables(reference):
     cfg = config()
     games, events = frame(reference["compiled"], "games"), frame(reference["compiled"], "events")
@@ -104,7 +106,7 @@ def test_reference_tables(reference):
         assert ev["seq"].tolist() == list(range(len(ev)))
     manifest = json.loads((reference["compiled"] / "manifest.json").read_text())
     assert manifest["complete"] is True and manifest["games_total"] == 120
-    assert len(manifest["batches_done"]) == manifest["batches_total"] == 3
+    assert manifest["batches_total"] == 3 and len(batch_files(reference["compiled"])) == 6
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
@@ -114,6 +116,7 @@ def test_reference_tables(reference):
     (1, 7, "sequential"),
     (2, 6, "threading"),
 ])
+@pytest.mark.slow
 def test_tables_independent_of_workers_and_batch_size(reference, tmp_path, scenario, jobs,
                                                       batch, backend):
     cfg = config(SCENARIOS[scenario], batch=batch)
@@ -124,6 +127,7 @@ def test_tables_independent_of_workers_and_batch_size(reference, tmp_path, scena
     assert_same_tables(reference[scenario], tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_same_config_in_two_folders_gives_identical_tables(reference, tmp_path):
     run(config(), tmp_path / "again")
     assert_same_tables(reference["compiled"], tmp_path / "again")
@@ -139,6 +143,7 @@ def replay_row(rs, row) -> Game:
 
 
 @pytest.mark.parametrize("scenario", ["compiled", "python"])
+@pytest.mark.slow
 def test_seat_swapped_pairs_share_the_deal(reference, scenario):
     rs = load_ruleset("edition2")
     cfg = config(SCENARIOS[scenario])
@@ -157,6 +162,7 @@ def test_seat_swapped_pairs_share_the_deal(reference, scenario):
             assert row.winner_bot == (row.bot0, row.bot1)[row.winner]
 
 
+@pytest.mark.slow
 def test_stored_games_are_the_games_of_match_play(reference):
     """Each bot keeps its own stream when the seats swap: match.play_game with the deal's
     streams (reversed for the swapped game) plays exactly the stored games."""
@@ -201,18 +207,18 @@ def forget_batches(run_dir: Path, keys: list[str], *, from_manifest: bool = True
     """Make the folder look like a run killed before finishing those batches."""
     for key in keys:
         for kind in KINDS:
-            (run_dir / "batches" / f"{key}.{kind}.arrow").unlink()
+            [path] = (run_dir / "batches").glob(f"*-{key}.{kind}.arrow")
+            path.unlink()
     for kind in KINDS:
         (run_dir / f"{kind}.parquet").unlink()
     mpath = run_dir / "manifest.json"
     manifest = json.loads(mpath.read_text())
     manifest["complete"] = False
     manifest.pop("finished", None)
-    if from_manifest:
-        manifest["batches_done"] = [k for k in manifest["batches_done"] if k not in keys]
     mpath.write_text(json.dumps(manifest, indent=2))
 
 
+@pytest.mark.slow
 def test_resume_after_kill_replays_only_missing_batches(reference, tmp_path, monkeypatch):
     cfg = config(batch=4)
     run(cfg, tmp_path / "run")
@@ -227,6 +233,7 @@ def test_resume_after_kill_replays_only_missing_batches(reference, tmp_path, mon
     assert_same_tables(reference["compiled"], tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_resume_replays_listed_batches_whose_files_are_missing(reference, tmp_path):
     cfg = config(batch=4)
     run(cfg, tmp_path / "run")
@@ -236,22 +243,22 @@ def test_resume_replays_listed_batches_whose_files_are_missing(reference, tmp_pa
     assert_same_tables(reference["compiled"], tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_keyboard_interrupt_keeps_finished_batches_and_resumes(reference, tmp_path,
                                                                monkeypatch):
-    messages: list[str] = []
     jobs = CountingJobs(interrupt_at=4)
     monkeypatch.setattr(runner, "run_batch", jobs)
-    with pytest.raises(KeyboardInterrupt):
-        execute(config(batch=4), tmp_path / "run", jobs=1, progress=False,
-                echo=messages.append)
+    with pytest.raises(runner.RunInterrupted) as info:
+        execute(config(batch=4), tmp_path / "run", jobs=1)
     run_dir = tmp_path / "run"
     assert len(batch_files(run_dir)) == 3 * 2
     assert not (run_dir / "games.parquet").exists()
     assert not list(run_dir.glob("*.tmp*")) and not list((run_dir / "batches").glob(".tmp-*"))
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert len(manifest["batches_done"]) == 3 and manifest.get("complete") is not True
-    text = "".join(messages)
-    assert "interrupted: 3 of 15 batches" in text and f"--resume {run_dir}" in text
+    assert manifest.get("complete") is not True
+    assert (info.value.done, info.value.total, info.value.run_dir) == (3, 15, run_dir)
+    assert "interrupted: 3 of 15 batches" in str(info.value)
+    assert not (run_dir / ".patchsim.lock").read_text()  # released cleanly
     jobs = CountingJobs()
     monkeypatch.setattr(runner, "run_batch", jobs)
     result = run(config(batch=4), run_dir)
@@ -259,9 +266,10 @@ def test_keyboard_interrupt_keeps_finished_batches_and_resumes(reference, tmp_pa
     assert_same_tables(reference["compiled"], run_dir)
 
 
+@pytest.mark.slow
 def test_cli_resume_finishes_interrupted_run(reference, tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_batch", CountingJobs(interrupt_at=2))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(runner.RunInterrupted):
         run(config(batch=4), tmp_path / "run")
     monkeypatch.undo()
     result = CliRunner().invoke(app, ["run", "--resume", str(tmp_path / "run"), "--jobs", "1",
@@ -271,11 +279,12 @@ def test_cli_resume_finishes_interrupted_run(reference, tmp_path, monkeypatch):
     assert_same_tables(reference["compiled"], tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_cli_resume_reuses_finished_batches_of_experiment(reference, tmp_path, monkeypatch):
     exp = tmp_path / "exp.yaml"
     exp.write_text("ruleset: edition2\nbots: [greedy, random]\ngames: 40\nbatch_deals: 4\n")
     monkeypatch.setattr(runner, "run_batch", CountingJobs(interrupt_at=4))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(runner.RunInterrupted):
         run(load_run_config(str(exp)), tmp_path / "run")
     jobs = CountingJobs()
     monkeypatch.setattr(runner, "run_batch", jobs)
@@ -289,6 +298,7 @@ def test_cli_resume_reuses_finished_batches_of_experiment(reference, tmp_path, m
 
 
 @pytest.mark.parametrize("batch", [None, 4])
+@pytest.mark.slow
 def test_top_up_adds_deals_and_keeps_the_first(reference, tmp_path, monkeypatch, batch):
     run_dir = tmp_path / "run"
     run(config(games=20, batch=batch), run_dir)
@@ -307,11 +317,13 @@ def test_top_up_adds_deals_and_keeps_the_first(reference, tmp_path, monkeypatch,
     assert json.loads((run_dir / "manifest.json").read_text())["config"]["deals"] == 20
     # the topped-up run is the run of 40 games
     assert_same_tables(reference["compiled"], run_dir)
-    # asking for fewer games keeps what is there and plays nothing
+    # asking for fewer games is refused (a size given is honoured or refused, never
+    # silently replaced) and plays nothing
     jobs = CountingJobs()
     monkeypatch.setattr(runner, "run_batch", jobs)
-    result = run(config(games=10, batch=batch), run_dir)
-    assert jobs.calls == 0 and result.games == 120
+    with pytest.raises(RunError, match="can grow but not shrink"):
+        run(config(games=10, batch=batch), run_dir)
+    assert jobs.calls == 0
     assert_same_tables(reference["compiled"], run_dir)
 
 
@@ -339,14 +351,14 @@ def bad_files(tmp_path) -> dict[str, Path]:
     ("bad_experiment", {}, ["rulesets[1]", "no_such_ruleset_xyz"]),
     ("unknown_key", {}, ["unknown key(s) gamez"]),
     ("bad_pairings", {}, ["pairings: 'some'"]),
-    ("bad_yaml", {}, ["not valid YAML"]),
+    ("bad_yaml", {}, ["YAML syntax error"]),
     ("edition2", {"bots": ["greedy", "gredy"]}, ["unknown bot 'gredy'", "did you mean"]),
     ("edition2", {"bots": ["greedy(epsilon=5)"]}, ["epsilon=5.0 must be between 0 and 1"]),
     ("edition2", {"bots": ["custom_bots:Nope"]}, ["has no attribute 'Nope'"]),
     ("edition2", {"overrides": ["no_such_key=1"]}, ["no_such_key", "unknown key"]),
     ("edition2", {"overrides": ["starting_buttons=-1"]}, ["starting_buttons"]),
     ("edition2", {"overrides": ["starting_buttons"]}, ["expected KEY=VALUE"]),
-    ("edition2", {"games": 0}, ["--games must be at least 1"]),
+    ("edition2", {"games": 0}, ["games must be at least 1"]),
     ("edition2", {"pairings": "most"}, ["'most' is not one of all, cross, self"]),
 ])
 def test_bad_config_is_a_run_error(bad_files, case, kwargs, fragments):
@@ -379,7 +391,7 @@ def test_folder_of_a_different_run_is_a_run_error(tmp_path):
 
 
 def test_bad_backend_is_a_run_error(tmp_path):
-    with pytest.raises(RunError, match="--backend 'spark'"):
+    with pytest.raises(RunError, match="backend 'spark'"):
         run(config(games=2), tmp_path / "run", backend="spark")
     assert not list((tmp_path / "run").glob("batches/*.arrow"))
 
@@ -440,7 +452,8 @@ def test_broken_bot_in_run_is_run_error_with_record(tmp_path):
     *_, game = replay(record)
     assert not game.finished and game.to_move == 1  # the bot's seat in the first game
     # greedy vs greedy (planned first) finished and is kept; nothing was merged
-    assert batch_files(run_dir) == sorted(f"r00-p000-d{d:07d}-1.{k}.arrow"
+    run_id = run_identity(cfg)
+    assert batch_files(run_dir) == sorted(f"{run_id}-r00-p000-d{d:07d}-1.{k}.arrow"
                                           for d in range(3) for k in KINDS)
     assert not (run_dir / "games.parquet").exists()
     assert json.loads((run_dir / "manifest.json").read_text())["complete"] is False
@@ -450,6 +463,7 @@ def test_broken_bot_in_run_is_run_error_with_record(tmp_path):
     assert json.loads(shown.output)["to_move"] == 1
 
 
+@pytest.mark.slow
 def test_broken_bot_in_parallel_run_is_run_error(tmp_path):
     cfg = config(["greedy", "custom_bots:Raiser(at=7)"], games=6, batch=1)
     with pytest.raises(RunError, match="Raiser"):
@@ -534,6 +548,7 @@ def test_cli_run_experiment_with_overrides(tmp_path):
     assert np.all(games["bot0"] == "greedy")
 
 
+@pytest.mark.slow
 def test_run_folder_copy_resumes_elsewhere(reference, tmp_path):
     """A run folder is self-contained: a copy finishes on its own."""
     src = tmp_path / "src"
@@ -576,7 +591,7 @@ def test_a_single_bot_string_in_an_experiment_is_one_bot(tmp_path):
 
 
 def test_negative_seed_and_folder_config_are_run_errors(tmp_path):
-    with pytest.raises(RunError, match="--seed must be at least 0"):
+    with pytest.raises(RunError, match="seed must be at least 0"):
         load_run_config("edition2", seed=-3)
     with pytest.raises(RunError, match="is a folder"):
         load_run_config(str(tmp_path))
@@ -654,7 +669,19 @@ def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".")
                                      and p != str(tmp_path)])
-    assert make_bot("mybots_here:Passer").spec == "mybots_here:Passer"
+    import sys
+
+    before = list(sys.path)
+    with pytest.raises(BotSpecError, match="cannot import bot module"):
+        make_bot("mybots_here:Passer")  # the library does not search the working folder
+    assert make_bot("mybots_here:Passer", bot_path=[str(tmp_path)]).spec == "mybots_here:Passer"
+    assert sys.path == before  # an explicit option, not a change to the interpreter
+    sys.modules.pop("mybots_here", None)
+    # the command line searches the working folder, as python -m does
+    result = CliRunner().invoke(app, ["run", "edition2", "--bots", "mybots_here:Passer;random",
+                                      "--games", "2", "--jobs", "1", "--no-report",
+                                      "--no-progress", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
 
 
 def test_run_until_stops_when_precise_enough(tmp_path):
@@ -665,7 +692,7 @@ def test_run_until_stops_when_precise_enough(tmp_path):
     cfg = config(bots=("greedy(epsilon=0.05)",), games=400, pairings="self")
     messages = []
     res = execute_until(cfg, tmp_path / "until", 0.15, step_deals=20, jobs=1,
-                        backend="sequential", progress=False, echo=messages.append)
+                        backend="sequential", echo=messages.append)
     assert res.complete and "20 deals" in messages[0]
     played = frame(tmp_path / "until", "games")
     assert played["deal"].nunique() < 200  # stopped before the budget

@@ -325,3 +325,211 @@ def test_tables_on_a_small_run(small_run: Path):
 def test_run_summary_still_formats(small_run: Path):
     text = st.format_summary(st.run_summary(load_games(small_run)))
     assert "greedy vs income" in text and "seat0 wins" in text
+
+
+# --- the events summary against the in-memory pandas computation it replaced ------------------
+# The report never holds a run's events: patchsim.analysis.tables scans events.parquet into
+# per-game arrays. These references are the straightforward pandas versions (every event in
+# one frame) that the tables were computed with before; the summary must give the same
+# numbers to the last bit, through the streaming scan (in small batches, so that games
+# straddle them) and through an in-memory frame.
+def _ref_leather_games(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    ev = events[events["event"].isin(["leather_claim", "leather_place", "leather_lost"])]
+    claims = (ev[ev["event"] == "leather_claim"].rename(columns={"position": "mark"})
+              [["game_id", "mark", "seat", "score_lead", "opp_position"]]
+              .drop_duplicates(["game_id", "mark"]))
+    places = (ev[ev["event"] == "leather_place"].rename(columns={"position": "mark"})
+              .groupby(["game_id", "mark"]).agg(useful=("filled_hole", "max"),
+                                                placed=("seq", "size")).reset_index())
+    lost = (ev[ev["event"] == "leather_lost"].rename(columns={"position": "mark"})
+            .groupby(["game_id", "mark"]).size().rename("lost_n").reset_index())
+    keys = pd.concat([claims[["game_id", "mark"]], lost[["game_id", "mark"]]]).drop_duplicates()
+    t = (keys.merge(claims, how="left", on=["game_id", "mark"])
+         .merge(places, how="left", on=["game_id", "mark"])
+         .merge(lost, how="left", on=["game_id", "mark"]))
+    t["claimed"] = t["seat"].notna()
+    t["placed"] = t["placed"].fillna(0) > 0
+    t["useful"] = t["useful"].fillna(False).astype(bool) & t["placed"]
+    t["lost"] = ~t["claimed"]
+    t = t.merge(games[["game_id", "ruleset", "pairing", "deal", "winner"]], on="game_id")
+    t["claimer_won"] = np.where(t["claimed"], t["winner"] == t["seat"], np.nan)
+    t["rank"] = t.groupby("ruleset")["mark"].rank(method="dense").astype(int)
+    cols = ["ruleset", "pairing", "game_id", "deal", "mark", "rank", "claimed", "seat",
+            "score_lead", "opp_position", "placed", "useful", "lost", "claimer_won"]
+    return t.reindex(columns=cols).sort_values(["ruleset", "game_id", "mark"],
+                                              ignore_index=True)
+
+
+def _ref_leather_table(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    lg = _ref_leather_games(games, events)
+    rows = []
+    for (ruleset,), g in st._groups(games, ["ruleset"]):
+        n = len(g)
+        deal_of = dict(zip(g["game_id"], g["deal"], strict=False))
+        for mark, m in lg[lg["ruleset"] == ruleset].groupby("mark"):
+            useful = np.isin(g["game_id"].to_numpy(), m.loc[m["useful"], "game_id"])
+            r = st.clustered_rate(useful.astype(float), g["deal"].to_numpy())
+            c = m[m["claimed"]]
+            cw = st.clustered_rate(c["claimer_won"].to_numpy(float),
+                                   c["game_id"].map(deal_of).to_numpy())
+            rows.append({
+                "ruleset": ruleset, "mark": int(mark), "rank": int(m["rank"].iloc[0]),
+                "games": n, "claimed": int(len(c)), "claim_rate": len(c) / n,
+                "by_seat0": int((c["seat"] == 0).sum()),
+                "by_leader": int((c["score_lead"] > 0).sum()),
+                "by_trailer": int((c["score_lead"] < 0).sum()),
+                "by_level": int((c["score_lead"] == 0).sum()),
+                "lead_mean": float(c["score_lead"].mean()) if len(c) else st.NAN,
+                "useful": int(r["successes"]), "useful_rate": r["rate"],
+                "useful_lo": r["lo"], "useful_hi": r["hi"],
+                "useful_of_claimed": float(c["useful"].mean()) if len(c) else st.NAN,
+                "ordinary": int((c["placed"] & ~c["useful"]).sum()),
+                "lost": int(m["lost"].sum()),
+                "claimer_win": cw["rate"], "claimer_lo": cw["lo"], "claimer_hi": cw["hi"]})
+    return pd.DataFrame(rows)
+
+
+def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
+                     rulesets: dict | None) -> pd.DataFrame:
+    self_play = games["bot0"] == games["bot1"]
+    if self_play.any() and not self_play.all():
+        games = games[self_play]
+        events = events[events["game_id"].isin(games["game_id"])]
+    rows = []
+    sg_all = st.seat_games(games)
+    buys_all = events[events["event"] == "buy"]
+    for (ruleset,), g in st._groups(games, ["ruleset"]):
+        sg = sg_all[sg_all["ruleset"] == ruleset]
+        key = sg["game_id"].to_numpy() * 2 + sg["seat"].to_numpy()
+        won, deal = sg["won"].to_numpy(), sg["deal"].to_numpy()
+        buys = buys_all[(buys_all["ruleset"] == ruleset)
+                        & buys_all["game_id"].isin(g["game_id"])]
+        rs = None if rulesets is None else rulesets.get(ruleset)
+        ids = [p.id for p in rs.patches] if rs is not None else sorted(buys["patch"].unique())
+        part = []
+        for pid in ids:
+            b = buys[buys["patch"] == pid]
+            bought = np.isin(key, b["game_id"].to_numpy() * 2 + b["seat"].to_numpy())
+            rb = st.clustered_rate(won[bought], deal[bought])
+            ro = st.clustered_rate(won[~bought], deal[~bought])
+            diff, dlo, dhi, p = st._lpm_difference(won, bought, deal, 0.05)
+            pos = b["position"].to_numpy(float)
+            spec = rs.patch(pid) if rs is not None else None
+            part.append({
+                "ruleset": ruleset, "patch": pid,
+                "cost": spec.cost if spec else (int(b["cost"].iloc[0]) if len(b) else st.NAN),
+                "bought": int(b["game_id"].nunique()),
+                "buy_rate": b["game_id"].nunique() / len(g),
+                "by_seat0": int((b["seat"] == 0).sum()), "by_seat1": int((b["seat"] == 1).sum()),
+                "pos_mean": float(pos.mean()) if len(pos) else st.NAN,
+                "pos_median": float(np.median(pos)) if len(pos) else st.NAN,
+                "pos_q1": float(np.percentile(pos, 25)) if len(pos) else st.NAN,
+                "pos_q3": float(np.percentile(pos, 75)) if len(pos) else st.NAN,
+                "buyer_win": rb["rate"], "buyer_lo": rb["lo"], "buyer_hi": rb["hi"],
+                "other_win": ro["rate"], "other_lo": ro["lo"], "other_hi": ro["hi"],
+                "diff": diff, "diff_lo": dlo, "diff_hi": dhi, "p_value": p})
+        part = pd.DataFrame(part)
+        part["p_holm"] = st.holm(part["p_value"])
+        rows.append(part.sort_values("diff", ascending=False, na_position="last"))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _ref_patch_bots(events: pd.DataFrame) -> pd.DataFrame:
+    b = events[events["event"] == "buy"]
+    t = (b.groupby(["ruleset", "patch", "bot"], observed=True)
+         .agg(buys=("seq", "size"), pos_mean=("position", "mean")).reset_index())
+    t["share"] = t["buys"] / t.groupby(["ruleset", "patch"])["buys"].transform("sum")
+    return t[["ruleset", "patch", "bot", "buys", "share", "pos_mean"]]
+
+
+def _ref_bonus_events(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    b = events[events["event"] == "bonus"][["game_id", "seat", "position", "seq"]]
+    g = games[["game_id", "ruleset", "pairing", "deal"]]
+    return b.merge(g, on="game_id", how="inner")[
+        ["ruleset", "pairing", "game_id", "deal", "seat", "position", "seq"]]
+
+
+def plain(df: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns as text, a fresh index: for comparing values only."""
+    out = df.reset_index(drop=True).copy()
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(str)
+    return out
+
+
+def same(new: pd.DataFrame, ref: pd.DataFrame, cols: list[str] | None = None) -> None:
+    """Equal to the last bit (NaN equal to NaN), whatever the dtypes."""
+    cols = cols or list(ref.columns)
+    pd.testing.assert_frame_equal(plain(new[cols]), plain(ref[cols]), check_exact=True,
+                                  check_dtype=False)
+
+
+@pytest.fixture(scope="session")
+def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.getbasetemp() / "two-editions.yaml"
+    path.write_text("{name: two, rulesets: [edition1, edition2], games: 60, seed: 3}\n")
+    return shared_run(tmp_path_factory, "two-editions", str(path), 60, ["greedy", "income"],
+                      seed=3)
+
+
+@pytest.mark.parametrize("which", ["small_run", "two_rulesets"])
+@pytest.mark.slow
+def test_event_tables_are_the_in_memory_ones_to_the_bit(which: str,
+                                                        request: pytest.FixtureRequest):
+    from patchsim.analysis.tables import EventSummary, read_games, scan_events, summarize
+    from patchsim.reporting.report import load_run
+
+    run = request.getfixturevalue(which)
+    g_ref, e_ref = load_games(run), load_events(run)
+    rulesets = load_run(run).rulesets
+    games = read_games(run)
+    assert "moves" not in games.columns and isinstance(games["bot0"].dtype, pd.CategoricalDtype)
+    streamed = scan_events(run, games, batch_rows=97)  # games straddle the batches
+    assert isinstance(streamed, EventSummary) and streamed.events == len(e_ref)
+    for g, e in ((games, streamed), (games, summarize(e_ref)), (g_ref, e_ref)):
+        same(st.leather_games(g, e), _ref_leather_games(g_ref, e_ref))
+        same(st.leather_table(g, e), _ref_leather_table(g_ref, e_ref))
+        for rs in (None, rulesets):
+            ref = _ref_patch_table(g_ref, e_ref, rs)
+            same(st.patch_table(g, e, rs), ref)
+        same(st.patch_bots(e), _ref_patch_bots(e_ref))
+        same(st.bonus_events(g, e), _ref_bonus_events(g_ref, e_ref))
+        same(st.bonus_table(g, e, rulesets), st.bonus_table(g_ref, summarize(e_ref), rulesets))
+    # the games-only tables do not care whether the text columns are categorical
+    same(st.pairing_table(games), st.pairing_table(g_ref))
+    same(st.score_table(games, n_boot=99), st.score_table(g_ref, n_boot=99))
+    same(st.ratings(games), st.ratings(g_ref))
+
+
+def test_summary_does_not_depend_on_the_batch_size(small_run: Path):
+    from patchsim.analysis.tables import read_games, scan_events
+
+    games = read_games(small_run)
+    a, b = scan_events(small_run, games), scan_events(small_run, games, batch_rows=13)
+    for name in ("marks", "claim_seat", "claim_lead", "claim_opp", "placed", "hole", "lost",
+                 "place_count", "place_hits", "first_hole", "buy_seat", "buy_pos",
+                 "bonus_row", "bonus_seat", "bonus_pos", "bonus_seq"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.patches == b.patches and a.patch_cost == b.patch_cost
+    pd.testing.assert_frame_equal(a.bot_buys, b.bot_buys)
+
+
+def test_summary_keeps_the_first_claim_and_the_first_placement():
+    from patchsim.analysis.tables import summarize
+
+    ev = _events([
+        (7, 0, "leather_claim", 1, 26, False, 4, 20),
+        (7, 1, "leather_place", 1, 26, False, 0, -1),
+        (7, 2, "leather_claim", 0, 26, False, -9, 30),  # a second claim at 26: ignored
+        (7, 3, "leather_place", 0, 32, True, 0, -1),
+        (8, 0, "bonus", 1, 40, False, 0, -1),
+    ])
+    s = summarize(ev.iloc[::-1].sort_values("game_id", kind="stable"))  # seq order reversed
+    r = s.rows([7, 8, 9])
+    assert list(r[:2]) == [0, 1] and r[2] == -1  # game 9 has no events
+    j = list(s.marks).index(26)
+    assert s.claim_seat[0, j] == 0  # the first claim in stored order (here: seq 2)
+    assert (s.place_count[0], s.place_hits[0]) == (2, 1)
+    assert s.first_hole[0] == 0  # the placement with the lowest seq filled no hole
+    assert list(s.bonus_row) == [1] and list(s.bonus_pos) == [40]

@@ -22,9 +22,10 @@ from statsmodels.stats.weightstats import DescrStatsW
 from patchsim.analysis.stats import (
     MIN_DEALS,
     NAN,
+    Events,
     first_player_advantage,
     holm,
-    leather_games,
+    leather_game_values,
     leather_table,
     mcnemar_exact,
     num,
@@ -153,24 +154,19 @@ def _p(p: float) -> str:
 
 
 # --- per-game metric values -------------------------------------------------------------------
-def game_metrics(games: pd.DataFrame, events: pd.DataFrame | None) -> pd.DataFrame:
+def game_metrics(games: pd.DataFrame, events: Events | None) -> pd.DataFrame:
     """One row per game: the keys that match games across runs (pairing, deal, order,
-    deal_seed) and each metric's value in that game (NaN where it does not apply)."""
+    deal_seed) and each metric's value in that game (NaN where it does not apply).
+    ``events``: the events table or its summary (:mod:`patchsim.analysis.tables`)."""
     out = games[["game_id", "pairing", "deal", "order", "deal_seed"]].copy()
     out["first-seat win rate"] = (games["winner"] == 0).astype(float)
     self_play = (games["bot0"] == games["bot1"]).to_numpy()  # the pooled rate is 50% there
     a_win = (games["winner"] == games["order"]).astype(float)
     out["first bot win rate"] = np.where(self_play, np.nan, a_win)
     if events is not None:
-        lg = leather_games(games, events)
-        if len(lg):
-            first = lg[lg["rank"] == 1].set_index("game_id")["useful"].astype(float)
-            out["first leather useful"] = out["game_id"].map(first)
-            share = lg.groupby("game_id")["useful"].mean()
-            out["leather useful (all)"] = out["game_id"].map(share)
-        else:
-            out["first leather useful"] = np.nan
-            out["leather useful (all)"] = np.nan
+        first, share = leather_game_values(games, events)
+        out["first leather useful"] = first
+        out["leather useful (all)"] = share
     out["bonus claimed"] = (games["bonus0"] | games["bonus1"]).astype(float)
     out["tie-break decided"] = games["tie_break"].astype(float)
     out["mean score"] = (games["score0"] + games["score1"]) / 2.0
@@ -214,6 +210,13 @@ def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
     keys = ["pairing", "deal", "order"]
     a = games_a[[*keys, "deal_seed", "game_id"]]
     b = games_b[[*keys, "deal_seed", "game_id"]]
+    if isinstance(a["pairing"].dtype, pd.CategoricalDtype) or isinstance(
+            b["pairing"].dtype, pd.CategoricalDtype):
+        # categorical pairings (tables.read_games) of two runs: one set of categories, so
+        # that the merge compares codes instead of converting every row to text
+        cats = sorted(set(a["pairing"].unique()) | set(b["pairing"].unique()))
+        a = a.assign(pairing=pd.Categorical(a["pairing"], categories=cats))
+        b = b.assign(pairing=pd.Categorical(b["pairing"], categories=cats))
     m = a.merge(b, on=keys, suffixes=("_a", "_b"))
     if m.empty:
         pa, pb = set(games_a["pairing"]), set(games_b["pairing"])
@@ -230,7 +233,7 @@ def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
-            events_a: pd.DataFrame | None = None, events_b: pd.DataFrame | None = None,
+            events_a: Events | None = None, events_b: Events | None = None,
             margin: float = 0.02, alpha: float = 0.05, label_a: str | None = None,
             label_b: str | None = None) -> Comparison:
     """Compare variant B against reference A on their shared deals (see the module doc).
@@ -253,7 +256,7 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
         notes.append(f"pairings in only one run are left out: {', '.join(sorted(only))}")
     va = game_metrics(games_a, events_a).set_index("game_id")
     vb = game_metrics(games_b, events_b).set_index("game_id")
-    pairings = list(dict.fromkeys(matched["pairing"]))
+    pairings = list(matched["pairing"].unique())  # in order of appearance
     groups = [(p, matched["pairing"] == p) for p in pairings]
     if len(pairings) > 1:
         groups.append((ALL_PAIRINGS, pd.Series(True, index=matched.index)))
@@ -296,7 +299,7 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
                            .assign(side=side, label=lab))
     lt = pd.concat(leather, ignore_index=True) if leather else pd.DataFrame(
         columns=["side", "label", "rank", "mark", "useful_rate", "useful_lo", "useful_hi"])
-    shared = int(matched.groupby("pairing")["deal"].nunique().min())
+    shared = int(matched.groupby("pairing", observed=True)["deal"].nunique().min())
     return Comparison(la, lb, margin, alpha, metrics, flips, fpa, lt, shared, notes)
 
 
@@ -314,13 +317,15 @@ def _flips(matched: pd.DataFrame, games_a: pd.DataFrame, games_b: pd.DataFrame,
     s_b = (wb.loc[matched["game_id_b"]].to_numpy() == 0)
     rows = []
     groups = [(p, (matched["pairing"] == p).to_numpy()) for p in pairings]
+    pairing_code = pd.factorize(matched["pairing"])[0]
     if len(pairings) > 1:
         groups.append((ALL_PAIRINGS, np.ones(len(matched), dtype=bool)))
     for group, sel in groups:
         only_a = int((s_a & ~s_b)[sel].sum())
         only_b = int((~s_a & s_b)[sel].sum())
+        # net flip per deal (pairing and deal number: codes, not a text key per game)
         net = pd.Series((s_b.astype(int) - s_a.astype(int))[sel]).groupby(
-            (matched["pairing"] + "/" + matched["deal"].astype(str)).to_numpy()[sel]).sum()
+            [pairing_code[sel], matched["deal"].to_numpy()[sel]]).sum()
         toward_b, toward_a = int((net > 0).sum()), int((net < 0).sum())
         n = int(sel.sum())
         rows.append({"group": group, "games": n, "flips": only_a + only_b,
@@ -337,19 +342,20 @@ def _label(games: pd.DataFrame) -> str:
     return names[0] if len(names) == 1 else " + ".join(names)
 
 
-def split_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None
-                   ) -> list[tuple[str, pd.DataFrame, pd.DataFrame | None]]:
+def split_rulesets(games: pd.DataFrame, events: Events | None = None
+                   ) -> list[tuple[str, pd.DataFrame, Events | None]]:
     """A run's rulesets in run order as (label, games, events); rulesets are told apart by
     content hash, so two differently named copies of the same rules stay separate only if
     their names differ, and two rulesets with one name get the hash in the label."""
-    keys = list(dict.fromkeys(zip(games["ruleset"], games["ruleset_hash"], strict=True)))
+    keys = list(games[["ruleset", "ruleset_hash"]].drop_duplicates().itertuples(
+        index=False, name=None))
     names = [n for n, _ in keys]
     out = []
     for name, h in keys:
         sel = (games["ruleset"] == name) & (games["ruleset_hash"] == h)
         g = games[sel]
-        e = None
-        if events is not None:
+        e = events
+        if isinstance(events, pd.DataFrame):  # a summary is looked up by game id as it is
             e = events[events["game_id"].isin(g["game_id"])]
         label = name if names.count(name) == 1 else f"{name} ({h[:8]})"
         out.append((label, g, e))
@@ -375,7 +381,7 @@ def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
         start += n
 
 
-def compare_rulesets(games: pd.DataFrame, events: pd.DataFrame | None = None,
+def compare_rulesets(games: pd.DataFrame, events: Events | None = None,
                      a: str | None = None, b: str | None = None, margin: float = 0.02,
                      alpha: float = 0.05) -> Comparison:
     """Compare two rulesets of one run (default: the second against the first)."""
@@ -406,7 +412,7 @@ def plan(games: pd.DataFrame, target_halfwidth: float = 0.01,
     parts = split_rulesets(games)
     per_deal: dict[tuple[str, str], pd.Series] = {}
     for label, g, _ in parts:
-        for pairing, gp in g.groupby("pairing", sort=False):
+        for pairing, gp in g.groupby("pairing", sort=False, observed=True):
             win = (gp["winner"] == 0).astype(float)
             x = win.groupby(gp["deal"].to_numpy()).mean()
             per_deal[(label, pairing)] = x

@@ -20,6 +20,8 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from patchsim.analysis.tables import EventSummary, as_summary, take
+
 METRICS: dict[str, str] = {
     "first_player_win": "share of games won by the player who moves first",
     "first_player_edge": "first-seat win share minus 50% (signed imbalance)",
@@ -44,9 +46,12 @@ BOUNDS: dict[str, tuple[float, float]] = {**{m: (0.0, 1.0) for m in RATE_METRICS
                                           "first_player_edge": (-0.5, 0.5)}
 
 
-def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per (ruleset, pairing, deal): every metric averaged over the deal's games."""
-    g = games.copy()
+def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None = None,
+                 ) -> pd.DataFrame:
+    """One row per (ruleset, pairing, deal): every metric averaged over the deal's games.
+    ``events``: the events table or its summary (:mod:`patchsim.analysis.tables`)."""
+    keys = ["ruleset", "pairing", "deal"]
+    g = games.copy(deep=False)  # copy-on-write: the new columns never reach ``games``
     g["first_player_win"] = (g["winner"] == 0).astype(float)
     g["first_player_edge"] = g["first_player_win"] - 0.5
     g["mean_score"] = (g["score0"] + g["score1"]) / 2.0
@@ -56,24 +61,24 @@ def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | None = None) -> pd.
     g["passes"] = (g["passes0"] + g["passes1"]).astype(float)
     g["bonus_rate"] = (g["bonus0"] | g["bonus1"]).astype(float)
     g["tie_break_rate"] = g["tie_break"].astype(float)
-    if events is not None and len(events):
-        place = events[events["event"] == "leather_place"]
-        useful = place.groupby("game_id")["filled_hole"].agg(["sum", "count"])
-        first = place.sort_values(["game_id", "seq"]).groupby("game_id")["filled_hole"].first()
-        g = g.join(useful, on="game_id")
-        g["leather_hits"] = g["sum"].fillna(0.0)
-        g["leather_placed"] = g["count"].fillna(0.0)
-        g["first_leather_useful"] = g["game_id"].map(first).astype(float)
-        g = g.drop(columns=["sum", "count"])
+    ev = as_summary(events, games)
+    if ev is not None and ev.events:
+        at = ev.rows(g["game_id"].to_numpy())
+        g["leather_hits"] = take(ev.place_hits, at).astype(float)
+        g["leather_placed"] = take(ev.place_count, at).astype(float)
+        first = take(ev.first_hole, at, fill=-1)
+        g["first_leather_useful"] = np.where(first >= 0, first, np.nan)
     else:
         g["leather_hits"] = np.nan
         g["leather_placed"] = np.nan
         g["first_leather_useful"] = np.nan
-    keys = ["ruleset", "pairing", "deal"]
     cols = ["first_player_win", "first_player_edge", "mean_score", "score_margin", "score_sq",
             "plies", "passes", "bonus_rate", "tie_break_rate", "leather_hits",
             "leather_placed", "first_leather_useful"]
-    d = g.groupby(keys, sort=False)[cols].mean().reset_index()
+    d = g.groupby(keys, sort=False, observed=True)[cols].mean().reset_index()
+    for k in ("ruleset", "pairing"):  # plain text, as from the file, whatever the games were
+        if isinstance(d[k].dtype, pd.CategoricalDtype):
+            d[k] = d[k].astype(str)
     d["score_sd"] = np.sqrt(np.maximum(d["score_sq"] - d["mean_score"] ** 2, 0.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         d["leather_useful"] = d["leather_hits"] / d["leather_placed"]

@@ -11,6 +11,11 @@ McNemar tests, TOST, cluster-robust regression, bootstrap, Holm correction). Wri
 the cluster variance of a rate with a weak prior, the seat-swapped pair counts, and a
 penalised Bradley-Terry fit with a seat term (statsmodels has no ridge logit with standard
 errors); each is checked against a hand-computed case or the library in tests/test_stats.py.
+
+Tables built from events (patches, leather, bonus) take the events DataFrame or its
+per-game summary (:class:`patchsim.analysis.tables.EventSummary`): the report passes the
+summary, so that a run's events are never in memory at once; a DataFrame is summarised by
+the same code first.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +33,10 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
+
+from patchsim.analysis.tables import EventSummary, as_summary, take
+
+Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysis.tables)
 
 Z95 = 1.959963984540054
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -413,7 +423,7 @@ def _lpm_difference(won: np.ndarray, flag: np.ndarray, groups: np.ndarray,
     return float(fit.params[1]), float(lo), float(hi), p if np.isfinite(p) else NAN
 
 
-def patch_table(games: pd.DataFrame, events: pd.DataFrame,
+def patch_table(games: pd.DataFrame, events: Events,
                 rulesets: Mapping[str, Any] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and patch (pooled over pairings): how often it is bought, when (track
     position before the buy), by which seat; the win rate of a seat that bought it and of a
@@ -428,36 +438,41 @@ def patch_table(games: pd.DataFrame, events: pd.DataFrame,
     self_play = games["bot0"] == games["bot1"]
     if self_play.any() and not self_play.all():
         games = games[self_play]
-        events = events[events["game_id"].isin(games["game_id"])]
+    ev = as_summary(events, games)
     rows = []
-    sg_all = seat_games(games)
-    buys_all = events[events["event"] == "buy"]
     for (ruleset,), g in _groups(games, ["ruleset"]):
-        sg = sg_all[sg_all["ruleset"] == ruleset]
-        key = sg["game_id"].to_numpy() * 2 + sg["seat"].to_numpy()
-        won = sg["won"].to_numpy()
-        deal = sg["deal"].to_numpy()
-        buys = buys_all[(buys_all["ruleset"] == ruleset)
-                        & buys_all["game_id"].isin(g["game_id"])]
+        n = len(g)
+        at = ev.rows(g["game_id"].to_numpy())
+        # one row per game and seat: seat 0 of every game, then seat 1 (as seat_games)
+        winner = g["winner"].to_numpy()
+        won = np.concatenate([winner == 0, winner == 1])
+        deal = np.concatenate([g["deal"].to_numpy()] * 2)
         rs = _ruleset_lookup(rulesets, ruleset)
-        ids = [p.id for p in rs.patches] if rs is not None else sorted(buys["patch"].unique())
+        if rs is not None:
+            ids = [p.id for p in rs.patches]
+        else:
+            ids = sorted(p for p in ev.patches
+                         if (take(ev.buy_seat, at, ev.patch_slot(p), -1) >= 0).any())
         start: list[dict] = []
         for pid in ids:
-            b = buys[buys["patch"] == pid]
-            bought = np.isin(key, b["game_id"].to_numpy() * 2 + b["seat"].to_numpy())
+            slot = ev.patch_slot(pid)
+            seat = take(ev.buy_seat, at, slot, -1)
+            has = seat >= 0
+            bought = np.concatenate([seat == 0, seat == 1])
             rb = clustered_rate(won[bought], deal[bought], alpha)
             ro = clustered_rate(won[~bought], deal[~bought], alpha)
             diff, dlo, dhi, p = _lpm_difference(won, bought, deal, alpha)
-            pos = b["position"].to_numpy(float)
+            pos = take(ev.buy_pos, at, slot)[has].astype(float)
+            k = int(has.sum())
             spec = rs.patch(pid) if rs is not None else None
             start.append({
                 "ruleset": ruleset, "patch": pid,
-                "cost": spec.cost if spec else (int(b["cost"].iloc[0]) if len(b) else NAN),
+                "cost": spec.cost if spec else (ev.patch_cost.get((ruleset, pid), NAN)
+                                                if k else NAN),
                 "time": spec.time if spec else NAN, "income": spec.income if spec else NAN,
                 "squares": spec.size if spec else NAN,
-                "games": len(g), "bought": int(b["game_id"].nunique()),
-                "buy_rate": b["game_id"].nunique() / len(g) if len(g) else NAN,
-                "by_seat0": int((b["seat"] == 0).sum()), "by_seat1": int((b["seat"] == 1).sum()),
+                "games": n, "bought": k, "buy_rate": k / n if n else NAN,
+                "by_seat0": int((seat == 0).sum()), "by_seat1": int((seat == 1).sum()),
                 "pos_mean": float(pos.mean()) if len(pos) else NAN,
                 "pos_median": float(np.median(pos)) if len(pos) else NAN,
                 "pos_q1": float(np.percentile(pos, 25)) if len(pos) else NAN,
@@ -482,86 +497,116 @@ def patch_table(games: pd.DataFrame, events: pd.DataFrame,
     return out.reindex(columns=cols)
 
 
-def patch_bots(events: pd.DataFrame) -> pd.DataFrame:
+def patch_bots(events: Events) -> pd.DataFrame:
     """Per ruleset, patch and bot: buys, the bot's share of the patch's buys, mean position."""
-    b = events[events["event"] == "buy"]
-    if b.empty:
+    t = as_summary(events).bot_buys
+    if t.empty:
         return pd.DataFrame(columns=["ruleset", "patch", "bot", "buys", "share", "pos_mean"])
-    t = (b.groupby(["ruleset", "patch", "bot"], observed=True)
-         .agg(buys=("seq", "size"), pos_mean=("position", "mean")).reset_index())
+    t = t.assign(pos_mean=t["pos_sum"] / t["buys"])
     t["share"] = t["buys"] / t.groupby(["ruleset", "patch"])["buys"].transform("sum")
     return t[["ruleset", "patch", "bot", "buys", "share", "pos_mean"]]
 
 
 # --- leather patches ----------------------------------------------------------------------------
-def leather_games(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+@dataclass
+class _Marks:
+    """The leather marks of one ruleset's games (those at which anything happened in them,
+    in track order: rank 1 is the first) and per game and mark what happened there."""
+
+    marks: list[int]
+    seat: np.ndarray  # (games, marks): the claimer, -1 if nobody claimed it
+    lead: np.ndarray
+    opp: np.ndarray
+    placed: np.ndarray
+    useful: np.ndarray  # placed, and a placement filled an isolated hole
+    row: np.ndarray  # (games, marks): the game has a row in leather_games (claim or loss)
+
+
+def _marks(ev: EventSummary, game_ids: np.ndarray) -> _Marks:
+    at = ev.rows(game_ids)
+    ok = at >= 0
+    n, m = len(at), len(ev.marks)
+
+    def cols(a: np.ndarray, fill: Any) -> np.ndarray:
+        out = np.full((n, m), fill, dtype=a.dtype)
+        out[ok] = a[at[ok]]
+        return out
+
+    seat = cols(ev.claim_seat, -1)
+    row = (seat >= 0) | cols(ev.lost, False)
+    keep = np.flatnonzero(row.any(axis=0))  # marks at which something happened
+    placed = cols(ev.placed, False)[:, keep]
+    return _Marks([int(x) for x in ev.marks[keep]], seat[:, keep],
+                  cols(ev.claim_lead, 0)[:, keep], cols(ev.claim_opp, -1)[:, keep], placed,
+                  placed & cols(ev.hole, False)[:, keep], row[:, keep])
+
+
+def leather_games(games: pd.DataFrame, events: Events) -> pd.DataFrame:
     """One row per game and leather mark that anything happened at: who claimed it, the
     claimer's score lead, whether it was placed in an isolated one-square hole, whether it was
     lost (no empty square), the claimer's win, and the mark's rank on the track (1 = first)."""
-    ev = events[events["event"].isin(["leather_claim", "leather_place", "leather_lost"])]
     cols = ["ruleset", "pairing", "game_id", "deal", "mark", "rank", "claimed", "seat",
             "score_lead", "opp_position", "placed", "useful", "lost", "claimer_won"]
-    if ev.empty:
+    ev = as_summary(events, games)
+    parts = []
+    for (_ruleset,), g in _groups(games, ["ruleset"]):
+        mk = _marks(ev, g["game_id"].to_numpy())
+        for j, mark in enumerate(mk.marks):
+            sel = np.flatnonzero(mk.row[:, j])
+            seat = mk.seat[sel, j]
+            claimed = seat >= 0
+            part = g.iloc[sel][["ruleset", "pairing", "game_id", "deal"]].reset_index(drop=True)
+            winner = g["winner"].to_numpy()[sel]
+            part = part.assign(
+                mark=mark, rank=j + 1, claimed=claimed,
+                seat=np.where(claimed, seat, np.nan),
+                score_lead=np.where(claimed, mk.lead[sel, j], np.nan),
+                opp_position=np.where(claimed, mk.opp[sel, j], np.nan),
+                placed=mk.placed[sel, j], useful=mk.useful[sel, j], lost=~claimed,
+                claimer_won=np.where(claimed, winner == seat, np.nan))
+            parts.append(part)
+    if not parts:
         return pd.DataFrame(columns=cols)
-    claims = (ev[ev["event"] == "leather_claim"]
-              .rename(columns={"position": "mark"})
-              [["game_id", "mark", "seat", "score_lead", "opp_position"]]
-              .drop_duplicates(["game_id", "mark"]))
-    places = (ev[ev["event"] == "leather_place"].rename(columns={"position": "mark"})
-              .groupby(["game_id", "mark"]).agg(useful=("filled_hole", "max"),
-                                                placed=("seq", "size")).reset_index())
-    lost = (ev[ev["event"] == "leather_lost"].rename(columns={"position": "mark"})
-            .groupby(["game_id", "mark"]).size().rename("lost_n").reset_index())
-    keys = pd.concat([claims[["game_id", "mark"]], lost[["game_id", "mark"]]]).drop_duplicates()
-    t = (keys.merge(claims, how="left", on=["game_id", "mark"])
-         .merge(places, how="left", on=["game_id", "mark"])
-         .merge(lost, how="left", on=["game_id", "mark"]))
-    t["claimed"] = t["seat"].notna()
-    t["placed"] = t["placed"].fillna(0) > 0
-    t["useful"] = t["useful"].fillna(False).astype(bool) & t["placed"]
-    # lost: never claimed (discarded, or still on the track at the end under "stay")
-    t["lost"] = ~t["claimed"]
-    g = games[["game_id", "ruleset", "pairing", "deal", "winner"]]
-    t = t.merge(g, on="game_id", how="inner")
-    t["claimer_won"] = np.where(t["claimed"], t["winner"] == t["seat"], np.nan)
-    t["rank"] = t.groupby("ruleset")["mark"].rank(method="dense").astype(int)
-    return t.reindex(columns=cols).sort_values(["ruleset", "game_id", "mark"],
-                                              ignore_index=True)
+    return (pd.concat(parts, ignore_index=True)[cols]
+            .sort_values(["ruleset", "game_id", "mark"], ignore_index=True))
 
 
-def leather_table(games: pd.DataFrame, events: pd.DataFrame,
+def leather_table(games: pd.DataFrame, events: Events,
                   alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and leather mark (pooled over pairings): games, how often it was claimed,
     by seat 0, by the player leading / trailing on score at the claim; how often it filled an
     isolated one-square hole ("useful": per game, lost patches counting as not useful, with
     a per-deal interval), an ordinary square, or was lost; the claimer's win rate."""
-    lg = leather_games(games, events)
+    ev = as_summary(events, games)
     rows = []
     for (ruleset,), g in _groups(games, ["ruleset"]):
         n = len(g)
-        sub = lg[lg["ruleset"] == ruleset]
-        deal_of = dict(zip(g["game_id"], g["deal"], strict=False))
-        for mark, m in sub.groupby("mark"):
+        gid, deal = g["game_id"].to_numpy(), g["deal"].to_numpy()
+        winner = g["winner"].to_numpy()
+        by_id = np.argsort(gid, kind="stable")  # claims are taken in game-id order
+        mk = _marks(ev, gid)
+        for j, mark in enumerate(mk.marks):
             # every game passes every mark: a game with no row at a mark has no claim there
-            ids = g["game_id"].to_numpy()
-            useful = np.isin(ids, m.loc[m["useful"], "game_id"])
-            r = clustered_rate(useful.astype(float), g["deal"].to_numpy(), alpha)
-            c = m[m["claimed"]]
-            cw = clustered_rate(c["claimer_won"].to_numpy(float),
-                                c["game_id"].map(deal_of).to_numpy(), alpha)
+            useful = mk.row[:, j] & mk.useful[:, j]
+            r = clustered_rate(useful.astype(float), deal, alpha)
+            ci = by_id[mk.seat[by_id, j] >= 0]
+            seat, lead = mk.seat[ci, j], mk.lead[ci, j]
+            c_useful, c_placed = mk.useful[ci, j], mk.placed[ci, j]
+            cw = clustered_rate((winner[ci] == seat).astype(float), deal[ci], alpha)
+            k = len(ci)
             rows.append({
-                "ruleset": ruleset, "mark": int(mark), "rank": int(m["rank"].iloc[0]),
-                "games": n, "claimed": int(len(c)), "claim_rate": len(c) / n,
-                "by_seat0": int((c["seat"] == 0).sum()),
-                "by_leader": int((c["score_lead"] > 0).sum()),
-                "by_trailer": int((c["score_lead"] < 0).sum()),
-                "by_level": int((c["score_lead"] == 0).sum()),
-                "lead_mean": float(c["score_lead"].mean()) if len(c) else NAN,
+                "ruleset": ruleset, "mark": mark, "rank": j + 1,
+                "games": n, "claimed": k, "claim_rate": k / n,
+                "by_seat0": int((seat == 0).sum()),
+                "by_leader": int((lead > 0).sum()),
+                "by_trailer": int((lead < 0).sum()),
+                "by_level": int((lead == 0).sum()),
+                "lead_mean": float(lead.sum(dtype=np.float64) / k) if k else NAN,
                 "useful": int(r["successes"]), "useful_rate": r["rate"],
                 "useful_lo": r["lo"], "useful_hi": r["hi"],
-                "useful_of_claimed": float(c["useful"].mean()) if len(c) else NAN,
-                "ordinary": int((c["placed"] & ~c["useful"]).sum()),
-                "lost": int(m["lost"].sum()),
+                "useful_of_claimed": int(c_useful.sum()) / k if k else NAN,
+                "ordinary": int((c_placed & ~c_useful).sum()),
+                "lost": int((mk.row[:, j] & (mk.seat[:, j] < 0)).sum()),
                 "claimer_win": cw["rate"], "claimer_lo": cw["lo"], "claimer_hi": cw["hi"],
             })
     cols = ["ruleset", "mark", "rank", "games", "claimed", "claim_rate", "by_seat0",
@@ -571,18 +616,44 @@ def leather_table(games: pd.DataFrame, events: pd.DataFrame,
     return pd.DataFrame(rows, columns=cols)
 
 
+def leather_game_values(games: pd.DataFrame, events: Events) -> tuple[np.ndarray, np.ndarray]:
+    """Per game (in the order of ``games``): whether the first leather patch of its ruleset
+    (rank 1 in ``leather_games``) filled a hole, and the share of its leather patches that
+    did (over the marks with a claim or a loss); NaN where the game has no such row."""
+    ev = as_summary(events, games)
+    first = np.full(len(games), np.nan)
+    share = np.full(len(games), np.nan)
+    pos = np.arange(len(games))
+    for (_ruleset,), g in _groups(games.assign(_pos=pos), ["ruleset"]):
+        mk = _marks(ev, g["game_id"].to_numpy())
+        if not mk.marks:
+            continue
+        at = g["_pos"].to_numpy()
+        first[at] = np.where(mk.row[:, 0], mk.useful[:, 0], np.nan)
+        rows = mk.row.sum(axis=1)
+        hits = (mk.row & mk.useful).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share[at] = np.where(rows > 0, hits / rows, np.nan)
+    return first, share
+
+
 # --- the 7x7 bonus ------------------------------------------------------------------------------
-def bonus_events(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+def bonus_events(games: pd.DataFrame, events: Events) -> pd.DataFrame:
     """One row per bonus claim: ruleset, pairing, game_id, deal, seat, track position (of the
     claimer when it was claimed) and the game's ply count (events give no ply: seq is the
     event's index in the game)."""
-    b = events[events["event"] == "bonus"][["game_id", "seat", "position", "seq"]]
-    g = games[["game_id", "ruleset", "pairing", "deal"]]
-    return b.merge(g, on="game_id", how="inner")[
-        ["ruleset", "pairing", "game_id", "deal", "seat", "position", "seq"]]
+    ev = as_summary(events, games)
+    # the position of each summary row in ``games``; claims keep their stored order
+    where = np.full(len(ev.game_ids), -1, dtype=np.int64)
+    at = ev.rows(games["game_id"].to_numpy())
+    where[at[at >= 0]] = np.flatnonzero(at >= 0)
+    k = where[ev.bonus_row]
+    ok = k >= 0
+    out = games.iloc[k[ok]][["ruleset", "pairing", "game_id", "deal"]].reset_index(drop=True)
+    return out.assign(seat=ev.bonus_seat[ok], position=ev.bonus_pos[ok], seq=ev.bonus_seq[ok])
 
 
-def bonus_table(games: pd.DataFrame, events: pd.DataFrame,
+def bonus_table(games: pd.DataFrame, events: Events,
                 rulesets: Mapping[str, Any] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing: how often the 7x7 bonus was claimed (per-deal interval), by
     which seat, when (the claimer's track position), the claimer's win rate, and how often it
@@ -668,11 +739,11 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
     independent), else model-based. Columns: bot, elo, elo_lo, elo_hi, elo_se, games (against
     other bots), wins, score (their share). ``attrs`` holds the seat term (seat_elo,
     seat_elo_lo, seat_elo_hi, seat_elo_se)."""
-    bots = sorted(set(games["bot0"]) | set(games["bot1"]))
+    bots = sorted(set(games["bot0"].unique()) | set(games["bot1"].unique()))
     k = len(bots)
     idx = {b: i for i, b in enumerate(bots)}
-    i0 = games["bot0"].map(idx).to_numpy()
-    i1 = games["bot1"].map(idx).to_numpy()
+    i0 = pd.Index(bots).get_indexer(games["bot0"])
+    i1 = pd.Index(bots).get_indexer(games["bot1"])
     y = (games["winner"].to_numpy() == 0).astype(float)
     n = len(games)
     # reference coding (the first bot fixed at 0) keeps the likelihood identifiable
@@ -692,10 +763,10 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
     beta, cov = _fit_logit(x, y, precision)
     if cluster and n and "deal" in games.columns:
         mu = 1.0 / (1.0 + np.exp(-(x @ beta)))
-        keys = games["deal"].astype(str)
-        if "ruleset" in games.columns:
-            keys = games["ruleset"].astype(str) + "/" + keys
-        groups = keys.to_numpy()
+        # clusters: (ruleset, deal), numbered in order of appearance as factorize would
+        # number their text keys, without building a string per game
+        keys = ["ruleset", "deal"] if "ruleset" in games.columns else ["deal"]
+        groups = games.groupby(keys, sort=False, observed=True).ngroup().to_numpy()
         robust = cluster_sandwich(x, y - mu, cov, groups)
     else:
         robust = np.full_like(cov, np.nan)
@@ -739,7 +810,8 @@ def run_summary(games: pd.DataFrame) -> pd.DataFrame:
     rate (over both seats), each with a 95% interval that treats the deal (the seat-swapped
     pair) as the unit, mean scores by seat."""
     rows = []
-    for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False):
+    for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
+                                               observed=True):
         n = len(g)
         seat0 = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
         bot_a = pairing.split(" vs ")[0]

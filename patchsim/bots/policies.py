@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from patchsim.bots.features import LEARNED, learned_move
 from patchsim.bots.scripted import ALWAYS_PASS, FIRST_FIT, N_PARAMS, RANDOM, SCRIPTED, rollout_move
 from patchsim.bots.search import MCTS, mcts_move
 
-__all__ = ["ALWAYS_PASS", "FIRST_FIT", "MCTS", "N_PARAMS", "RANDOM", "SCRIPTED", "choose_move"]
+__all__ = ["ALWAYS_PASS", "FIRST_FIT", "LEARNED", "MCTS", "N_PARAMS", "RANDOM", "SCRIPTED",
+           "choose_move"]
 
 
 @njit(cache=True)
@@ -23,4 +25,6 @@ def choose_move(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.n
     """The move policy ``kind`` chooses in ``state``."""
     if kind == MCTS:
         return mcts_move(params, state, tab, rng, buf)
+    if kind == LEARNED:
+        return learned_move(params, state, tab, rng, buf)
     return rollout_move(kind, params, state, tab, rng, buf)

@@ -18,19 +18,18 @@ import contextlib
 import difflib
 import importlib
 import math
-import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import yaml
 
 from patchsim.bots import policies as P
 from patchsim.bots import scripted, search
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
+from patchsim.engine.yamlfile import YamlFileError, parse_yaml
 
 
 class BotSpecError(ValueError):
@@ -234,10 +233,6 @@ MCTS_PARAMS: dict[str, tuple[int, Param]] = {
 }
 
 
-@register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
-                  "patch, scripted rollouts.",
-          {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
-           "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str)})
 class MCTSBot(CompiledBot):
     kind = P.MCTS
 
@@ -258,6 +253,34 @@ class MCTSBot(CompiledBot):
         if roll.spec != make_bot(DEFAULT_ROLLOUT).spec:
             shown["rollout"] = roll.spec
         self.spec = _canonical("mcts", shown)
+
+
+def _mcts_factory(eval: str = "rollout", models: str | None = None, **given: Any) -> Bot:
+    """``mcts(...)``: scripted rollouts, or with ``eval=learned`` the search judged by the
+    ruleset's trained model (:mod:`patchsim.bots.learned`), which takes no rollout knobs."""
+    if eval == "learned":
+        from patchsim.bots.learned import LEARNED_KNOBS, LearnedBot
+
+        extra = sorted(set(given) - set(LEARNED_KNOBS))
+        if extra:
+            raise BotSpecError(f"mcts: {', '.join(extra)} do(es) not apply with eval=learned "
+                               f"(parameters: {', '.join(LEARNED_KNOBS)}, models)")
+        return LearnedBot(models=models or "", **given)
+    if models is not None:
+        raise BotSpecError("mcts: models= applies only with eval=learned")
+    return MCTSBot(**given)
+
+
+register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
+                 "patch: scripted rollouts, or eval=learned for a model trained per ruleset "
+                 "(`patchsim train RULESET`, no rollouts).",
+         {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
+          "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str),
+          "eval": Param("rollout", "leaf evaluation: rollout (scripted playouts) or learned "
+                        "(the ruleset's trained model)", str, ("rollout", "learned")),
+          "models": Param("", "eval=learned: folder of trained models (default "
+                          "$PATCHSIM_MODEL_DIR or ~/.cache/patchsim/models, then the shipped "
+                          "ones)", str)})(_mcts_factory)
 
 
 # --- specs ------------------------------------------------------------------------------------
@@ -311,8 +334,8 @@ def _scalar(raw: str) -> Any:
         except ValueError:
             pass
     try:
-        return yaml.safe_load(raw)
-    except yaml.YAMLError:
+        return parse_yaml(raw, "bot parameter")
+    except YamlFileError:
         return raw
 
 
@@ -344,15 +367,19 @@ def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
     return value
 
 
-def make_bot(spec: str | dict[str, Any] | Bot) -> Bot:
-    """The bot a spec names; BotSpecError listing what exists when it names none."""
+def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
+    """The bot a spec names; BotSpecError listing what exists when it names none.
+
+    An import-path spec (``mypackage.mybots:MyBot(x=1)``) is imported from the installed
+    packages, and from the folders in ``bot_path`` (the command line passes the working
+    folder, as ``python -m`` would); sys.path is left as it was."""
     if not isinstance(spec, str | dict):
         if isinstance(spec, Bot):
             return spec
         raise BotSpecError(f"not a bot spec: {spec!r}")
     name, params = parse_spec(spec)
     if ":" in name:
-        return _import_bot(name, params)
+        return _import_bot(name, params, bot_path)
     info = REGISTRY.get(name)
     if info is None:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
@@ -369,16 +396,34 @@ def make_bot(spec: str | dict[str, Any] | Bot) -> Bot:
     return info.factory(**clean)
 
 
-def _import_bot(path: str, params: dict[str, Any]) -> Bot:
-    module_name, _, attr = path.partition(":")
-    # like `python -m`, find bot modules in the working folder too (the console script's
-    # sys.path does not include it)
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
+@contextlib.contextmanager
+def _search_path(folders: Sequence[str]) -> Iterator[None]:
+    """Make ``folders`` importable for the duration of one import, then restore sys.path
+    (the caller's interpreter is left as it was)."""
+    added = [f for f in folders if f not in sys.path]
+    sys.path[:0] = added
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise BotSpecError(f"cannot import bot module {module_name!r}: {e}") from None
+        yield
+    finally:
+        for f in added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(f)
+
+
+def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ()) -> Bot:
+    module_name, _, attr = path.partition(":")
+    try:
+        with _search_path(bot_path):
+            module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        where = f" (searched also {', '.join(bot_path)})" if bot_path else ""
+        raise BotSpecError(f"cannot import bot module {module_name!r}: {e}{where}") from None
+    except SyntaxError as e:
+        raise BotSpecError(f"bot module {module_name!r} has a syntax error: {e.filename}, "
+                           f"line {e.lineno}: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - a user's module may raise anything on import
+        raise BotSpecError(f"bot module {module_name!r} raised {type(e).__name__} while "
+                           f"being imported: {e}") from None
     factory = getattr(module, attr, None)
     if factory is None:
         raise BotSpecError(f"module {module_name!r} has no attribute {attr!r}")
@@ -386,12 +431,19 @@ def _import_bot(path: str, params: dict[str, Any]) -> Bot:
         bot = factory(**params)
     except TypeError as e:
         raise BotSpecError(f"{path}: bad parameters {params!r}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a user's constructor may raise anything
+        raise BotSpecError(f"{path}({_params_text(params)}) raised {type(e).__name__} when "
+                           f"constructed: {e}") from None
     if not callable(getattr(bot, "choose", None)):
         raise BotSpecError(f"{path} is not a bot: it has no choose(game, moves, rng) method")
     if not isinstance(getattr(bot, "spec", None), str):
         with contextlib.suppress(AttributeError):
             bot.spec = _canonical(path, params)
     return bot
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
 def bot_spec(bot: Bot) -> str:
@@ -401,3 +453,4 @@ def bot_spec(bot: Bot) -> str:
 def describe_bots() -> list[tuple[str, str]]:
     """(name, one-line description) of every registered bot."""
     return [(i.name, i.description) for i in REGISTRY.values()]
+

@@ -8,12 +8,20 @@ never a traceback.
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from patchsim.atomic import atomic_write
+from patchsim.cli.common import (
+    ProgressBar,
+    command_line,
+    jobs_count,
+    run_failure,
+    stop_on_signals,
+)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -44,6 +52,9 @@ def report(
     from patchsim.reporting.report import ReportError, write_report
 
     _check_margin(margin)
+    if compare_with is not None and Path(compare_with).resolve() == Path(run_dir).resolve():
+        raise _fail(f"--compare-with {compare_with} is the run being reported: compare a run "
+                    "with another run folder")
     try:
         path = write_report(run_dir, compare_with=compare_with, margin=margin)
     except ReportError as e:
@@ -107,8 +118,6 @@ def compare(
 def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, seed: int,
                       jobs: int) -> Path:
     """Play rulesets a and b on the same deals: an experiment of two rulesets."""
-    import os
-
     import yaml
 
     from patchsim.play.config import RunError, load_run_config
@@ -137,16 +146,19 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         if h[0] == h[1]:
             raise RunError(f"{a} and {b} are the same rules (hash {h[0]}): nothing to compare")
         run_dir = new_run_dir(cfg, out)
-        if jobs != -1 and jobs < 1:
-            raise _fail(f"--jobs {jobs}: give a number of workers >= 1, or -1 for every core")
-        n_jobs = (os.cpu_count() or 1) if jobs == -1 else jobs
+        n_jobs = jobs_count(jobs)
         typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
                    f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
-        execute(cfg, run_dir, jobs=n_jobs, backend="loky", progress=True,
-                command=" ".join(sys.argv))
-        (run_dir / "experiment.yaml").write_text(text, encoding="utf-8")
+        stop_on_signals()
+        bar = ProgressBar(True)
+        try:
+            execute(cfg, run_dir, jobs=n_jobs, backend="loky", progress=bar,
+                    command=command_line())
+        finally:
+            bar.close()
+        atomic_write(run_dir / "experiment.yaml", text)
     except RunError as e:
-        raise _fail(str(e)) from None
+        raise run_failure(e) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     return run_dir

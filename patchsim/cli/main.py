@@ -5,11 +5,22 @@ and a non-zero exit status, never a traceback."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from patchsim.atomic import atomic_write
+from patchsim.cli.common import (
+    ProgressBar,
+    command_line,
+    fail,
+    jobs_count,
+    run_failure,
+    stop_on_signals,
+)
 
 app = typer.Typer(
     help="Rules-variant simulation and balance testing for the board game Patchwork.",
@@ -19,27 +30,11 @@ app = typer.Typer(
 )
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print a user-facing error and return the Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _jobs(jobs: int) -> int:
-    """--jobs: -1 means every core; otherwise at least one worker."""
-    import os
-
-    if jobs == -1:
-        return os.cpu_count() or 1
-    if jobs < 1:
-        raise fail(f"--jobs {jobs}: give a number of workers >= 1, or -1 for every core")
-    return jobs
-
-
 @app.command()
 def replay(
     file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the final position as JSON.")]
+    as_json: Annotated[bool, typer.Option("--json", help="Print the final position as JSON "
+                                          "(with its position text under \"text\").")]
     = False,
     trace: Annotated[bool, typer.Option("--trace", help="Print the position at the start and "
                                         "after every move (JSON lines with --json).")] = False,
@@ -58,12 +53,12 @@ def replay(
         for game in replay_record(record):
             if trace:
                 if as_json:
-                    typer.echo(json.dumps(game.summary()))
+                    typer.echo(json.dumps(game.summary(text=True)))
                 else:
                     typer.echo(render(game) + "\n")
         assert game is not None
         if not trace:
-            typer.echo(json.dumps(game.summary()) if as_json else render(game))
+            typer.echo(json.dumps(game.summary(text=True)) if as_json else render(game))
     except RecordError as e:
         raise fail(str(e), 1) from None
 
@@ -141,6 +136,8 @@ def run(
     until: Annotated[float | None, typer.Option(
         help="Stop when the first seat's win rate is known to +-this (0.01: +-1 point) for "
              "every pairing; --games is then the budget (default 20000).")] = None,
+    keep_batches: Annotated[bool, typer.Option(
+        help="Keep the batch files after they are merged into the tables.")] = False,
 ) -> None:
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
@@ -165,25 +162,33 @@ def run(
                                "or --resume RUN_DIR")
             spec_list = [b.strip() for b in bots.split(";")] if bots else None
             cfg = load_run_config(config, games=games, bots=spec_list, seed=seed,
-                                  overrides=override or ())
+                                  overrides=override or (), bot_path=[os.getcwd()])
             run_dir = new_run_dir(cfg, out)
-        n_jobs = _jobs(jobs)
+        n_jobs = jobs_count(jobs) if backend != "dask" else jobs
         if until is not None and games is None and not resume:
             cfg.deals = games_to_deals(20000)  # the budget when --games is not given
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {'up to ' if until else ''}{cfg.deals} deals x 2 seats, "
                    f"{n_jobs} worker(s) -> {run_dir}")
-        if until is not None:
-            result = execute_until(cfg, run_dir, until, echo=typer.echo, jobs=n_jobs,
-                                   backend=backend, scheduler=scheduler, progress=progress,
-                                   command=" ".join(sys.argv))
-        else:
-            result = execute(cfg, run_dir, jobs=n_jobs, backend=backend, scheduler=scheduler,
-                             progress=progress, command=" ".join(sys.argv))
+        stop_on_signals()
+        bar = ProgressBar(progress)
+        try:
+            if until is not None:
+                result = execute_until(cfg, run_dir, until, echo=typer.echo, jobs=n_jobs,
+                                       backend=backend, scheduler=scheduler, progress=bar,
+                                       command=command_line(), keep_batches=keep_batches)
+            else:
+                result = execute(cfg, run_dir, jobs=n_jobs, backend=backend,
+                                 scheduler=scheduler, progress=bar, command=command_line(),
+                                 keep_batches=keep_batches)
+        finally:
+            bar.close()
     except RunError as e:
-        raise fail(str(e)) from None
-    except KeyboardInterrupt:
+        raise run_failure(e) from None
+    except KeyboardInterrupt:  # before the run started: nothing to resume
         raise typer.Exit(130) from None
+    for note in result.notes:
+        typer.echo(f"note: {note}")
     games_df = load_games(result.run_dir)
     typer.echo(format_summary(run_summary(games_df)))
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
@@ -223,15 +228,20 @@ def ladder_cmd(
                               seed=seed, pairings="cross")
         cfg.name = "ladder"
         run_dir = new_run_dir(cfg, out)
-        n_jobs = _jobs(jobs)
+        n_jobs = jobs_count(jobs)
         typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "
                    f"{2 * cfg.deals} games on {rules}, {n_jobs} worker(s) -> {run_dir}")
-        execute(cfg, run_dir, jobs=n_jobs, progress=progress, command=" ".join(sys.argv))
+        stop_on_signals()
+        bar = ProgressBar(progress)
+        try:
+            execute(cfg, run_dir, jobs=n_jobs, progress=bar, command=command_line())
+        finally:
+            bar.close()
     except RunError as e:
-        raise fail(str(e)) from None
+        raise run_failure(e) from None
     g = load_games(run_dir)
     text = format_ladder(ladder(g), head_to_head(g))
-    (run_dir / "ladder.md").write_text(text + "\n", encoding="utf-8")
+    atomic_write(run_dir / "ladder.md", text + "\n")
     typer.echo(text)
 
 
@@ -264,10 +274,11 @@ def sweep(
     typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
                f"{len(exp.skill or exp.bots)} bot(s)")
     try:
-        res = run_sweep(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
-                        progress=progress, games=games, command=" ".join(sys.argv))
+        res = run_sweep(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
+                        progress=ProgressBar(progress), games=games,
+                        command=command_line())
     except RunError as e:
-        raise fail(str(e)) from None
+        raise run_failure(e) from None
     typer.echo("\n".join(res.report_md.read_text().split("## Variants")[0].splitlines()[2:]))
     typer.echo(f"report: {res.report_html} (and {res.report_md.name})")
 
@@ -290,7 +301,7 @@ def tune(
     if not exp.tune:
         raise fail(f"{experiment}: no tune section (fields and targets to tune for)")
     try:
-        res = run_tune(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
+        res = run_tune(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
                        echo=typer.echo)
     except RunError as e:
         raise fail(str(e)) from None
@@ -324,7 +335,7 @@ def check(
         typer.echo(f"error: {experiment}: no check section with tolerances", err=True)
         raise typer.Exit(3)
     try:
-        res = run_check(exp, out, jobs=_jobs(jobs), backend=backend, scheduler=scheduler,
+        res = run_check(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
                         echo=typer.echo)
     except RunError as e:
         typer.echo(f"error: {e}", err=True)
@@ -339,6 +350,8 @@ from patchsim.cli import analysis as cli_analysis  # noqa: E402
 app.command("report")(cli_analysis.report)
 app.command("compare")(cli_analysis.compare)
 app.command("plan")(cli_analysis.plan)
+from patchsim.cli import train as cli_train  # noqa: E402, I001
+app.command("train")(cli_train.train)
 
 
 def main() -> None:  # pragma: no cover - console entry point

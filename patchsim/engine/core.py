@@ -30,6 +30,20 @@ from numba import njit
 PASS = -1
 LEATHER_BASE = -2  # leather on square s has code LEATHER_BASE - s
 
+# --- legality verdicts (what ``legality`` returns) --------------------------------------------
+# Plain ints so that compiled code can use them; the Python side names and words them once, in
+# patchsim.engine.game.IllegalReason.
+LEGAL = 0
+ILLEGAL_GAME_OVER = 1
+ILLEGAL_NO_LEATHER_PENDING = 2  # a leather placement when none is waiting
+ILLEGAL_OFF_QUILT = 3  # a leather square beyond the quilt
+ILLEGAL_SQUARE_COVERED = 4  # a leather square already covered
+ILLEGAL_LEATHER_FIRST = 5  # pass or buy while a claimed leather patch waits
+ILLEGAL_NO_SUCH_PLACEMENT = 6  # a code that is no placement of this ruleset
+ILLEGAL_NOT_ON_OFFER = 7
+ILLEGAL_UNAFFORDABLE = 8
+ILLEGAL_OVERLAP = 9
+
 # --- tab header ------------------------------------------------------------------------------
 T_ROWS = 0
 T_COLS = 1
@@ -102,6 +116,92 @@ EV_LEATHER_LOST = 6  # player, mark (quilt full: discarded, or left on the track
 EV_BONUS = 7  # player, position
 
 
+# --- named reads of the compiled table ---------------------------------------------------------
+# ``tab[tab[O_X] + i]`` spelled ``x(tab, i)``. numba inlines them (inline="always"), so the
+# compiled code is the same two loads as the spelled-out form.
+
+
+@njit(cache=True, inline="always")
+def placement_lo(tab: np.ndarray, g: np.int64) -> np.int64:
+    """Squares 0..63 covered by placement g."""
+    return tab[tab[O_PLACE_LO] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_hi(tab: np.ndarray, g: np.int64) -> np.int64:
+    """Squares 64..127 covered by placement g."""
+    return tab[tab[O_PLACE_HI] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_patch(tab: np.ndarray, g: np.int64) -> np.int64:
+    """The patch placement g places."""
+    return tab[tab[O_PLACE_PATCH] + g]
+
+
+@njit(cache=True, inline="always")
+def patch_first(tab: np.ndarray, patch: np.int64) -> np.int64:
+    """The patch's first placement id (its placements are consecutive)."""
+    return tab[tab[O_PATCH_FIRST] + patch]
+
+
+@njit(cache=True, inline="always")
+def patch_count(tab: np.ndarray, patch: np.int64) -> np.int64:
+    """How many distinct placements the patch has."""
+    return tab[tab[O_PATCH_COUNT] + patch]
+
+
+@njit(cache=True, inline="always")
+def patch_cost(tab: np.ndarray, patch: np.int64) -> np.int64:
+    return tab[tab[O_COST] + patch]
+
+
+@njit(cache=True, inline="always")
+def patch_time(tab: np.ndarray, patch: np.int64) -> np.int64:
+    return tab[tab[O_TIME] + patch]
+
+
+@njit(cache=True, inline="always")
+def patch_income(tab: np.ndarray, patch: np.int64) -> np.int64:
+    return tab[tab[O_INCOME] + patch]
+
+
+@njit(cache=True, inline="always")
+def income_marks_upto(tab: np.ndarray, space: np.int64) -> np.int64:
+    """Number of income marks at or below ``space``."""
+    return tab[tab[O_INCOME_CUM] + space]
+
+
+@njit(cache=True, inline="always")
+def income_mark(tab: np.ndarray, i: np.int64) -> np.int64:
+    """The space of the i-th income mark (track order)."""
+    return tab[tab[O_INCOME_MARKS] + i]
+
+
+@njit(cache=True, inline="always")
+def leather_mark(tab: np.ndarray, i: np.int64) -> np.int64:
+    """The space of the i-th leather mark (track order)."""
+    return tab[tab[O_LEATHER] + i]
+
+
+@njit(cache=True, inline="always")
+def window_lo(tab: np.ndarray, w: np.int64) -> np.int64:
+    """Squares 0..63 of bonus window w."""
+    return tab[tab[O_WIN_LO] + w]
+
+
+@njit(cache=True, inline="always")
+def window_hi(tab: np.ndarray, w: np.int64) -> np.int64:
+    return tab[tab[O_WIN_HI] + w]
+
+
+@njit(cache=True, inline="always")
+def neighbours(tab: np.ndarray, s: np.int64) -> tuple[np.int64, np.int64]:
+    """(lo, hi) masks of the squares orthogonally next to square s."""
+    nb = tab[O_NEIGH]
+    return tab[nb + 2 * s], tab[nb + 2 * s + 1]
+
+
 @njit(cache=True, inline="always")
 def popcount64(x: np.int64) -> np.int64:
     """Number of set bits of a 64-bit word (SWAR; numba has no portable intrinsic)."""
@@ -154,7 +254,7 @@ def to_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
     """The player to move, or -1 when the game is over.
 
     A pending leather patch is placed at once by its claimer. Otherwise the token further behind
-    moves; on a shared space the one on top (RULES.md, Whose turn).
+    moves; on a shared space the one on top (docs/rules.md R3.1, R3.2).
     """
     if state[S_PENDING] > 0:
         return state[S_PENDING_PLAYER]
@@ -202,9 +302,8 @@ def offer_patch(state: np.ndarray, tab: np.ndarray, k: np.int64) -> np.int64:
 
 @njit(cache=True, inline="always")
 def fits(state: np.ndarray, tab: np.ndarray, p: np.int64, g: np.int64) -> bool:
-    return (tab[tab[O_PLACE_LO] + g] & state[S_QLO + p]) == 0 and (
-        tab[tab[O_PLACE_HI] + g] & state[S_QHI + p]
-    ) == 0
+    return (placement_lo(tab, g) & state[S_QLO + p]) == 0 and (
+        placement_hi(tab, g) & state[S_QHI + p]) == 0
 
 
 @njit(cache=True)
@@ -234,10 +333,10 @@ def legal_moves(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> np.int64
         patch = offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[O_COST] + patch] > btn:
+        if patch_cost(tab, patch) > btn:
             continue
-        first = tab[tab[O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[O_PATCH_COUNT] + patch]):
+        first = patch_first(tab, patch)
+        for g in range(first, first + patch_count(tab, patch)):
             if fits(state, tab, p, g):
                 out[n] = g
                 n += 1
@@ -257,39 +356,78 @@ def max_moves(tab: np.ndarray) -> np.int64:
 
 
 @njit(cache=True)
+def perft(state: np.ndarray, tab: np.ndarray, depth: np.int64) -> np.int64:
+    """The number of distinct legal move sequences of length ``depth`` from ``state`` (a
+    sequence that ends the game early does not count). A regression check on move generation
+    and application, as in chess engines; ``state`` is not changed.
+
+    Depth-first with one state copy per level; the last level only counts moves (no apply)."""
+    if depth <= 0:
+        return 1
+    m = max_moves(tab)
+    scratch = np.empty(m, dtype=np.int64)
+    if depth == 1:
+        return legal_moves(state, tab, scratch)
+    states = np.empty((depth, state.shape[0]), dtype=np.int64)
+    moves = np.empty((depth - 1, m), dtype=np.int64)
+    nmoves = np.zeros(depth - 1, dtype=np.int64)
+    nexts = np.zeros(depth - 1, dtype=np.int64)
+    states[0, :] = state
+    nmoves[0] = legal_moves(states[0], tab, moves[0])
+    total = 0
+    level = 0
+    while level >= 0:
+        if nexts[level] == nmoves[level]:
+            level -= 1
+            continue
+        code = moves[level, nexts[level]]
+        nexts[level] += 1
+        child = states[level + 1]
+        child[:] = states[level]
+        apply_move(child, tab, code)
+        if level + 1 == depth - 1:
+            total += legal_moves(child, tab, scratch)
+        else:
+            level += 1
+            nmoves[level] = legal_moves(child, tab, moves[level])
+            nexts[level] = 0
+    return total
+
+
+@njit(cache=True)
 def legality(state: np.ndarray, tab: np.ndarray, code: np.int64) -> np.int64:
-    """0 if ``code`` is legal now, else a reason code (see ``ILLEGAL_REASONS`` in game.py)."""
+    """``LEGAL`` if ``code`` is legal now, else the first ``ILLEGAL_*`` verdict that applies."""
     p = to_move(state, tab)
     if p < 0:
-        return 1  # game over
+        return ILLEGAL_GAME_OVER
     if code <= LEATHER_BASE:
         if state[S_PENDING] == 0:
-            return 2  # no leather patch to place
+            return ILLEGAL_NO_LEATHER_PENDING
         s = LEATHER_BASE - code
         if s >= tab[T_NSQ]:
-            return 3  # off the quilt
+            return ILLEGAL_OFF_QUILT
         blo, bhi = square_bit(s)
         if (state[S_QLO + p] & blo) != 0 or (state[S_QHI + p] & bhi) != 0:
-            return 4  # square covered
-        return 0
+            return ILLEGAL_SQUARE_COVERED
+        return LEGAL
     if state[S_PENDING] > 0:
-        return 5  # a leather patch must be placed first
+        return ILLEGAL_LEATHER_FIRST
     if code == PASS:
-        return 0
+        return LEGAL
     if code < 0 or code >= tab[T_NPLACE]:
-        return 6  # no such placement
-    patch = tab[tab[O_PLACE_PATCH] + code]
+        return ILLEGAL_NO_SUCH_PLACEMENT
+    patch = placement_patch(tab, code)
     on_offer = False
     for k in range(tab[T_OFFER]):
         if offer_patch(state, tab, k) == patch:
             on_offer = True
     if not on_offer:
-        return 7  # patch not on offer
-    if tab[tab[O_COST] + patch] > state[S_BTN + p]:
-        return 8  # cannot afford
+        return ILLEGAL_NOT_ON_OFFER
+    if patch_cost(tab, patch) > state[S_BTN + p]:
+        return ILLEGAL_UNAFFORDABLE
     if not fits(state, tab, p, code):
-        return 9  # overlaps
-    return 0
+        return ILLEGAL_OVERLAP
+    return LEGAL
 
 
 @njit(cache=True)
@@ -310,18 +448,16 @@ def _log(ev: np.ndarray, ne: np.int64, kind, a, b, c, d, e) -> np.int64:
 def _check_bonus(state: np.ndarray, tab: np.ndarray, p: np.int64, ev: np.ndarray, ne: np.int64):
     """Give the bonus tile to p if it is still free and p's quilt covers a full window.
 
-    Checked after every placement, leather included; only the first player gets it (RULES.md,
-    The 7x7 bonus).
+    Checked after every placement, leather included; only the first player gets it
+    (docs/rules.md R9.2, R9.3).
     """
     if tab[T_HAS_BONUS] == 0 or state[S_BONUS] >= 0:
         return ne
     qlo = state[S_QLO + p]
     qhi = state[S_QHI + p]
-    wlo0 = tab[O_WIN_LO]
-    whi0 = tab[O_WIN_HI]
     for w in range(tab[T_NWINDOWS]):
-        wlo = tab[wlo0 + w]
-        whi = tab[whi0 + w]
+        wlo = window_lo(tab, w)
+        whi = window_hi(tab, w)
         if (qlo & wlo) == wlo and (qhi & whi) == whi:
             state[S_BONUS] = p
             return _log(ev, ne, EV_BONUS, p, state[S_POS + p], 0, 0, 0)
@@ -332,9 +468,10 @@ def _check_bonus(state: np.ndarray, tab: np.ndarray, p: np.int64, ev: np.ndarray
 def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, ev, ne):
     """Move p's token to ``target`` (clamped at the last space) and fire every mark passed.
 
-    A mark "at N" fires when the token moves from below N to N or beyond (RULES.md, Marks):
-    each income mark pays the quilt's income; each unclaimed leather mark is claimed in track
-    order, or lost at once if the quilt has no square left for it.
+    A mark "at N" fires when the token moves from below N to N or beyond (docs/rules.md
+    R6.1, R6.2): each income mark pays the quilt's income (R7.1, R7.3); each unclaimed leather
+    mark is claimed in track order (R8.2, R8.4), or lost at once if the quilt has no square
+    left for it (R8.5).
     """
     last = tab[T_LAST]
     old = state[S_POS + p]
@@ -347,23 +484,20 @@ def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, 
         state[S_TOP] = p  # arriving on an occupied space: on top
     if new == last and state[S_FIRST_END] < 0:
         state[S_FIRST_END] = p
-    cum = tab[O_INCOME_CUM]
-    marks = tab[cum + new] - tab[cum + old]
+    marks = income_marks_upto(tab, new) - income_marks_upto(tab, old)
     if marks > 0:
         inc = state[S_INC + p]
         state[S_BTN + p] += marks * inc
         if ev.shape[0] > 0:
-            im = tab[O_INCOME_MARKS]
             for i in range(tab[T_NINCOME]):
-                m = tab[im + i]
+                m = income_mark(tab, i)
                 if old < m <= new:
                     ne = _log(ev, ne, EV_INCOME, p, m, inc, 0, 0)
     nl = tab[T_NLEATHER]
     if nl > 0:
-        lm = tab[O_LEATHER]
         free = empty_squares(state, tab, p) - state[S_PENDING]
         for i in range(nl):
-            m = tab[lm + i]
+            m = leather_mark(tab, i)
             if m > new:
                 break
             if m <= old:
@@ -390,9 +524,7 @@ def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, 
 @njit(cache=True)
 def _isolated_hole(state: np.ndarray, tab: np.ndarray, p: np.int64, s: np.int64) -> bool:
     """Is empty square s a one-square hole (every orthogonal neighbour covered or off-board)?"""
-    nb = tab[O_NEIGH]
-    nlo = tab[nb + 2 * s]
-    nhi = tab[nb + 2 * s + 1]
+    nlo, nhi = neighbours(tab, s)
     return (state[S_QLO + p] & nlo) == nlo and (state[S_QHI + p] & nhi) == nhi
 
 
@@ -420,7 +552,7 @@ def apply_logged(state: np.ndarray, tab: np.ndarray, code: np.int64, ev, ne) -> 
         state[S_PENDING] -= 1
         if state[S_PENDING] == 0:
             state[S_PENDING_PLAYER] = -1
-        ne = _log(ev, ne, EV_LEATHER_PLACE, p, tab[tab[O_LEATHER] + i], s, 1 if hole else 0, 0)
+        ne = _log(ev, ne, EV_LEATHER_PLACE, p, leather_mark(tab, i), s, 1 if hole else 0, 0)
         return _check_bonus(state, tab, p, ev, ne)
     if code == PASS:
         old = state[S_POS + p]
@@ -432,7 +564,7 @@ def apply_logged(state: np.ndarray, tab: np.ndarray, code: np.int64, ev, ne) -> 
         state[S_BTN + p] += gained  # one button per space actually moved
         ne = _log(ev, ne, EV_PASS, p, old, target, gained, 0)
         return _advance(state, tab, p, target, ev, ne)
-    patch = tab[tab[O_PLACE_PATCH] + code]
+    patch = placement_patch(tab, code)
     ne = _log(ev, ne, EV_BUY, p, patch, state[S_POS + p], state[S_BTN + p], code)
     # take the patch out of the circle; the neutral token moves to its place
     n = state[S_NCIRCLE]
@@ -446,15 +578,16 @@ def apply_logged(state: np.ndarray, tab: np.ndarray, code: np.int64, ev, ne) -> 
     for j in range(idx, n - 1):
         state[S_CIRCLE + j] = state[S_CIRCLE + j + 1]
     n -= 1
+    state[S_CIRCLE + n] = -1  # the freed slot: a position is its state, with nothing stale
     state[S_NCIRCLE] = n
     state[S_OFS] = idx % n if n > 0 else 0
-    state[S_BTN + p] -= tab[tab[O_COST] + patch]
-    state[S_QLO + p] |= tab[tab[O_PLACE_LO] + code]
-    state[S_QHI + p] |= tab[tab[O_PLACE_HI] + code]
-    state[S_INC + p] += tab[tab[O_INCOME] + patch]
+    state[S_BTN + p] -= patch_cost(tab, patch)
+    state[S_QLO + p] |= placement_lo(tab, code)
+    state[S_QHI + p] |= placement_hi(tab, code)
+    state[S_INC + p] += patch_income(tab, patch)
     # placed before the token moves, so the bonus and this turn's income already count it
     ne = _check_bonus(state, tab, p, ev, ne)
-    return _advance(state, tab, p, state[S_POS + p] + tab[tab[O_TIME] + patch], ev, ne)
+    return _advance(state, tab, p, state[S_POS + p] + patch_time(tab, patch), ev, ne)
 
 
 @njit(cache=True)
@@ -520,9 +653,9 @@ def random_move(state: np.ndarray, tab: np.ndarray, rng: np.ndarray, buf: np.nda
             patch = offer_patch(state, tab, k)
             if patch < 0:
                 break
-            if tab[tab[O_COST] + patch] <= btn:
-                firsts[k] = tab[tab[O_PATCH_FIRST] + patch]
-                counts[k] = tab[tab[O_PATCH_COUNT] + patch]
+            if patch_cost(tab, patch) <= btn:
+                firsts[k] = patch_first(tab, patch)
+                counts[k] = patch_count(tab, patch)
                 total += counts[k]
         if total == 1:
             return PASS

@@ -118,17 +118,13 @@ def replay(record: GameRecord) -> Iterator[Game]:
             move = game.parse_move(text)
             game.apply(move)
         except IllegalMoveError as e:
-            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: "
-                              f"{_reason(e)}", i) from None
+            why = e.reason.describe(game.ruleset.offer_size)
+            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: {why}",
+                              i) from None
         except ValueError as e:
             raise RecordError(f"{record.source}: move {i} ({text!r}) is malformed: {e}",
                               i) from None
         yield game
-
-
-def _reason(e: Exception) -> str:
-    msg = str(e)
-    return msg.split(": ", 1)[1] if ": " in msg else msg
 
 
 def final_position(record: GameRecord) -> Game:

@@ -14,6 +14,14 @@ def quilt_labels(game: Game) -> list[list[list[str]]]:
     leather, '.' for empty; and the legend is ``patch_legend``."""
     rows, cols = game.tables.rows, game.tables.cols
     grids = [[["." for _ in range(cols)] for _ in range(rows)] for _ in range(2)]
+    if len(game.history) != int(game.state[core.S_PLY]):
+        # a position set up from text has no move history: draw what is covered, unlabelled
+        for p in (0, 1):
+            for s in range(rows * cols):
+                lo, hi = core.square_bit(s)
+                if game.state[core.S_QLO + p] & lo or game.state[core.S_QHI + p] & hi:
+                    grids[p][s // cols][s % cols] = "X"
+        return grids
     replayed = Game(game.tables, core.new_state(game.tab, _circle(game)), game.circle)
     counts = [0, 0]
     for code in game.history:
@@ -35,6 +43,8 @@ def quilt_labels(game: Game) -> list[list[list[str]]]:
 def patch_legend(game: Game) -> list[list[str]]:
     """Per player, the patch ids bought, in order (label i is ``LABELS[i]``)."""
     out: list[list[str]] = [[], []]
+    if len(game.history) != int(game.state[core.S_PLY]):
+        return out  # set up from text: the buying order is not known
     replayed = Game(game.tables, core.new_state(game.tab, _circle(game)), game.circle)
     for code in game.history:
         p = replayed.to_move

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from patchsim.engine.yamlfile import YamlFileError, parse_yaml, read_yaml
 
 __all__ = [
     "PatchSpec",
@@ -316,52 +316,15 @@ def _locate(ref: str | os.PathLike[str]) -> Path:
 # Reading YAML
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that refuses duplicate keys (PyYAML silently keeps the last one)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # '<<' merge keys may legitimately be overridden
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    first = seen.get(key)
-                except TypeError:
-                    continue
-                if first is not None:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r} (first given on line {first})",
-                        key_node.start_mark)
-                seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-def _yaml_problem(label: str, exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "YAML"
-    what = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    if context and "duplicate key" not in what:
-        what = f"{what} ({context})"
-    kind = "" if "duplicate key" in what else "YAML syntax error: "
-    return f"{label}: {where}: {kind}{what}"
-
-
 def _read_yaml(path: Path, label: str) -> Any:
     """Parse one YAML file; any failure is fatal (nothing sensible can be checked after it)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         raise RulesetError([f"{label}: no such file (shipped rulesets: {_shipped_text()})"],
-                           label) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RulesetError([f"{label}: cannot read the file: {e}"], label) from None
+                           label)
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as e:
-        raise RulesetError([_yaml_problem(label, e)], label) from None
+        return read_yaml(path, label)
+    except YamlFileError as e:
+        raise RulesetError(e.problems, label) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,6 +678,33 @@ def _check_shape(rep: _Reporter, shape: object, path: str, rows: int | None,
     return True
 
 
+STORED_LIMIT = 2**31 - 1  # scores, buttons and score leads are stored as 32-bit integers
+
+
+def _check_stored_range(rep: _Reporter, data: Mapping[Any, Any],
+                        patches: tuple[PatchSpec, ...], income: tuple[int, ...] | None,
+                        rows: int | None, cols: int | None) -> None:
+    """Every value a game can reach must fit the stored columns: the largest possible score
+    (all buttons anyone can ever hold, plus the bonus) and the largest lead (twice that)."""
+    def num(key: str, sub: str | None = None) -> int:
+        v = data.get(key)
+        if sub is not None:
+            v = v.get(sub) if isinstance(v, Mapping) else None
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+    marks = len(income or ())
+    most_income = sum(max(0, p.income) for p in patches)
+    buttons = (num("starting_buttons") + num("second_player_buttons")
+               + num("track", "last_space") + marks * most_income)
+    top = buttons + num("bonus", "points")
+    bottom = num("empty_square_penalty") * (rows or 0) * (cols or 0)
+    lead = top + bottom
+    if lead > STORED_LIMIT:
+        rep.add("starting_buttons", f"with these settings a score could reach {top:,} and a "
+                f"lead {lead:,}, beyond what the result tables store ({STORED_LIMIT:,}); "
+                "lower the starting buttons, the track length, the income or the penalty")
+
+
 def _check_patches(rep: _Reporter, data: Mapping[Any, Any], rows: int | None,
                    cols: int | None) -> tuple[tuple[PatchSpec, ...] | None, dict[str, int] | None]:
     """The validated patches (None on any problem) and the index of each id (None if unknown)."""
@@ -888,6 +878,8 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
         rep.add("leather_when_full", f"must be one of {', '.join(LEATHER_POLICIES)}, "
                                      f"got {_describe(policy)}")
 
+    if not rep.problems and patches is not None:
+        _check_stored_range(rep, data, patches, income, rows, cols)
     if rep.problems:
         raise RulesetError(rep.problems, label, title)
     # Every value below was checked above; a problem would have raised.
@@ -948,9 +940,8 @@ def parse_override(text: str) -> tuple[str, object]:
         raise RulesetError([f"{_OVERRIDE_LABEL} {text}: missing the key before '='"],
                            title=title)
     try:
-        value = yaml.load(raw, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as e:
-        what = getattr(e, "problem", None) or str(e)
+        value = parse_yaml(raw, f"{_OVERRIDE_LABEL} {key}")
+    except YamlFileError as e:
         raise RulesetError([f"{_OVERRIDE_LABEL} {key}: cannot read the value {raw!r} as "
-                            f"YAML: {what}"], title=title) from None
+                            f"YAML: {e.problems[0]}"], title=title) from None
     return key, value

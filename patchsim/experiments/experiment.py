@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from patchsim.analysis.metrics import METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
+from patchsim.engine.yamlfile import YamlFileError, read_yaml
 from patchsim.play.config import all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
@@ -49,58 +49,12 @@ class ExperimentError(ValueError):
         super().__init__("\n".join([head, *("  " + p for p in problems)]))
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """A SafeLoader that records duplicate mapping keys (PyYAML silently keeps the last one).
-
-    ``duplicates`` collects (line, key, line of the first occurrence), lines from 1. Merge
-    keys (``<<: *anchor``) are not duplicates: overriding a merged key is what they are for.
-    """
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.duplicates: list[tuple[int, Any, int]] = []
-
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for key_node, _value in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                try:
-                    if key in first:
-                        self.duplicates.append((line, key, first[key]))
-                    else:
-                        first[key] = line
-                except TypeError:  # an unhashable key: the constructor reports it
-                    continue
-        return super().construct_mapping(node, deep=deep)
-
-
 def _read_yaml(p: Path, src: str) -> Any:
     """The YAML document at ``p``; ExperimentError for anything that keeps it from loading."""
-    if not p.exists():
-        raise ExperimentError([f"{src}: no such file"])
-    if p.is_dir():
-        raise ExperimentError([f"{src}: is a directory, not an experiment file"])
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ExperimentError([f"{src}: cannot read: not UTF-8 text ({e})"]) from None
-    except OSError as e:
-        raise ExperimentError([f"{src}: cannot read: {e.strerror or e}"]) from None
-    loader = _StrictLoader(text)
-    try:
-        data = loader.get_single_data()
-    except yaml.YAMLError as e:
-        raise ExperimentError([f"{src}: not valid YAML: {e}"]) from None
-    finally:
-        loader.dispose()
-    if loader.duplicates:
-        raise ExperimentError([f"{src}: line {line}: duplicate key {key!r} (first on line "
-                               f"{first})" for line, key, first in loader.duplicates])
-    return data
+        return read_yaml(p, src)
+    except YamlFileError as e:
+        raise ExperimentError(e.problems) from None
 
 
 def _is_number(v: Any) -> bool:

@@ -19,14 +19,16 @@ check.max_games.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchsim.analysis.metrics import deal_metrics, estimate
+from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import execute
-from patchsim.play.storage import load_events, load_games
+from patchsim.play.storage import fresh_dir
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
 MIN_DEALS = 10  # no verdict on fewer deals per pairing
@@ -61,7 +63,8 @@ def _status(tol: Tolerance, mean: float, lo2: float, hi2: float, lo1: float, hi1
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-              backend: str = "loky", scheduler: str | None = None, echo=print) -> GateResult:
+              backend: str = "loky", scheduler: str | None = None,
+              echo: Callable[[str], None] | None = None) -> GateResult:
     check = exp.check or {}
     alpha = float(check.get("alpha", 0.05))
     max_games = int(check.get("max_games", 20000))
@@ -71,7 +74,8 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     n_checks = looks * max(1, len(plan))
     a = alpha / n_checks  # Bonferroni over the looks, the tolerances and the pairings
     bots = exp.skill or exp.bots
-    out_dir = Path(out) if out else Path("reports") / f"{exp.name}-check"
+    say = echo or (lambda _line: None)
+    out_dir = Path(out) if out else fresh_dir(f"{exp.name}-check")
     metrics = sorted({t.metric for t in exp.tolerances})
     lines: list[str] = []
 
@@ -83,8 +87,9 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
         cfg = RunConfig(f"{exp.name}-check", [exp.base], list(bots),
                         all_pairings(len(bots), exp.pairing_mode), games_to_deals(games),
                         exp.seed, exp.batch_deals, str(exp.path))
-        execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=False)
-        deals = deal_metrics(load_games(out_dir), load_events(out_dir))
+        execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=None)
+        played = read_games(out_dir)
+        deals = deal_metrics(played, scan_events(out_dir, played))
         wide = estimate(deals, metrics, by=("pairing",), level=1 - 2 * a).set_index(
             ["metric", "pairing"])
         narrow = estimate(deals, metrics, by=("pairing",), level=1 - a).set_index(
@@ -105,7 +110,7 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
             lines.append(f"  {pairing}: {tol.describe()}: {w['mean']:.4f} "
                          f"[{w['lo']:.4f}, {w['hi']:.4f}] ({int(w['deals'])} deals) -> {st}")
         for ln in lines:
-            echo(ln)
+            say(ln)
         if statuses and all(s == "holds" for s in statuses):
             return result(HOLDS, 2 * cfg.deals, "every tolerance is shown to hold")
         if any(s == "fails" for s in statuses):

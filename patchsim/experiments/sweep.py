@@ -27,10 +27,11 @@ from patchsim.analysis.metrics import (  # noqa: E402
     estimate,
     paired_differences,
 )
+from patchsim.analysis.tables import read_games, scan_events  # noqa: E402
 from patchsim.experiments.experiment import Experiment  # noqa: E402
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals  # noqa: E402
-from patchsim.play.execution import execute
-from patchsim.play.storage import load_events, load_games
+from patchsim.play.execution import ProgressFn, execute
+from patchsim.play.storage import fresh_dir
 
 SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
@@ -137,20 +138,22 @@ def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
 
 
 def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-              backend: str = "loky", scheduler: str | None = None, progress: bool = True,
-              games: int | None = None, command: str = "") -> SweepResult:
+              backend: str = "loky", scheduler: str | None = None,
+              progress: ProgressFn | None = None, games: int | None = None,
+              command: str = "") -> SweepResult:
     """Play every variant on common deals (resumable: the run folder is reused) and write
     the sweep report."""
     cfg = run_config(exp, games=games)
-    run_dir = Path(out) if out else Path("reports") / exp.name
+    run_dir = Path(out) if out else fresh_dir(exp.name)
     execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress,
             command=command)
     return write_sweep_report(exp, run_dir)
 
 
 def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
-    games = load_games(run_dir)
-    events = load_events(run_dir)
+    # per-game event summaries, never the whole event log in memory
+    games = read_games(run_dir)
+    events = scan_events(run_dir, games)
     table = sweep_table(games, events)
     deals = deal_metrics(games, events)
     figures: dict[str, plt.Figure] = {"metric": plot_metric(table, exp.metric)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,11 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis.metrics import deal_metrics, estimate
+from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, _draw, _label
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
-from patchsim.play.execution import execute
-from patchsim.play.storage import load_events, load_games
+from patchsim.play.execution import ProgressFn, execute
+from patchsim.play.storage import fresh_dir
 
 FRESH_SEED_OFFSET = 1_000_003  # finalists are re-checked on deals no candidate was chosen on
 
@@ -87,17 +89,20 @@ def _config(exp: Experiment, ov: dict[str, Any], games: int, seed: int) -> RunCo
 
 
 def _estimates(run_dir: Path, metrics: list[str]) -> pd.DataFrame:
-    deals = deal_metrics(load_games(run_dir), load_events(run_dir))
+    games = read_games(run_dir)
+    deals = deal_metrics(games, scan_events(run_dir, games))
     return estimate(deals, metrics, by=("pairing",))
 
 
 def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-             backend: str = "loky", scheduler: str | None = None, progress: bool = False,
-             echo=print) -> TuneResult:
+             backend: str = "loky", scheduler: str | None = None,
+             progress: ProgressFn | None = None,
+             echo: Callable[[str], None] | None = None) -> TuneResult:
     tune = exp.tune
     if not tune:
         raise ValueError(f"{exp.path}: no tune section")
-    out_dir = Path(out) if out else Path("reports") / f"{exp.name}-tune"
+    say = echo or (lambda _line: None)
+    out_dir = Path(out) if out else fresh_dir(f"{exp.name}-tune")
     targets: dict[str, dict[str, float]] = tune["targets"]
     for m, t in targets.items():  # before any game: load_experiment checks these too
         _tolerance(m, t)
@@ -127,7 +132,7 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                 row[m] = float(est[est["metric"] == m]["mean"].mean())
             rows.append(row)
         scored.sort(key=lambda x: x[0])
-        echo(f"round {rnd + 1}/{n_rounds}: {len(alive)} candidates x {g} games; best "
+        say(f"round {rnd + 1}/{n_rounds}: {len(alive)} candidates x {g} games; best "
              f"{_label(scored[0][1]) or 'base'} (loss {scored[0][0]:.2f})")
         keep = max(n_final, len(scored) // 2)
         alive = [ov for _, ov in scored[:keep]]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from patchsim.bots.learned import bind_bot
 from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays, deal_seed
@@ -51,7 +52,7 @@ def plan_batches(config: RunConfig, segments: Sequence[int] | None = None) -> li
     if bounds[-1] != config.deals:
         bounds.append(config.deals)
     out = []
-    bots = [make_bot(s) for s in config.bots]
+    bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
     for pi, (a, b) in enumerate(config.pairings):
         size = config.batch_deals or default_batch_deals([bots[a], bots[b]])
         for r in range(len(config.rulesets)):
@@ -97,7 +98,9 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
     rs = config.rulesets[batch.ruleset]
     tables = compile_ruleset(rs)
     a, b = config.pairings[batch.pairing]
-    bot_a, bot_b = make_bot(config.bots[a]), make_bot(config.bots[b])
+    # a learned bot carries its ruleset's model in its parameter vector (compiled loop)
+    bot_a = bind_bot(make_bot(config.bots[a], bot_path=config.bot_path), tables)
+    bot_b = bind_bot(make_bot(config.bots[b], bot_path=config.bot_path), tables)
     deals = np.arange(batch.first_deal, batch.first_deal + batch.deals, dtype=np.int64)
     seeds = np.array([deal_seed(config.seed, int(d)) for d in deals], dtype=np.int64)
     idx, streams = deal_arrays(rs, seeds)
@@ -134,7 +137,8 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
                 st = streams[i] if order == 0 else streams[i, ::-1].copy()
                 # fresh bots for every game: a bot that keeps state between moves must not
                 # carry it into the next game, or results would depend on the batch size
-                pair = (make_bot(specs[0]), make_bot(specs[1]))
+                pair = (make_bot(specs[0], bot_path=config.bot_path),
+                        make_bot(specs[1], bot_path=config.bot_path))
                 r = play_game(tables, pair, circle(i), int(seeds[i]), streams=st)
                 rows.append(_result_row(r))
                 move_parts.append(r.moves)

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import (
     Ruleset,
@@ -21,9 +19,11 @@ from patchsim.engine.ruleset import (
     parse_override,
     ruleset_from_dict,
 )
+from patchsim.engine.yamlfile import YamlFileError, read_yaml
 
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
 DEFAULT_GAMES = 200
+MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
 RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
             "set", "batch_deals"}
 
@@ -45,6 +45,7 @@ class RunConfig:
     seed: int = 1
     batch_deals: int | None = None  # deals per batch; None: chosen by the bots' speed
     source: str = "<config>"
+    bot_path: tuple[str, ...] = ()  # folders searched for import-path bots (see make_bot)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class RunConfig:
             "deals": self.deals,
             "seed": self.seed,
             "batch_deals": self.batch_deals,
+            "bot_path": list(self.bot_path),
         }
 
     @classmethod
@@ -64,7 +66,7 @@ class RunConfig:
                     for r in data["rulesets"]]
         return cls(data["name"], rulesets, list(data["bots"]),
                    [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]),
-                   data.get("batch_deals"))
+                   data.get("batch_deals"), bot_path=tuple(data.get("bot_path", ())))
 
     def pairing_label(self, i: int) -> str:
         a, b = self.pairings[i]
@@ -77,7 +79,7 @@ def run_identity(config: RunConfig) -> str:
     import hashlib
 
     ident = {k: v for k, v in config.to_dict().items()
-             if k not in ("deals", "rulesets", "batch_deals")}
+             if k not in ("deals", "rulesets", "batch_deals", "bot_path")}
     ident["rulesets"] = [r.content_hash() for r in config.rulesets]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -106,24 +108,23 @@ def _whole(value: Any, where: str, lo: int) -> int:
 
 def _read_yaml(path: Path, ref: str) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise RunError(f"{ref}: not valid YAML: {e}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise RunError(f"{ref}: cannot read the file: {e}") from None
+        return read_yaml(path, ref)
+    except YamlFileError as e:
+        raise RunError("\n".join(e.problems)) from None
 
 
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
                     seed: int | None = None, overrides: Sequence[str] = (),
-                    pairings: str | None = None, batch_deals: int | None = None) -> RunConfig:
+                    pairings: str | None = None, batch_deals: int | None = None,
+                    bot_path: Sequence[str] = ()) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
     mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win. Every
     problem is a RunError naming the file, key and value, raised before anything runs."""
     path = Path(ref)
     data: dict[str, Any] = {}
     if path.is_dir():
-        raise RunError(f"{ref} is a folder; give a ruleset or experiment YAML file (or "
-                       f"--resume {ref} to continue a run)")
+        raise RunError(f"{ref} is a folder; give a ruleset or run YAML file (a run folder is "
+                       "continued by resuming it)")
     if path.suffix in (".yaml", ".yml") and path.exists():
         loaded = _read_yaml(path, ref)
         if isinstance(loaded, dict) and "base" in loaded and not (
@@ -184,8 +185,13 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
         games_n = games if games is not None else DEFAULT_GAMES
         seed_n = seed if seed is not None else 1
-    _whole(games_n, "--games", 1)
-    _whole(seed_n, "--seed", 0)
+    _whole(games_n, "games", 1)
+    if games_n > MAX_GAMES:
+        raise RunError(f"games: {games_n:,} games per ruleset and pairing is more than patchsim "
+                       f"plays in one run ({MAX_GAMES:,}); split the study into several runs")
+    _whole(seed_n, "seed", 0)
+    if seed_n >= 2**63:
+        raise RunError(f"seed: expected a whole number below 2**63, got {seed_n}")
     if batch_deals is not None:
         _whole(batch_deals, "batch_deals", 1)
     if overrides:
@@ -200,7 +206,7 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
     canonical = []
     for spec in bot_specs:
         try:
-            bot = make_bot(spec)
+            bot = make_bot(spec, bot_path=bot_path)
         except BotSpecError as e:
             raise RunError(str(e)) from None
         if getattr(bot, "values", {}).get("time_ms", 0):
@@ -215,4 +221,4 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         raise RunError(f"pairings {mode!r} with {len(canonical)} bot(s) gives no games "
                        "(cross pairings need at least two bots)")
     return RunConfig(name, rulesets, canonical, pair_list, games_to_deals(games_n), seed_n,
-                     batch_deals, ref)
+                     batch_deals, ref, tuple(bot_path))

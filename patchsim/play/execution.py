@@ -3,9 +3,13 @@ Dask cluster through joblib), resumable, topped up on request, or stopped on pre
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
-import sys
+import os
+import platform
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed, parallel_config
+from joblib.externals.loky.process_executor import TerminatedWorkerError
 
 from patchsim.analysis.stats import clustered_rate
 from patchsim.bots.registry import CompiledBot, make_bot
@@ -21,19 +27,25 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
 from patchsim.play.batches import Batch, plan_batches, play_batch
-from patchsim.play.config import RunConfig, RunError, run_identity
+from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.match import BotError, max_events, max_plies, play_game
 from patchsim.play.storage import (
     MANIFEST,
+    RunLock,
+    TableMerger,
     atomic_write_text,
     batch_path,
+    check_disk,
     check_writable,
+    clear_batches,
     load_games,
-    merge_batches,
     read_manifest,
+    split_merged,
     versions,
     write_batch,
 )
+
+ProgressFn = Callable[[int, int], None]  # (games just finished, games to play this session)
 
 
 @dataclass
@@ -44,23 +56,51 @@ class RunResult:
     games_per_s: float
     complete: bool
     summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)  # things the caller may want to tell
+
+
+class RunInterrupted(RunError):
+    """The run was stopped (Ctrl-C, SIGTERM, SIGHUP) or a worker died; finished batches are
+    kept and the run can be resumed."""
+
+    def __init__(self, run_dir: Path, done: int, total: int, cause: str) -> None:
+        self.run_dir, self.done, self.total, self.cause = run_dir, done, total, cause
+        super().__init__(f"{cause}: {done} of {total} batches are stored in {run_dir}")
+
+
+class RunStorageError(RunError):
+    """The run folder could not be written (full disk, permissions); finished batches are
+    kept and the run can be resumed once the cause is fixed."""
+
+    def __init__(self, run_dir: Path, error: OSError) -> None:
+        self.run_dir, self.error = run_dir, error
+        what = "the disk is full" if error.errno == errno.ENOSPC else (error.strerror or
+                                                                        str(error))
+        where = f" ({error.filename})" if error.filename else ""
+        super().__init__(f"cannot write the run folder {run_dir}: {what}{where}; finished "
+                         "batches are kept")
+
+
+class BotFailure(RunError):
+    """A bot failed during a run; the game up to the failing move is saved as a record."""
+
+    def __init__(self, run_dir: Path, error: BotError, record_path: Path) -> None:
+        self.run_dir, self.error, self.record_path = run_dir, error, record_path
+        super().__init__(f"{error}\nthe game up to the failing move is in {record_path}; "
+                         f"finished batches are kept in {run_dir}")
 
 
 def make_parallel(jobs: int, backend: str, scheduler: str | None):
     """The joblib executor (and the context that selects its backend)."""
-    import contextlib
-
-    from joblib import Parallel, parallel_config
-
     if backend == "dask":
         try:
             from dask.distributed import Client
         except ImportError:
-            raise RunError("--backend dask needs dask.distributed: "
+            raise RunError("the dask backend needs dask.distributed: "
                            "pip install 'patchsim[dask]'") from None
         if not scheduler:
-            raise RunError("--backend dask needs --scheduler ADDRESS (tcp://host:8786) or a "
-                           "scheduler file")
+            raise RunError("the dask backend needs a scheduler: an address "
+                           "(tcp://host:8786) or a scheduler file")
         try:
             if Path(scheduler).is_file():
                 client = Client(scheduler_file=scheduler, timeout="10s")
@@ -72,7 +112,7 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
     if backend not in ("loky", "threading", "sequential"):
-        raise RunError(f"--backend {backend!r}: expected loky, dask, threading or sequential")
+        raise RunError(f"backend {backend!r}: expected loky, dask, threading or sequential")
     if backend == "sequential" or jobs == 1:
         return None, contextlib.nullcontext(), None
     return None, parallel_config(backend=backend, n_jobs=jobs), Parallel(
@@ -83,7 +123,7 @@ def warm_up(config: RunConfig) -> None:
     """Compile (or load from the cache) in this process before workers start, so that they
     do not all compile at once and race on the cache."""
     rs = config.rulesets[0]
-    bots = [make_bot(s) for s in config.bots]
+    bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
     warm = [b for b in bots if isinstance(b, CompiledBot)]
     if not warm:
         return
@@ -97,10 +137,34 @@ def warm_up(config: RunConfig) -> None:
                        max_events(rs))
 
 
-def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None):
+_WATCHDOG: list[int] = []  # the owner pid this worker process watches (set once)
+
+
+def _watch_owner(owner_pid: int) -> None:
+    """In a worker process: exit within a second once the run's main process is gone, so no
+    orphan keeps writing into the folder (the main process may die by SIGKILL, which gives
+    it no chance to stop its workers). A worker whose parent dies is re-parented."""
+    if _WATCHDOG or owner_pid == os.getpid():
+        return
+    _WATCHDOG.append(owner_pid)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != owner_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="patchsim-owner-watch", daemon=True).start()
+
+
+def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
+              owner_pid: int | None = None):
     """Play a batch in a worker. With ``write_to`` (a run folder this worker can write: local
     backends) the worker stores the batch files itself, so the parent does no per-batch
-    work; otherwise (Dask workers on other machines) the tables travel back."""
+    work; otherwise (Dask workers on other machines) the tables travel back. With
+    ``owner_pid`` (local worker processes) the worker stops when that process is gone."""
+    if owner_pid is not None:
+        _watch_owner(owner_pid)
     t = time.perf_counter()
     try:
         games, events = play_batch(config, batch, run_id)
@@ -108,35 +172,80 @@ def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None
         return batch, None, None, e, time.perf_counter() - t, 0
     if write_to is not None:
         run_dir = Path(write_to)
-        write_batch(events, batch_path(run_dir, batch.key, "events"))
-        write_batch(games, batch_path(run_dir, batch.key, "games"))
+        write_batch(events, batch_path(run_dir, run_id, batch.key, "events"))
+        write_batch(games, batch_path(run_dir, run_id, batch.key, "games"))
         return batch, None, None, None, time.perf_counter() - t, games.num_rows
     return batch, games, events, None, time.perf_counter() - t, games.num_rows
 
 
-def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "loky",
-            scheduler: str | None = None, progress: bool = True, command: str = "",
-            echo: Callable[[str], None] = print) -> RunResult:
-    """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
-    manifest. Safe to call again on the same folder (it resumes).
+def check_jobs(jobs: int, backend: str) -> int:
+    """Local workers: at least one, at most one per core (more only slow a run down and
+    multiply its memory)."""
+    cores = os.cpu_count() or 1
+    if jobs < 1:
+        raise RunError(f"jobs={jobs}: give a number of workers of at least 1")
+    if backend in ("loky", "threading") and jobs > cores:
+        raise RunError(f"jobs={jobs}: this machine has {cores} core(s); more workers than "
+                       "cores only slow the run down and multiply its memory (use at most "
+                       f"{cores}, or a Dask cluster for more)")
+    return jobs
 
-    The backend (and a Dask scheduler) is checked before anything is written or played."""
+
+def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "loky",
+            scheduler: str | None = None, progress: ProgressFn | None = None,
+            command: str = "", keep_batches: bool = False) -> RunResult:
+    """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
+    manifest. Safe to call again on the same folder (it resumes, or tops the run up when
+    ``config.deals`` grew). The folder is locked for the run's life: a second run into it
+    is refused (:class:`~patchsim.play.storage.RunFolderBusy`).
+
+    Limits, the backend (and a Dask scheduler) are checked before anything is written or
+    played. Batch files are removed once merged into the tables unless ``keep_batches``.
+    ``progress(games, total)`` is called as batches finish; ``command`` is recorded."""
     run_dir = Path(run_dir)
+    if config.deals * 2 > MAX_GAMES:
+        raise RunError(f"games={config.deals * 2:,} per ruleset and pairing is more than "
+                       f"patchsim plays in one run ({MAX_GAMES:,})")
+    if backend != "dask":
+        check_jobs(jobs, backend)
     client, ctx, parallel = make_parallel(jobs, backend, scheduler)
     try:
-        return _execute_in(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
-                        progress=progress, command=command, echo=echo)
+        check_writable(run_dir)
+        info = {"pid": os.getpid(), "host": platform.node(), "seed": config.seed,
+                "started": _dt.datetime.now().isoformat(timespec="seconds")}
+        with RunLock(run_dir, info) as lock:
+            result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
+                                 progress=progress, command=command,
+                                 keep_batches=keep_batches)
+            if lock.stale:
+                result.notes.insert(0, "an earlier run in this folder stopped without "
+                                    f"finishing (pid {lock.stale.get('pid', '?')}, started "
+                                    f"{lock.stale.get('started', '?')}); its finished "
+                                    "batches were kept")
+            return result
     finally:
         if client is not None:
             client.close()
 
 
+def _plan(config: RunConfig, segments: list[int], merged: int) -> list[Batch]:
+    """The run's batches: one per (ruleset, pairing) for the ``merged`` deals already in the
+    tables (split back into batch files for a top-up), then the planned batches after."""
+    planned = plan_batches(config, segments)
+    if not merged:
+        return planned
+    head = [Batch(r, p, 0, merged) for p in range(len(config.pairings))
+            for r in range(len(config.rulesets))]
+    return head + [b for b in planned if b.first_deal >= merged]
+
+
 def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, backend: str,
-             progress: bool, command: str, echo: Callable[[str], None]) -> RunResult:
-    check_writable(run_dir)
+                progress: ProgressFn | None, command: str,
+                keep_batches: bool) -> RunResult:
     manifest_path = run_dir / MANIFEST
     manifest: dict[str, Any] = {}
     segments: list[int] = []
+    merged = 0
     if manifest_path.exists():
         manifest, old = read_manifest(run_dir)
         if [r.content_hash() for r in old.rulesets] != [r.content_hash()
@@ -144,104 +253,143 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                 or old.bots != config.bots or old.seed != config.seed \
                 or old.pairings != config.pairings:
             raise RunError(f"{run_dir} holds a different run (rulesets, bots, pairings or "
-                           "seed differ); use another --out or --resume it as it is")
+                           f"seed differ: it has seed {old.seed}, bots "
+                           f"{', '.join(old.bots)}); write to another folder or resume it "
+                           "as it is")
+        if config.deals < old.deals:
+            raise RunError(f"{run_dir} already holds {2 * old.deals:,} games per ruleset and "
+                           f"pairing, more than the {2 * config.deals:,} asked for; a run "
+                           "can grow but not shrink: write to another folder")
         segments = [int(x) for x in manifest.get("segments", [old.deals])]
-        config.deals = max(config.deals, old.deals)
+        merged = int(manifest.get("merged_deals", 0))
         if config.batch_deals is None:
             config.batch_deals = old.batch_deals  # same plan, so finished batches are found
     if not segments or segments[-1] < config.deals:
         segments.append(config.deals)
     run_id = manifest.get("run_id") or run_identity(config)
-    batches = plan_batches(config, segments)
+    total_games = 2 * config.deals * len(config.rulesets) * len(config.pairings)
+    if merged >= config.deals and (run_dir / "games.parquet").exists():
+        # complete and merged already: nothing to play
+        return RunResult(run_dir, total_games, 0.0, 0.0, True)
+    batches = _plan(config, segments, merged)
+    check_disk(run_dir, sum(2 * b.deals for b in batches if b.first_deal >= merged))
+    if merged:
+        head = Batch(0, 0, 0, merged).key
+        if not batch_path(run_dir, run_id, head, "games").exists():
+            split_merged(run_dir, run_id, len(config.rulesets), len(config.pairings),
+                         lambda r, p: Batch(r, p, 0, merged).key)
     # a batch is done when both its files exist: the files, not the manifest, are the truth
     # (the manifest may lag a killed run, or files may have been removed since)
     done = {bt.key for bt in batches
-            if batch_path(run_dir, bt.key, "games").exists()
-            and batch_path(run_dir, bt.key, "events").exists()}
+            if batch_path(run_dir, run_id, bt.key, "games").exists()
+            and batch_path(run_dir, run_id, bt.key, "events").exists()}
     todo = [bt for bt in batches if bt.key not in done]
-    # reject stale batches from a differently-batched earlier attempt only if they overlap:
-    # keys encode deal ranges, and merging reads exactly the planned keys (see merge_batches)
     manifest.update({
         "run_id": run_id,
         "config": config.to_dict(),
-        "command": command or " ".join(sys.argv),
+        "command": command,
         "versions": versions(),
         "started": manifest.get("started") or _dt.datetime.now().isoformat(timespec="seconds"),
         "batches_total": len(batches),
         "segments": segments,
-        "batches_done": sorted(done),
+        "merged_deals": merged,
+        "complete": False,
     })
     atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
-    total_games = sum(2 * b.deals for b in batches)
     todo_games = sum(2 * b.deals for b in todo)
     if todo:
         warm_up(config)
+    if progress:
+        progress(0, todo_games)
+    # the merge runs while batches finish: the batches in final order, merged up to the
+    # first one not yet stored, so a parallel run ends soon after its last batch
+    ordered = sorted(batches, key=lambda b: (b.ruleset, b.pairing, b.first_deal))
+    merger = TableMerger(run_dir)
+    frontier = 0
+
+    def advance() -> None:
+        nonlocal frontier
+        while frontier < len(ordered) and ordered[frontier].key in done:
+            merger.add_batch_files(run_dir, run_id, ordered[frontier].key)
+            frontier += 1
+
     t0 = time.perf_counter()
     played = 0
     failure: BotError | None = None
-    bar = _progress(todo_games, progress)
     try:
+        advance()
         with ctx:
             write_to = None if backend == "dask" else str(run_dir)
+            owner = os.getpid() if backend == "loky" and parallel is not None else None
             if parallel is None:
                 results: Iterator = (run_batch(config, bt, run_id, write_to) for bt in todo)
             else:
-                from joblib import delayed
-
-                results = parallel(delayed(run_batch)(config, bt, run_id, write_to)
+                results = parallel(delayed(run_batch)(config, bt, run_id, write_to, owner)
                                    for bt in todo)
             for bt, games, events, err, _secs, n_games in results:
                 if err is not None:
                     failure = err
                     break
                 if games is not None:
-                    write_batch(events, batch_path(run_dir, bt.key, "events"))
-                    write_batch(games, batch_path(run_dir, bt.key, "games"))
+                    write_batch(events, batch_path(run_dir, run_id, bt.key, "events"))
+                    write_batch(games, batch_path(run_dir, run_id, bt.key, "games"))
                 done.add(bt.key)
                 played += n_games
-                manifest["batches_done"] = sorted(done)
-                atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
-                if bar is not None:
-                    bar.update(n_games)
-    except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
-        echo(f"\ninterrupted: {len(done)} of {len(batches)} batches are stored in {run_dir}.\n"
-             f"resume with: patchsim run --resume {run_dir}")
+                if progress:
+                    progress(n_games, todo_games)
+                advance()
+        if failure is None:
+            merger.commit()
+    except (KeyboardInterrupt, SystemError) as e:
+        # a signal that lands inside a compiled call surfaces as a SystemError wrapping the
+        # KeyboardInterrupt the handler raised
+        interrupt: BaseException | None = e
+        while interrupt is not None and not isinstance(interrupt, KeyboardInterrupt):
+            interrupt = interrupt.__cause__ or interrupt.__context__
+        if interrupt is None:
+            merger.abort()
+            raise
+        merger.abort()
+        cause = str(interrupt) if str(interrupt) else "interrupted"
+        raise RunInterrupted(run_dir, len(done), len(batches), cause) from None
+    except OSError as e:
+        merger.abort()
+        raise RunStorageError(run_dir, e) from None
+    except TerminatedWorkerError as e:
+        merger.abort()
+        raise RunInterrupted(run_dir, len(done), len(batches),
+                             f"a worker process died ({_first_line(e)})") from None
+    except BaseException:
+        merger.abort()
         raise
-    finally:
-        if bar is not None:
-            bar.close()
     seconds = time.perf_counter() - t0
     rate = played / seconds if seconds > 0 and played else 0.0
-    complete = failure is None and len(done) >= len(batches)
+    complete = failure is None
+    if failure is not None:
+        merger.abort()
+        rec_path = run_dir / f"failed-game-seed{failure.seed}.json"
+        atomic_write_text(json.dumps(failure.record, indent=1), rec_path)
+        raise BotFailure(run_dir, failure, rec_path)
     manifest.update({"finished": _dt.datetime.now().isoformat(timespec="seconds"),
                      "complete": complete, "games_total": total_games,
                      "last_session": {"games": played, "seconds": round(seconds, 3),
                                       "games_per_s": round(rate, 1), "jobs": jobs,
                                       "backend": backend}})
+    if not keep_batches:
+        manifest["merged_deals"] = config.deals
     atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
-    if failure is not None:
-        rec_path = run_dir / f"failed-game-seed{failure.seed}.json"
-        atomic_write_text(json.dumps(failure.record, indent=1), rec_path)
-        raise RunError(f"{failure}\nthe game up to the failing move is in {rec_path} "
-                       f"(patchsim replay {rec_path}); finished batches are kept in {run_dir}")
-    if complete:
-        ordered = sorted(batches, key=lambda b: (b.ruleset, b.pairing, b.first_deal))
-        merge_batches(run_dir, [b.key for b in ordered])
+    if not keep_batches:
+        clear_batches(run_dir)
     return RunResult(run_dir, total_games, seconds, rate, complete)
 
 
-def _progress(total: int, enabled: bool):
-    if not enabled or total == 0:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="game", smoothing=0.1, dynamic_ncols=True, file=sys.stderr)
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
 
 
 def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_deals: int = 200,
-                  echo: Callable[[str], None] = print, **kw: Any) -> RunResult:
+                  echo: Callable[[str], None] | None = None, **kw: Any) -> RunResult:
     """Sequential stopping on precision: play ``step_deals`` more deals at a time (topping
     the run up) until the 95% interval of the first seat's win rate is at most ``halfwidth``
     on each side for every ruleset and pairing, or ``config.deals`` (the budget) is reached.
@@ -249,10 +397,13 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_de
     The stopping rule looks only at the interval's width, which hardly depends on the
     estimate, so it does not bias the estimate the way stopping on significance would."""
     if not 0 < halfwidth < 0.5:
-        raise RunError(f"--until {halfwidth}: give a half-width between 0 and 0.5 "
+        raise RunError(f"until={halfwidth}: give a half-width between 0 and 0.5 "
                        "(0.01: +-1 point)")
+    say = echo or (lambda _line: None)
     budget = config.deals
     deals = min(budget, max(step_deals, 1))
+    if (Path(run_dir) / MANIFEST).exists():  # resuming: never ask for fewer deals than stored
+        deals = min(budget, max(deals, read_manifest(Path(run_dir))[1].deals))
     while True:
         config.deals = deals
         result = execute(config, run_dir, **kw)
@@ -263,10 +414,10 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_de
         for _, g in games.groupby(["ruleset", "pairing"], sort=False):
             r = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
             widest = max(widest, (r["hi"] - r["lo"]) / 2)
-        echo(f"{deals} deals: widest 95% half-width of the first-seat win rate "
+        say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
              f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
         if widest <= halfwidth or deals >= budget:
             if widest > halfwidth:
-                echo(f"stopped at the budget of {budget} deals before reaching the target")
+                say(f"stopped at the budget of {budget} deals before reaching the target")
             return result
         deals = min(budget, deals + step_deals)

@@ -3,13 +3,14 @@ Parquet tables (schemas, atomic writes, the merge, loading)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import fcntl
 import json
 import os
 import platform
 import shutil
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from patchsim._version import __version__
+from patchsim.atomic import atomic_path, atomic_write
 from patchsim.engine.ruleset import RulesetError
 from patchsim.play.config import RunConfig, RunError
 
@@ -47,24 +49,23 @@ ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the
 
 
 BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
+LOCK = ".patchsim.lock"
+# Disk needed per game while a run is in progress: the batch files (about 1.8 kB a game with
+# the default event log) plus the merged Parquet tables (about 0.4 kB), with a margin.
+DISK_BYTES_PER_GAME = 2600
 
 
-def batch_path(run_dir: Path, key: str, kind: str) -> Path:
-    return run_dir / "batches" / f"{key}.{kind}.{BATCH_SUFFIX}"
+def batch_path(run_dir: Path, run_id: str, key: str, kind: str) -> Path:
+    """A batch file: named with the run's id, so files of another run can never be merged."""
+    return Path(run_dir) / "batches" / f"{run_id}-{key}.{kind}.{BATCH_SUFFIX}"
 
 
 def write_batch(table: pa.Table, path: Path) -> None:
-    """Write a batch file to a temporary name in the same folder, then rename it."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=f".{BATCH_SUFFIX}", dir=path.parent)
-    os.close(fd)
-    try:
-        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(
-                sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
-            w.write_table(table)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write a batch file atomically (temporary name in the same folder, then rename)."""
+    with atomic_path(path, suffix=f".{BATCH_SUFFIX}") as tmp, pa.OSFile(str(tmp), "wb") as sink, \
+            pa.ipc.new_file(sink, table.schema,
+                            options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
+        w.write_table(table)
 
 
 def read_batch(path: Path) -> pa.Table:
@@ -73,10 +74,89 @@ def read_batch(path: Path) -> pa.Table:
 
 
 def atomic_write_text(text: str, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
+
+
+class RunFolderBusy(RunError):
+    """The run folder is held by another live patchsim run."""
+
+    def __init__(self, run_dir: Path, holder: dict[str, Any]) -> None:
+        self.run_dir, self.holder = run_dir, holder
+        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started", "seed")
+                        if k in holder)
+        super().__init__(f"{run_dir} is in use by another patchsim run ({who or 'unknown'}); "
+                         "wait for it to finish or write to another folder")
+
+
+class RunLock:
+    """An exclusive claim on a run folder for the life of a run (``flock`` on a lock file).
+
+    The kernel releases the lock when the holder dies, however it dies, so a crash never
+    leaves the folder blocked; a lock file that still names a holder when the lock is free
+    is the trace of such a crash, reported as ``stale``. The file is not removed on release
+    (removing it would let two runs lock two different files)."""
+
+    def __init__(self, run_dir: Path, info: dict[str, Any]) -> None:
+        self.path = Path(run_dir) / LOCK
+        self.info = info
+        self.fd: int | None = None
+        self.stale: dict[str, Any] | None = None
+
+    def acquire(self) -> RunLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise RunFolderBusy(self.path.parent, holder) from None
+        self.stale = _read_holder(fd) or None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(self.info).encode(), 0)
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)  # a clean end: no holder named
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> dict[str, Any]:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        return json.loads(raw) if raw.strip() else {}
+    except (OSError, ValueError):
+        return {"note": "unreadable lock file"}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def check_disk(run_dir: Path, games: int) -> None:
+    """Refuse a run the disk cannot hold (estimated), before any work starts."""
+    need = games * DISK_BYTES_PER_GAME
+    try:
+        free = shutil.disk_usage(run_dir).free
+    except OSError:
+        return
+    if need > free:
+        raise RunError(f"{games:,} games need about {need / 1e9:.1f} GB in {run_dir} while "
+                       f"it is running, but only {free / 1e9:.1f} GB are free; free some "
+                       "space, play fewer games, or write to another disk")
 
 
 def versions() -> dict[str, str]:
@@ -86,10 +166,22 @@ def versions() -> dict[str, str]:
 
 
 def new_run_dir(config: RunConfig, out: str | Path | None) -> Path:
+    """``out``, or a fresh folder reports/<name>/<time>-s<seed>."""
     if out is not None:
         return Path(out)
+    return fresh_dir(config.name, f"-s{config.seed}")
+
+
+def fresh_dir(name: str, suffix: str = "") -> Path:
+    """A folder that does not exist yet under reports/<name>/, named by the time: studies
+    write there by default, so a committed report is never overwritten by accident."""
+    base = Path("reports") / name.replace("/", "-")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("reports") / config.name.replace("/", "-") / f"{stamp}-s{config.seed}"
+    path, n = base / f"{stamp}{suffix}", 1
+    while path.exists():
+        n += 1
+        path = base / f"{stamp}{suffix}-{n}"
+    return path
 
 
 def check_writable(run_dir: Path) -> None:
@@ -115,43 +207,114 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], RunConfig]:
                        f"{e}); start a new run with another --out") from None
 
 
-def merge_batches(run_dir: Path, keys: Sequence[str]) -> None:
+class TableMerger:
+    """Writes games.parquet and events.parquet from batch tables handed over in their final
+    order (ruleset, pairing, deal), in row groups of a fixed size, so the files are the same
+    whatever the batch size. Memory holds at most one row group per table. Both files appear
+    (atomically) only on :meth:`commit`; :meth:`abort` leaves none."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self._stack = contextlib.ExitStack()
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._tmp: dict[str, Path] = {}
+        self._pending: dict[str, list[pa.Table]] = {}
+        self._rows: dict[str, int] = {}
+        for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
+            tmp = self._stack.enter_context(atomic_path(self.run_dir / f"{kind}.parquet",
+                                                        suffix=".parquet"))
+            # lz4 and no min/max statistics on text columns: half the merge's cost at the
+            # same file size
+            numeric = [f.name for f in schema if not pa.types.is_string(f.type)
+                       and not pa.types.is_list(f.type)]
+            self._tmp[kind] = tmp
+            self._writers[kind] = pq.ParquetWriter(str(tmp), schema, compression="lz4",
+                                                   write_statistics=numeric)
+            self._pending[kind], self._rows[kind] = [], 0
+
+    def add(self, kind: str, table: pa.Table) -> None:
+        """Append a table (rows already in game-id order) to ``kind`` (games or events)."""
+        self._pending[kind].append(table)
+        self._rows[kind] += table.num_rows
+        while self._rows[kind] >= ROW_GROUP:
+            merged = pa.concat_tables(self._pending[kind])
+            self._writers[kind].write_table(merged.slice(0, ROW_GROUP),
+                                            row_group_size=ROW_GROUP)
+            rest = merged.slice(ROW_GROUP)
+            # copy the remainder so the written row group's buffers can be freed
+            rest = pa.concat_tables([rest]).combine_chunks() if rest.num_rows else rest
+            self._pending[kind], self._rows[kind] = [rest], rest.num_rows
+
+    def add_batch_files(self, run_dir: Path, run_id: str, key: str) -> None:
+        for kind in ("games", "events"):
+            self.add(kind, read_batch(batch_path(run_dir, run_id, key, kind)))
+
+    def commit(self) -> None:
+        for kind, writer in self._writers.items():
+            if self._rows[kind]:
+                writer.write_table(pa.concat_tables(self._pending[kind]),
+                                   row_group_size=ROW_GROUP)
+            writer.close()
+        self._pending.clear()
+        self._stack.close()  # renames both files into place
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+        with contextlib.suppress(_Abort):
+            self._stack.__exit__(_Abort, _Abort(), None)  # removes the temporary files
+
+
+class _Abort(Exception):
+    pass
+
+
+def merge_batches(run_dir: Path, run_id: str, keys: Sequence[str]) -> None:
     """Concatenate the batch files ``keys`` (in the order given: by ruleset, pairing and deal)
-    into games.parquet and events.parquet, in row groups of a fixed size, reading one batch
-    at a time: the files are the same whatever the batch size, and memory stays flat."""
+    into games.parquet and events.parquet, reading one batch at a time."""
+    merger = TableMerger(run_dir)
+    try:
+        for key in keys:
+            merger.add_batch_files(run_dir, run_id, key)
+        merger.commit()
+    except BaseException:
+        merger.abort()
+        raise
+
+
+def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
+                 key_for: Callable[[int, int], str]) -> None:
+    """Turn the merged tables back into one batch file per (ruleset, pairing) before a
+    top-up (the batch files of merged runs are deleted), reading one row group at a time.
+    A row's ruleset and pairing follow from its game id (see ``batches.game_id``)."""
     for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
-        target = run_dir / f"{kind}.parquet"
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".parquet", dir=run_dir)
-        os.close(fd)
-        # lz4 and no min/max statistics on text columns: the merge is the serial part of a
-        # parallel run, and this halves its cost at the same file size
-        numeric = [f.name for f in schema if not pa.types.is_string(f.type)
-                   and not pa.types.is_list(f.type)]
-        writer = pq.ParquetWriter(tmp, schema, compression="lz4", write_statistics=numeric)
-        try:
-            pending: list[pa.Table] = []
-            rows = 0
-            for key in keys:
-                # batch rows are already in game-id (and event) order: see _tables
-                table = read_batch(batch_path(run_dir, key, kind))
-                pending.append(table)
-                rows += table.num_rows
-                while rows >= ROW_GROUP:
-                    merged = pa.concat_tables(pending)
-                    writer.write_table(merged.slice(0, ROW_GROUP), row_group_size=ROW_GROUP)
-                    rest = merged.slice(ROW_GROUP)
-                    pending, rows = [rest], rest.num_rows
-            if rows:
-                writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
-            writer.close()
-            os.replace(tmp, target)
-        finally:
-            writer.close()
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        source = pq.ParquetFile(run_dir / f"{kind}.parquet")
+        with contextlib.ExitStack() as stack:
+            writers: dict[tuple[int, int], Any] = {}
+            for i in range(source.num_row_groups):
+                table = source.read_row_group(i)
+                unit = table.column("game_id").to_numpy() // 2
+                pair = unit % pairings
+                rule = (unit // pairings) % groups
+                for r in range(groups):
+                    for p in range(pairings):
+                        mask = (rule == r) & (pair == p)
+                        if not mask.any():
+                            continue
+                        if (r, p) not in writers:
+                            path = batch_path(run_dir, run_id, key_for(r, p), kind)
+                            tmp = stack.enter_context(atomic_path(path,
+                                                                  suffix=f".{BATCH_SUFFIX}"))
+                            sink = stack.enter_context(pa.OSFile(str(tmp), "wb"))
+                            writers[(r, p)] = stack.enter_context(pa.ipc.new_file(
+                                sink, schema,
+                                options=pa.ipc.IpcWriteOptions(compression="lz4")))
+                        writers[(r, p)].write_table(table.filter(pa.array(mask)))
 
 
 def clear_batches(run_dir: Path) -> None:
+    """Remove the batch files (once merged, they hold nothing the tables do not)."""
     shutil.rmtree(Path(run_dir) / "batches", ignore_errors=True)
 
 

@@ -33,6 +33,7 @@ from patchsim.analysis.compare import (
     split_rulesets,
 )
 from patchsim.analysis.stats import MIN_DEALS, num, pct
+from patchsim.analysis.tables import EventSummary, game_events, game_moves, read_games, scan_events
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.render import patch_legend, quilt_labels
@@ -47,11 +48,13 @@ class ReportError(ValueError):
 # --- loading ----------------------------------------------------------------------------------
 @dataclass
 class Run:
-    """A finished run folder's tables, manifest and rulesets (by name)."""
+    """A finished run folder's games (without move lists: see ``tables.read_games``), a
+    summary of its events (``tables.scan_events``: never every event in memory), manifest
+    and rulesets (by name)."""
 
     run_dir: Path
     games: pd.DataFrame
-    events: pd.DataFrame
+    events: EventSummary
     manifest: dict[str, Any]
     rulesets: dict[str, Any] = field(default_factory=dict)
 
@@ -77,8 +80,8 @@ def load_run(run_dir: str | Path) -> Run:
         raise ReportError(f"{run_dir}: the run is not finished (no games.parquet); finish it "
                           f"with: patchsim run --resume {run_dir}")
     try:
-        games = pd.read_parquet(run_dir / "games.parquet")
-        events = pd.read_parquet(run_dir / "events.parquet")
+        games = read_games(run_dir)
+        events = scan_events(run_dir, games)
     except (OSError, ValueError) as e:
         raise ReportError(f"{run_dir}: cannot read the tables: {e}") from None
     rulesets: dict[str, Any] = {}
@@ -454,7 +457,7 @@ def _leather(leather: pd.DataFrame) -> Section:
     if leather.empty:
         s.note("No leather patch was claimed in these games.")
         return s
-    s.p("The question behind the edition change (RULES.md, Editions): a leather patch is "
+    s.p("The question behind the edition change (docs/rules.md E2): a leather patch is "
         "useful when it fills an isolated one-square hole, which nothing else can fill.")
     s.table(fmt_table(leather, [
         ("ruleset", lambda r: r.ruleset), ("mark", lambda r: str(r.mark)),
@@ -509,11 +512,12 @@ def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
         row = sub.sort_values(["deal", "order"]).iloc[0]
         try:
             game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
-            for code in row["moves"]:
+            for code in game_moves(run.run_dir, int(row["game_id"])):
                 game.apply(int(code))
         except Exception:  # noqa: BLE001 - a picture must never stop the report
             continue
-        ev = run.events[run.events["game_id"] == row["game_id"]]
+        # only this game's events, read from the file (the run's are never all in memory)
+        ev = game_events(run.run_dir, int(row["game_id"]))
         buys = ev[ev["event"] == "buy"][["seat", "position", "patch"]].to_dict("records")
         leather = (ev[ev["event"] == "leather_claim"].rename(columns={"position": "mark"})
                    [["mark", "seat"]].to_dict("records"))

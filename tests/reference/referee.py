@@ -1,4 +1,4 @@
-"""A deliberately simple pure-Python Patchwork referee, written from RULES.md alone.
+"""A deliberately simple pure-Python Patchwork referee, written from docs/rules.md alone.
 
 It is only a test oracle: it must stay independent of the `patchsim` package and favours
 clarity over speed. Squares are (row, col) pairs counted from 0 at the top-left corner; in move

@@ -1,0 +1,345 @@
+"""The learned bot's compiled half: position features, the linear evaluation and the search
+that uses it (no rollouts), all inside numba.
+
+Features are differences "player 0 minus player 1" of per-player quantities measured in
+points of the ruleset at hand (buttons, income still to be paid, empty squares times the
+penalty, ...), plus whose turn it is. Swapping the players negates every feature, so a linear
+model without intercept is exactly antisymmetric: it predicts the final score margin of
+player 0, and of player 1 by sign. Every term is defined for any valid ruleset (any quilt up
+to 128 squares, any track, patch set, offer size, with or without bonus or leather).
+
+The bot's parameter vector (``N_PARAMS`` = 32 floats, like every compiled bot) carries the
+search settings in ``L_*`` and the model weights from ``L_WEIGHTS``: the weights reach the
+compiled search with no change to the game loops and no Python call per node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from patchsim.bots.heuristics import (
+    best_window,
+    count_holes,
+    income_marks_left,
+    leather_square,
+    placement_score,
+)
+from patchsim.bots.search import _now_ms
+from patchsim.engine import core
+
+LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
+FEATURE_VERSION = 1  # bump whenever a feature's definition changes: stored models then refuse
+
+# --- parameter vector layout ------------------------------------------------------------------
+L_ITERATIONS = 0
+L_C = 1  # UCT exploration constant
+L_TOP_K = 2  # placements searched per patch
+L_SCALE = 3  # points of predicted margin for tanh(1): the model's win-probability squash
+L_MARGIN_WEIGHT = 4  # at finished games: share of the reward from the squashed margin
+L_TIME_MS = 5  # if > 0, stop after this many milliseconds (not reproducible)
+L_CONTACT = 6  # placement ranking of the searched moves (see heuristics.placement_score)
+L_HOLES = 7
+L_WINDOW = 8
+L_BOUND = 9  # 1.0 once model weights are filled in
+L_WEIGHTS = 10
+N_FEATURES = 22  # 32 - L_WEIGHTS: every slot of the vector is used
+
+FEATURE_NAMES = (
+    "buttons",  # 0
+    "income_to_come",  # 1: income x income marks still ahead
+    "empty_penalty",  # 2: -penalty x empty squares
+    "empty_penalty_x_time_left",  # 3
+    "holes_penalty",  # 4: -penalty x one-square holes
+    "bonus_owned",  # 5: bonus points if owned
+    "bonus_window",  # 6: bonus points x (fill of the fullest window)^2 while it is open
+    "time_left",  # 7: spaces to the last space
+    "income",  # 8
+    "buttons_x_time_left",  # 9
+    "to_move",  # 10
+    "empty_sq_share_penalty",  # 11: -penalty x empty^2 / squares (big gaps are hard to fill)
+    "leather_near",  # 12: untaken leather marks ahead, discounted by distance
+    "offer_best_net",  # 13: best points gain on offer (squares + income - cost), if affordable
+    "offer_best_rate",  # 14: the same per time space
+    "income_marks_left",  # 15
+    "holes_x_time_left",  # 16
+    "income_to_come_x_time_left",  # 17
+    "bonus_window_lin",  # 18: bonus points x window fill while open
+    "bonus_window_x_time_left",  # 19
+    "time_left_sq",  # 20: (spaces left)^2 / last space
+    "affordable_offer",  # 21: offered patches (of the next three) the player can pay for
+)
+
+
+@njit(cache=True)
+def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarray) -> None:
+    """Per-player quantities (see FEATURE_NAMES) of player p into ``out``."""
+    last = tab[core.T_LAST]
+    pen = np.float64(tab[core.T_PENALTY])
+    nsq = np.float64(tab[core.T_NSQ])
+    pos = state[core.S_POS + p]
+    tl = (last - pos) / last if last > 0 else 0.0
+    btn = np.float64(state[core.S_BTN + p])
+    inc = np.float64(state[core.S_INC + p])
+    mk = np.float64(income_marks_left(tab, pos))
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    empty = np.float64(core.empty_squares(state, tab, p))
+    holes = np.float64(count_holes(tab, qlo, qhi))
+    out[0] = btn
+    out[1] = inc * mk
+    out[2] = -pen * empty
+    out[3] = -pen * empty * tl
+    out[4] = -pen * holes
+    bp = np.float64(tab[core.T_BONUS_POINTS]) if tab[core.T_HAS_BONUS] == 1 else 0.0
+    out[5] = bp if state[core.S_BONUS] == p else 0.0
+    fill = 0.0
+    if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
+        wl = tab[tab[core.O_WIN_LO]]
+        wh = tab[tab[core.O_WIN_HI]]
+        wsize = core.popcount64(wl) + core.popcount64(wh)
+        if wsize > 0:
+            fill = best_window(tab, qlo, qhi) / wsize
+    out[6] = bp * fill * fill
+    out[7] = np.float64(last - pos)
+    out[8] = inc
+    out[9] = btn * tl
+    to_move = core.to_move(state, tab)
+    out[10] = 1.0 if to_move == p else 0.0
+    out[11] = -pen * empty * empty / nsq if nsq > 0 else 0.0
+    near = 0.0
+    nl = tab[core.T_NLEATHER]
+    for i in range(nl):
+        if state[core.S_LEATHER_TAKEN] & (np.int64(1) << np.int64(i)):
+            continue
+        m = core.leather_mark(tab, i)
+        if m > pos:
+            near += 0.75 ** (m - pos - 1)
+    out[12] = near
+    best_net = 0.0
+    best_rate = 0.0
+    n_aff = 0.0
+    for k in range(min(3, tab[core.T_OFFER])):
+        patch = core.offer_patch(state, tab, k)
+        if patch < 0:
+            break
+        cost = tab[tab[core.O_COST] + patch]
+        if cost > btn:
+            continue
+        n_aff += 1.0
+        t = tab[tab[core.O_TIME] + patch]
+        if t > last - pos:
+            t = last - pos
+        net = (pen * tab[tab[core.O_SIZE] + patch] + tab[tab[core.O_INCOME] + patch] * mk
+               - cost)
+        if net > best_net:
+            best_net = net
+        rate = net / (t + 1.0)
+        if rate > best_rate:
+            best_rate = rate
+    out[13] = best_net
+    out[14] = best_rate
+    out[15] = mk
+    out[16] = -pen * holes * tl
+    out[17] = inc * mk * tl
+    out[18] = bp * fill
+    out[19] = bp * fill * fill * tl
+    out[20] = (last - pos) * (last - pos) / last if last > 0 else 0.0
+    out[21] = n_aff
+
+
+@njit(cache=True)
+def features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
+    """The feature vector of a position (player 0's terms minus player 1's) into ``out``
+    (``N_FEATURES`` floats)."""
+    a = np.empty(N_FEATURES, dtype=np.float64)
+    b = np.empty(N_FEATURES, dtype=np.float64)
+    _player_terms(state, tab, 0, a)
+    _player_terms(state, tab, 1, b)
+    for i in range(N_FEATURES):
+        out[i] = a[i] - b[i]
+
+
+@njit(cache=True)
+def predicted_margin(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                     scratch: np.ndarray) -> float:
+    """The model's predicted final score margin of player 0 (points)."""
+    features(state, tab, scratch)
+    m = 0.0
+    for i in range(N_FEATURES):
+        m += params[L_WEIGHTS + i] * scratch[i]
+    return m
+
+
+@njit(cache=True)
+def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.ndarray) -> float:
+    """Player 0's expected reward in [0, 1]: exact at a finished game (win/loss, with a share
+    of squashed margin), else the model's squashed prediction."""
+    scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
+    if core.is_finished(state, tab):
+        w = core.winner(state, tab)
+        margin = core.score(state, tab, 0) - core.score(state, tab, 1)
+        mw = params[L_MARGIN_WEIGHT]
+        return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
+    return 0.5 + 0.5 * np.tanh(predicted_margin(params, state, tab, scratch) / scale)
+
+
+@njit(cache=True)
+def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
+    """Apply a move, then place any leather it claimed by the leather heuristic (the search
+    does not branch on leather squares)."""
+    core.apply_move(state, tab, code)
+    while state[core.S_PENDING] > 0:
+        p = state[core.S_PENDING_PLAYER]
+        core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))
+
+
+@njit(cache=True)
+def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                   out: np.ndarray) -> np.int64:
+    """Pass, and for each affordable offered patch its ``top_k`` best placements by the
+    packing heuristic (contact, holes, bonus window)."""
+    p = core.to_move(state, tab)
+    out[0] = core.PASS
+    n = 1
+    top_k = max(1, np.int64(params[L_TOP_K]))
+    wc = params[L_CONTACT]
+    wh = params[L_HOLES]
+    ww = params[L_WINDOW]
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    holes0 = count_holes(tab, qlo, qhi) if wh != 0.0 else 0
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    btn = state[core.S_BTN + p]
+    best_g = np.empty(top_k, dtype=np.int64)
+    best_s = np.empty(top_k, dtype=np.float64)
+    for k in range(tab[core.T_OFFER]):
+        patch = core.offer_patch(state, tab, k)
+        if patch < 0:
+            break
+        if tab[tab[core.O_COST] + patch] > btn:
+            continue
+        m = 0
+        first = tab[tab[core.O_PATCH_FIRST] + patch]
+        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+            if not core.fits(state, tab, p, g):
+                continue
+            s = placement_score(tab, qlo, qhi, holes0, g, wc, wh, ww, bonus_open)
+            if m < top_k:
+                j = m
+                m += 1
+            elif s > best_s[m - 1]:
+                j = m - 1
+            else:
+                continue
+            while j > 0 and best_s[j - 1] < s:
+                best_s[j] = best_s[j - 1]
+                best_g[j] = best_g[j - 1]
+                j -= 1
+            best_s[j] = s
+            best_g[j] = g
+        for j in range(m):
+            out[n] = best_g[j]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
+                 buf: np.ndarray) -> np.int64:
+    """Tree search with the learned evaluation at the leaves (no rollouts).
+
+    Expanding a node creates every searched child and evaluates it at once, so one
+    iteration is a one-ply look-ahead wherever the tree ends; the expanded node backs up its
+    best child (a one-ply max, the mover's view) and UCT decides where to deepen. With one
+    iteration the bot is the greedy one-ply player of the model. Returns the most visited
+    root move (ties: the better value). ``rng`` is unused: the search is deterministic.
+    """
+    p0 = core.to_move(state, tab)
+    if state[core.S_PENDING] > 0:
+        return core.LEATHER_BASE - leather_square(state, tab, p0)
+    iters = max(1, np.int64(params[L_ITERATIONS]))
+    c = params[L_C]
+    top_k = max(1, np.int64(params[L_TOP_K]))
+    time_ms = params[L_TIME_MS]
+    t_start = _now_ms() if time_ms > 0 else 0.0
+    max_children = 1 + tab[core.T_OFFER] * top_k
+    acts = np.empty(max_children, dtype=np.int64)
+    n_root = search_actions(params, state, tab, acts)
+    if n_root == 1:
+        return core.PASS
+    # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
+    cap = 1 + min(iters, 20000) * max_children
+    slen = state.shape[0]
+    states = np.empty((cap, slen), dtype=np.int64)
+    first_child = np.full(cap, -1, dtype=np.int64)
+    nchild = np.zeros(cap, dtype=np.int64)
+    visits = np.zeros(cap, dtype=np.int64)
+    value = np.zeros(cap, dtype=np.float64)
+    mover = np.zeros(cap, dtype=np.int64)
+    move = np.zeros(cap, dtype=np.int64)
+    path = np.empty(cap, dtype=np.int64)
+    scratch = np.empty(N_FEATURES, dtype=np.float64)
+    states[0, :] = state
+    nodes = 1
+    for it in range(iters):
+        if time_ms > 0 and it % 8 == 7 and _now_ms() - t_start > time_ms:
+            break
+        node = 0
+        depth = 0
+        path[0] = 0
+        # select: descend by UCT through expanded nodes
+        while first_child[node] >= 0:
+            fc = first_child[node]
+            best = fc
+            best_u = -1e300
+            lnv = np.log(visits[node] + 1.0)
+            for ch in range(fc, fc + nchild[node]):
+                u = value[ch] / visits[ch] + c * np.sqrt(lnv / visits[ch])
+                if u > best_u:
+                    best_u = u
+                    best = ch
+            node = best
+            depth += 1
+            path[depth] = node
+        st = states[node]
+        if core.is_finished(st, tab):
+            v0 = value0(params, st, tab, scratch)
+        else:
+            pm = core.to_move(st, tab)
+            na = search_actions(params, st, tab, acts)
+            if nodes + na > cap:
+                break  # the tree is full (time budget beyond the sized tree): decide now
+            first_child[node] = nodes
+            nchild[node] = na
+            best_v = -1.0
+            for a in range(na):
+                ch = nodes + a
+                states[ch, :] = st
+                play_macro(states[ch], tab, acts[a])
+                move[ch] = acts[a]
+                mover[ch] = pm
+                v = value0(params, states[ch], tab, scratch)
+                if pm == 1:
+                    v = 1.0 - v
+                visits[ch] = 1
+                value[ch] = v
+                if v > best_v:
+                    best_v = v
+            nodes += na
+            v0 = best_v if pm == 0 else 1.0 - best_v
+        for d in range(depth + 1):
+            nd = path[d]
+            visits[nd] += 1
+            if d > 0:
+                value[nd] += v0 if mover[nd] == 0 else 1.0 - v0
+    fc = first_child[0]
+    if fc < 0:
+        return core.PASS  # not reached: the first iteration always expands the root
+    best = fc
+    for ch in range(fc, fc + nchild[0]):
+        if visits[ch] > visits[best] or (visits[ch] == visits[best]
+                                          and value[ch] / visits[ch]
+                                          > value[best] / visits[best]):
+            best = ch
+    return move[best]

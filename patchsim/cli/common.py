@@ -1,0 +1,115 @@
+"""What every command shares: turning library errors (which carry data) into one-paragraph
+messages with the flags to use, the progress bar, the worker count and the signals that
+stop a run."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from patchsim.play.config import RunError
+from patchsim.play.execution import BotFailure, RunInterrupted, RunStorageError
+from patchsim.play.storage import RunFolderBusy
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print a user-facing error and return the Exit to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def resume_command(run_dir: str | Path) -> str:
+    return f"patchsim run --resume {shlex.quote(str(run_dir))}"
+
+
+def run_failure(e: RunError) -> typer.Exit:
+    """The message and exit status for an error of a run, with what to do next."""
+    if isinstance(e, RunInterrupted):
+        typer.echo(f"\n{e}.\nNothing is lost: resume with\n    {resume_command(e.run_dir)}",
+                   err=True)
+        codes = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
+        return typer.Exit(codes.get(e.cause, 1))
+    if isinstance(e, RunStorageError):
+        return fail(f"{e}. Free some space (or fix the folder), then resume with\n"
+                    f"    {resume_command(e.run_dir)}", 1)
+    if isinstance(e, BotFailure):
+        return fail(f"{e}\nreplay it with: patchsim replay {shlex.quote(str(e.record_path))}",
+                    1)
+    if isinstance(e, RunFolderBusy):
+        return fail(f"{e} (choose one with --out)")
+    return fail(_flags(str(e)))
+
+
+# library messages name parameters; on the command line they are flags
+_PARAMS = ("games", "seed", "jobs", "until", "backend", "bots")
+
+
+def _flags(message: str) -> str:
+    for param in _PARAMS:
+        if message.startswith((f"{param}:", f"{param}=", f"{param} ")):
+            return "--" + message
+    if message.startswith("the dask backend needs a scheduler"):
+        return message + " (--scheduler)"
+    return message
+
+
+def jobs_count(jobs: int) -> int:
+    """--jobs: -1 means every core."""
+    if jobs == -1:
+        return os.cpu_count() or 1
+    if jobs < 1:
+        raise fail(f"--jobs {jobs}: give a number of workers >= 1, or -1 for every core")
+    cores = os.cpu_count() or 1
+    if jobs > cores:
+        raise fail(f"--jobs {jobs}: this machine has {cores} core(s); more workers than cores "
+                   f"only slow a run down and multiply its memory (use --jobs {cores}, or "
+                   "--backend dask for a cluster)")
+    return jobs
+
+
+class ProgressBar:
+    """A progress callback for the library: a tqdm bar on stderr, a new bar per phase."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+
+    def __bool__(self) -> bool:
+        return self.enabled
+
+    def __call__(self, games: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if games == 0:
+            self.close()
+            if total:
+                self.bar = tqdm(total=total, unit="game", smoothing=0.1, dynamic_ncols=True,
+                                file=sys.stderr)
+        elif self.bar is not None:
+            self.bar.update(games)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop a run like Ctrl-C does: finished batches are kept, workers are
+    stopped and the message says how to resume (instead of dying mid-write)."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"stopped by {signal.Signals(signum).name}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def command_line() -> str:
+    return " ".join(shlex.quote(a) for a in ["patchsim", *sys.argv[1:]])

@@ -1,0 +1,81 @@
+"""``patchsim train``: learn the learned bot's evaluation for a ruleset from self-play."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from patchsim.cli.common import fail, jobs_count, stop_on_signals
+
+
+def train(
+    ruleset: Annotated[str, typer.Argument(help="Ruleset name or YAML file.")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="Override a ruleset key "
+                                                   "(k=v, repeatable).")] = None,
+    minutes: Annotated[float, typer.Option(help="Training time budget (a generation in "
+                                           "progress finishes).")] = 20.0,
+    generations: Annotated[int | None, typer.Option(help="Train exactly this many "
+                                                    "generations (overrides --minutes; "
+                                                    "reproducible).")] = None,
+    jobs: Annotated[int, typer.Option(help="Worker threads (-1: all cores).")] = -1,
+    seed: Annotated[int, typer.Option(help="Seed of the self-play games.")] = 1,
+    models: Annotated[str | None, typer.Option(help="Models folder (default "
+                                               "$PATCHSIM_MODEL_DIR or "
+                                               "~/.cache/patchsim/models).")] = None,
+    fresh: Annotated[bool, typer.Option(help="Ignore a checkpoint and start over.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Train the evaluation of the `learned` bot for a ruleset (resumable: rerun the same
+    command after Ctrl-C). Writes <models>/<ruleset hash>/model.json and report.md."""
+    from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
+    from patchsim.play.train import train as run_train
+
+    try:
+        rs = load_ruleset(ruleset)
+        if set_:
+            rs = rs.with_overrides(dict(parse_override(s) for s in set_))
+    except RulesetError as e:
+        raise fail(str(e)) from None
+    except (FileNotFoundError, ValueError) as e:
+        raise fail(str(e)) from None
+    if minutes <= 0 and generations is None:
+        raise fail("--minutes must be > 0 (or give --generations)")
+    n_jobs = jobs_count(jobs)
+    bar: dict[str, Any] = {}
+
+    def show(done: int, total: int, label: str) -> None:
+        if not progress:
+            return
+        from tqdm import tqdm
+
+        if done == 0:
+            if "bar" in bar:
+                bar["bar"].close()
+            bar["bar"] = tqdm(total=total, unit="game", desc=label, dynamic_ncols=True,
+                              file=sys.stderr, leave=False)
+        else:
+            bar["bar"].update(done)
+
+    typer.echo(f"train: {rs.name} ({rs.content_hash()}), {n_jobs} worker(s), "
+               + (f"{generations} generations" if generations is not None
+                  else f"{minutes:g} minutes"))
+    stop_on_signals()
+    try:
+        res = run_train(rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
+                        models=models, fresh=fresh, progress=show)
+    except KeyboardInterrupt:
+        if "bar" in bar:
+            bar["bar"].close()
+        typer.echo("\ninterrupted: the model and a checkpoint of the last finished "
+                   "generation are kept; rerun the same command to resume.", err=True)
+        raise typer.Exit(130) from None
+    if "bar" in bar:
+        bar["bar"].close()
+    last = res.history[-1] if res.history else {}
+    rates = ", ".join(f"{100 * v:.0f}% vs {k}" for k, v in last.get("win_rates", {}).items())
+    typer.echo(f"model: {res.model_path} (generation {res.generations}"
+               + (f", resumed from {res.resumed_from}" if res.resumed_from else "")
+               + f"; {rates})")
+    typer.echo(f"report: {res.model_path.parent / 'report.md'}")

@@ -1,0 +1,422 @@
+"""Training the learned bot's evaluation for one ruleset, from self-play (``patchsim train``).
+
+Method: fitted Monte Carlo value iteration with a linear model.
+
+* Generation 0 plays the scripted ``greedy`` bot against itself; every later generation plays
+  the learned search (``TRAIN_ITERATIONS`` iterations a move) with the newest model. A share
+  ``EPSILON`` of moves is a random pick among the searched moves, so that the data also
+  cover positions the current player would avoid.
+* Every decision position is recorded with its features; its target is the game's final
+  score margin (player 0 minus player 1). The model is refit after every generation on the
+  last ``WINDOW`` generations by ridge regression (closed form: deterministic, milliseconds,
+  no learning rate to tune). The features are antisymmetric, so no intercept is fitted.
+* The win-probability scale of the search's squash ``0.5 + 0.5 tanh(margin / scale)`` is
+  fitted by a one-parameter logistic regression of the winner on the predicted margin.
+* Validation: every tenth game of the newest generation is held out of the fit (RMSE, R^2
+  and the share of winners the sign predicts). Strength: after every generation the bot
+  plays seat-swapped games against ``greedy`` and ``mcts(iterations=100)``.
+
+Deterministic for a seed: generation g plays deals and streams derived from (seed, g) in
+fixed chunks, whatever the number of workers; the fit is plain float64 linear algebra. The
+wall-clock budget (``minutes``) only decides how many generations run; ``generations``
+fixes it. After every generation the model file and a checkpoint are written atomically,
+so Ctrl-C loses at most one generation and a rerun of the same command resumes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from patchsim._version import __version__
+from patchsim.atomic import atomic_path, atomic_write
+from patchsim.bots import features as F
+from patchsim.bots.learned import MODEL_FILE, Model, fill_params, user_model_root
+from patchsim.bots.policies import SCRIPTED, choose_move
+from patchsim.bots.registry import make_bot
+from patchsim.engine import core
+from patchsim.engine.deal import deal_arrays
+from patchsim.engine.ruleset import Ruleset
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play.loops import R_WINNER, play_deals
+from patchsim.play.match import max_events, max_plies
+
+TRAIN_SPEC = "mcts(eval=learned, iterations=24)"  # the search that plays the self-play games
+EPSILON = 0.08
+WINDOW = 4  # generations of data a fit uses
+RIDGE = 1e-4  # relative to the mean squared feature (the features are standardised)
+CHUNK = 8  # games per work unit (fixed, so results do not depend on the worker count)
+OPPONENTS = ("greedy", "mcts(iterations=100)")
+CHECKPOINT = "checkpoint.npz"
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What determines the trained model besides the ruleset (recorded and checked on
+    resume)."""
+
+    seed: int = 1
+    games_per_generation: int = 300
+    eval_deals: int = 16  # seat-swapped deals per opponent after each generation
+    eval_iterations: int = 100
+    train_spec: str = TRAIN_SPEC
+    epsilon: float = EPSILON
+    window: int = WINDOW
+
+
+@njit(cache=True, nogil=True)
+def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: np.int64,
+             params: np.ndarray, epsilon: float, feats: np.ndarray, game_of: np.ndarray,
+             margins: np.ndarray, winners: np.ndarray) -> np.int64:
+    """Play one self-play game per circle with policy ``kind``/``params`` in both seats;
+    record the features of every decision position (game index in ``game_of``) and each
+    game's final margin and winner. Returns the number of rows written."""
+    buf = np.empty(core.max_moves(tab), dtype=np.int64)
+    acts = np.empty(1 + tab[core.T_OFFER] * 64, dtype=np.int64)
+    explore = params.copy()
+    explore[F.L_TOP_K] = 2.0
+    explore[F.L_CONTACT] = 1.0
+    explore[F.L_HOLES] = 0.5
+    explore[F.L_WINDOW] = 0.3
+    rng = np.zeros(2, dtype=np.uint64)
+    rows = 0
+    for i in range(circles.shape[0]):
+        state = core.new_state(tab, circles[i])
+        rng[0] = streams[i, 0]
+        rng[1] = streams[i, 1]
+        while True:
+            p = core.to_move(state, tab)
+            if p < 0:
+                break
+            r = rng[p:p + 1]
+            if state[core.S_PENDING] > 0:
+                code = choose_move(kind, params, state, tab, r, buf)
+            else:
+                if rows < feats.shape[0]:
+                    F.features(state, tab, feats[rows])
+                    game_of[rows] = i
+                    rows += 1
+                if core.rng_unit(r) < epsilon:
+                    n = F.search_actions(explore, state, tab, acts)
+                    code = acts[core.rng_below(r, n)]
+                else:
+                    code = choose_move(kind, params, state, tab, r, buf)
+            core.apply_move(state, tab, code)
+        margins[i] = core.score(state, tab, 0) - core.score(state, tab, 1)
+        winners[i] = core.winner(state, tab)
+    return rows
+
+
+def _streams(seed: int, generation: int, chunk: int, n: int) -> np.ndarray:
+    ss = np.random.SeedSequence(entropy=seed, spawn_key=(generation, chunk))
+    return ss.generate_state(3 * n, dtype=np.uint64)
+
+
+def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
+                    weights: np.ndarray | None, scale: float, jobs: int,
+                    progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+    """Self-play data of one generation: features, margins (per row), winners, game ids."""
+    tables = compile_ruleset(ruleset)
+    tab = tables.tab
+    if weights is None:
+        kind = SCRIPTED
+        params = make_bot("greedy").params.copy()  # type: ignore[attr-defined]
+    else:
+        bot = make_bot(settings.train_spec)
+        kind = F.LEARNED
+        params = fill_params(bot.params, Model(weights, scale))
+    n = settings.games_per_generation
+    nchunks = (n + CHUNK - 1) // CHUNK
+    cap = max_plies(ruleset)
+
+    def work(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        m = min(CHUNK, n - c * CHUNK)
+        words = _streams(settings.seed, generation, c, m)
+        # the deals: seeds below 2**63 from the same stream family
+        seeds = (words[:m] >> np.uint64(1)).astype(np.int64)
+        circles, _ = deal_arrays(ruleset, seeds)
+        streams = words[m:3 * m].reshape(m, 2).copy()
+        feats = np.zeros((m * cap, F.N_FEATURES))
+        game_of = np.zeros(m * cap, dtype=np.int64)
+        margins = np.zeros(m, dtype=np.int64)
+        winners = np.zeros(m, dtype=np.int64)
+        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, feats, game_of,
+                        margins, winners)
+        if progress is not None:
+            progress(m)
+        return feats[:rows], game_of[:rows] + c * CHUNK, margins, winners
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        parts = list(ex.map(work, range(nchunks)))  # in chunk order: worker count is moot
+    feats = np.concatenate([p[0] for p in parts])
+    game = np.concatenate([p[1] for p in parts])
+    margins = np.concatenate([p[2] for p in parts])
+    winners = np.concatenate([p[3] for p in parts])
+    return {"x": feats, "y": margins[game].astype(np.float64),
+            "win": (winners[game] == 0).astype(np.float64), "game": game,
+            "gen": np.full(len(game), generation, dtype=np.int64)}
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
+    """Ridge regression without intercept on standardised columns (weights in raw units)."""
+    sd = np.sqrt((x * x).mean(axis=0))
+    sd[sd == 0] = 1.0
+    z = x / sd
+    a = z.T @ z / len(z) + ridge * np.eye(x.shape[1])
+    b = z.T @ y / len(z)
+    return np.linalg.solve(a, b) / sd
+
+
+def fit_scale(pred: np.ndarray, win: np.ndarray) -> float:
+    """Scale s with P(player 0 wins) = 0.5 + 0.5 tanh(pred / s), by Newton's method on the
+    logistic log-likelihood of a = 2 / s (sigmoid(a pred))."""
+    a = 0.1
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a * pred, -30, 30)))
+        g = np.sum((win - p) * pred)
+        h = np.sum(p * (1 - p) * pred * pred) + 1e-9
+        step = g / h
+        a = float(np.clip(a + step, 1e-3, 10.0))
+        if abs(step) < 1e-10:
+            break
+    return 2.0 / a
+
+
+def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
+                      settings: TrainSettings, generation: int, jobs: int) -> dict[str, float]:
+    """Win rate of ``mcts(eval=learned, iterations=eval_iterations)`` against each fixed opponent on
+    seat-swapped deals (the same deals at every generation, so curves compare)."""
+    tables = compile_ruleset(ruleset)
+    bot = make_bot(f"mcts(eval=learned, iterations={settings.eval_iterations})")
+    params = fill_params(bot.params, Model(weights, scale))
+    words = _streams(settings.seed, 1_000_000, 0, settings.eval_deals)
+    seeds = (words[:settings.eval_deals] >> np.uint64(1)).astype(np.int64)
+    circles, streams = deal_arrays(ruleset, seeds)
+
+    def one(spec: str) -> float:
+        opp = make_bot(spec)
+        kinds = np.array([F.LEARNED, opp.kind], dtype=np.int64)  # type: ignore[attr-defined]
+        pp = np.stack([params, opp.params])  # type: ignore[attr-defined]
+        res, *_ = play_deals(tables.tab, circles, streams, kinds, pp, max_plies(ruleset),
+                             max_events(ruleset))
+        learned_seat = np.tile([0, 1], settings.eval_deals)
+        return float(np.mean(res[:, R_WINNER] == learned_seat))
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
+        rates = list(ex.map(one, OPPONENTS))
+    return dict(zip(OPPONENTS, rates, strict=True))
+
+
+def _validation(x: np.ndarray, y: np.ndarray, win: np.ndarray, w: np.ndarray) -> dict:
+    pred = x @ w
+    resid = y - pred
+    var = float(np.var(y)) or 1.0
+    return {"rows": int(len(y)), "rmse": float(np.sqrt(np.mean(resid ** 2))),
+            "r2": float(1.0 - np.mean(resid ** 2) / var),
+            "winner_sign_accuracy": float(np.mean((pred > 0) == (win > 0.5)))}
+
+
+def _checkpoint_load(path: Path, meta_expected: dict) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        meta = json.loads(str(data["meta"]))
+    except Exception:  # noqa: BLE001 - a damaged checkpoint only means starting over
+        return None
+    if meta.get("config") != meta_expected:
+        return None
+    data["meta"] = meta
+    return data
+
+
+def _checkpoint_save(path: Path, meta: dict, buffer: dict[str, np.ndarray]) -> None:
+    raw = io.BytesIO()
+    np.savez(raw, meta=np.array(json.dumps(meta)), **buffer)
+    atomic_write(path, raw.getvalue())
+
+
+@dataclass
+class TrainResult:
+    model_path: Path
+    model: Model
+    generations: int
+    history: list[dict[str, Any]]
+    resumed_from: int
+
+
+def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int = 1,
+          generations: int | None = None, models: str | os.PathLike[str] | None = None,
+          settings: TrainSettings | None = None, fresh: bool = False,
+          progress: Callable[[int, int, str], None] | None = None,
+          report: bool = True) -> TrainResult:
+    """Train (or resume training) the learned evaluation of ``ruleset``; write the model,
+    its manifest and the training report under ``<models>/<ruleset hash>/``.
+
+    Stops after ``generations`` generations if given, else at the first generation end past
+    ``minutes`` of training time (time spent before an interruption counts)."""
+    settings = settings or TrainSettings(seed=seed)
+    h = ruleset.content_hash()
+    folder = user_model_root(models) / h
+    (folder / "training").mkdir(parents=True, exist_ok=True)
+    ck_path = folder / "training" / CHECKPOINT
+    config = {"ruleset_hash": h, "feature_version": F.FEATURE_VERSION, **asdict(settings)}
+    ck = None if fresh else _checkpoint_load(ck_path, config)
+    history: list[dict[str, Any]] = []
+    buffer: dict[str, np.ndarray] = {}
+    weights: np.ndarray | None = None
+    scale = 10.0
+    gen = 0
+    elapsed = 0.0
+    if ck is not None:
+        meta = ck.pop("meta")
+        history = meta["history"]
+        gen = int(meta["generation"])
+        elapsed = float(meta["elapsed"])
+        weights = np.array(meta["weights"], dtype=np.float64)
+        scale = float(meta["scale"])
+        buffer = ck
+    resumed_from = gen
+    limit = generations if generations is not None else 10**9
+    total_games = gen * settings.games_per_generation
+    model = None
+    while gen < limit and (generations is not None or elapsed < minutes * 60.0):
+        t0 = time.perf_counter()
+        label = f"generation {gen}"
+
+        def tick(k: int, _label: str = label) -> None:
+            if progress is not None:
+                progress(k, settings.games_per_generation, _label)
+
+        if progress is not None:
+            progress(0, settings.games_per_generation, label)
+        data = play_generation(ruleset, settings, gen, weights, scale, jobs, tick)
+        # keep the last `window` generations
+        if buffer:
+            keep = buffer["gen"] > gen - settings.window
+            buffer = {k: np.concatenate([v[keep], data[k]]) for k, v in buffer.items()}
+        else:
+            buffer = dict(data)
+        held = (buffer["gen"] == gen) & (buffer["game"] % 10 == 0)
+        fit_rows = ~held
+        w = fit_linear(buffer["x"][fit_rows], buffer["y"][fit_rows])
+        scale = fit_scale(buffer["x"][fit_rows] @ w, buffer["win"][fit_rows])
+        weights = w
+        val = _validation(buffer["x"][held], buffer["y"][held], buffer["win"][held], w)
+        train_fit = _validation(buffer["x"][fit_rows], buffer["y"][fit_rows],
+                                buffer["win"][fit_rows], w)
+        strength = evaluate_strength(ruleset, w, scale, settings, gen, jobs)
+        gen += 1
+        total_games += settings.games_per_generation
+        elapsed += time.perf_counter() - t0
+        history.append({"generation": gen, "minutes": round(elapsed / 60.0, 3),
+                        "games": total_games, "train_rmse": train_fit["rmse"],
+                        "val_rmse": val["rmse"], "val_r2": val["r2"],
+                        "val_winner_accuracy": val["winner_sign_accuracy"], "scale": scale,
+                        "win_rates": strength})
+        manifest = {
+            "ruleset_hash": h, "ruleset_name": ruleset.name,
+            "feature_version": F.FEATURE_VERSION, "features": list(F.FEATURE_NAMES),
+            "seed": settings.seed, "settings": asdict(settings), "generations": gen,
+            "training_games": total_games, "training_positions_last_fit": int(fit_rows.sum()),
+            "train_minutes": round(elapsed / 60.0, 3), "jobs": jobs,
+            "validation": val, "strength": strength,
+            "strength_spec": f"mcts(eval=learned, iterations={settings.eval_iterations})",
+            "strength_games_per_opponent": 2 * settings.eval_deals,
+            "patchsim_version": __version__,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        }
+        model = Model(w, scale, manifest)
+        model.save(folder / MODEL_FILE)
+        meta = {"config": config, "generation": gen, "elapsed": elapsed, "history": history,
+                "weights": [float(v) for v in w], "scale": scale}
+        _checkpoint_save(ck_path, meta, buffer)
+        if report:
+            write_report(folder, model, history)
+    if model is None:
+        if weights is None:
+            raise ValueError("no generation was trained (give minutes > 0 or generations)")
+        from patchsim.bots.learned import load_model
+
+        model = load_model(folder / MODEL_FILE, h)
+    return TrainResult(folder / MODEL_FILE, model, gen, history, resumed_from)
+
+
+def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> Path:
+    """``report.md`` with the training curves (``strength.png``, ``loss.png``), atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    man = model.manifest
+    mins = [r["minutes"] for r in history]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for opp in OPPONENTS:
+        ax.plot(mins, [100 * r["win_rates"][opp] for r in history], marker="o", label=opp)
+    ax.axhline(50, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel(f"{man['strength_spec']} wins (%)")
+    ax.set_ylim(0, 100)
+    ax.legend()
+    ax.set_title(f"strength, {man['strength_games_per_opponent']} games per point")
+    _save_fig(fig, folder / "strength.png")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(mins, [r["train_rmse"] for r in history], marker="o", label="fit RMSE")
+    ax.plot(mins, [r["val_rmse"] for r in history], marker="o", label="held-out RMSE")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel("final-margin error (points)")
+    ax.legend()
+    ax.set_title("loss")
+    _save_fig(fig, folder / "loss.png")
+    plt.close(fig)
+    lines = [
+        f"# Learned evaluation: {man['ruleset_name']} ({man['ruleset_hash']})", "",
+        f"Feature version {man['feature_version']}, seed {man['seed']}, "
+        f"{man['generations']} generations, {man['training_games']} self-play games, "
+        f"{man['train_minutes']:.1f} minutes on {man['jobs']} worker(s); patchsim "
+        f"{man['patchsim_version']}, {man['created']}.", "",
+        "Method: fitted Monte Carlo value iteration. Each generation plays self-play games "
+        f"(`{man['settings']['train_spec']}` with the previous model, "
+        f"{100 * man['settings']['epsilon']:.0f}% random searched moves; generation 0 plays "
+        "`greedy`); a linear model of the final score margin is refit by ridge regression "
+        f"on the last {man['settings']['window']} generations.", "",
+        f"Held-out (latest generation): RMSE {man['validation']['rmse']:.2f} points, "
+        f"R^2 {man['validation']['r2']:.3f}, winner predicted by the sign in "
+        f"{100 * man['validation']['winner_sign_accuracy']:.1f}% of positions.", "",
+        "![strength](strength.png)", "", "![loss](loss.png)", "",
+        "| gen | minutes | games | fit RMSE | held-out RMSE | R^2 | scale | "
+        + " | ".join(f"vs {o}" for o in OPPONENTS) + " |",
+        "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(OPPONENTS),
+    ]
+    for r in history:
+        lines.append(f"| {r['generation']} | {r['minutes']:.2f} | {r['games']} | "
+                     f"{r['train_rmse']:.2f} | {r['val_rmse']:.2f} | {r['val_r2']:.3f} | "
+                     f"{r['scale']:.1f} | "
+                     + " | ".join(f"{100 * r['win_rates'][o]:.0f}%" for o in OPPONENTS)
+                     + " |")
+    lines += ["", "Weights (points of predicted margin per unit of each feature difference):",
+              "", "| feature | weight |", "|---|---:|"]
+    lines += [f"| {n} | {v:+.4f} |" for n, v in zip(F.FEATURE_NAMES, model.weights,
+                                                   strict=True)]
+    path = folder / "report.md"
+    atomic_write(path, "\n".join(lines) + "\n")
+    return path
+
+
+def _save_fig(fig: Any, path: Path) -> None:
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=90, bbox_inches="tight", format="png")
