@@ -159,19 +159,25 @@ def test_plan_hand_computed():
         for order, w in enumerate(pair):
             rows.append({"ruleset": "r", "ruleset_hash": "h", "pairing": "X vs X",
                          "deal": deal, "order": order, "winner": w})
-    t = plan(pd.DataFrame(rows), target_halfwidth=0.05).iloc[0]
+    t = plan(pd.DataFrame(rows), target_halfwidth=0.05, difference=0.1, margin=0.1).iloc[0]
     x = np.array([1.0] * 4 + [0.5] * 2 + [0.0] * 4)
-    z2 = sps.norm.ppf(0.975) ** 2
-    assert t["deals_paired"] == math.ceil(z2 * x.var(ddof=1) / 0.05**2)
-    assert t["games_unpaired"] == math.ceil(z2 * 0.25 / 0.05**2)
-    assert "X vs X" in format_plan(plan(pd.DataFrame(rows)))
+    sd = x.std(ddof=1)
+    z = sps.norm.ppf
+    assert t["deals_precision"] == math.ceil((z(0.975) * sd / 0.05) ** 2)
+    # detecting a 10-point difference with 80% power; equivalence within +-10 points
+    assert t["deals_difference"] == math.ceil(((z(0.975) + z(0.8)) * sd / 0.1) ** 2)
+    assert t["deals_equivalence"] == math.ceil(((z(0.95) + z(0.9)) * sd / 0.1) ** 2)
+    text = format_plan(plan(pd.DataFrame(rows)))
+    assert "X vs X" in text and "show equivalence within +-2 points" in text
+    assert "without pairing" not in text  # no design the runner cannot play
 
 
 def test_plan_for_a_change_prefers_shared_deals(two_rulesets: Path):
     t = plan(load_games(two_rulesets))
     change = t[t["question"] == "change in first-seat win rate"]
     assert len(change) == 3 and (change["ruleset"] == "edition2 - edition1").all()
-    assert (change["deals_paired"] < change["deals_unpaired"]).all()
+    assert (change["games_per_deal"] == 4).all()
+    assert (change["deals_equivalence"] > 0).all() and (change["deals_difference"] > 0).all()
 
 
 # --- command-line functions ---------------------------------------------------------------------
@@ -187,7 +193,7 @@ def test_cli_plan_and_errors(two_rulesets: Path, tmp_path: Path):
     runner = CliRunner()
     res = runner.invoke(_app(), ["plan", str(two_rulesets), "--halfwidth", "0.02"])
     assert res.exit_code == 0, res.output
-    assert "deals paired" in res.output
+    assert "detect a 2-point difference" in res.output
     for args in (["plan", str(tmp_path / "nothing")], ["report", str(tmp_path)],
                  ["plan", str(two_rulesets), "--halfwidth", "2"],
                  ["compare", str(two_rulesets), "edition2"],

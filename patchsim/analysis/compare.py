@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.weightstats import DescrStatsW
 
+from patchsim.analysis import estimators as est
 from patchsim.analysis.stats import (
     MIN_DEALS,
     NAN,
@@ -228,7 +229,7 @@ def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
         raise CompareError(
             f"{int(bad.sum())} of {len(m)} games have the same deal number but a different "
             "deal seed: the runs used different master seeds, so they do not share deals "
-            "(run both with the same --seed)")
+            "(run both with the same seed)")
     return m
 
 
@@ -398,37 +399,37 @@ def compare_rulesets(games: pd.DataFrame, events: Events | None = None,
 
 
 # --- planning -------------------------------------------------------------------------------
-def plan(games: pd.DataFrame, target_halfwidth: float = 0.01,
-         alpha: float = 0.05) -> pd.DataFrame:
-    """How many deals a question needs for a 95% interval of +-``target_halfwidth``, from the
-    variance seen in a pilot run: the first-seat win rate of each ruleset and pairing (without
-    pairing: independent games; with pairing: seat-swapped deals), and with two or more
-    rulesets the change in it against the first ruleset (without pairing: independent deals
-    under each; with pairing: the same deals under both). Where the pilot is too small to
-    show any variance the worst case (a fair coin, fully correlated within a deal) is used."""
-    z = sps.norm.ppf(1 - alpha / 2)
-    h2 = target_halfwidth**2
+def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.02,
+         difference: float = 0.02, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
+    """How many deals a question needs, from the per-deal spread seen in a pilot run, for the
+    designs the runner plays: seat-swapped deals (the first-seat win rate of each ruleset and
+    pairing) and, with two or more rulesets, common deals (the change against the first
+    ruleset, paired by deal). For each: deals for a 95% interval of +-``target_halfwidth``,
+    deals to detect a true ``difference`` (from 50%, or between rulesets) with ``power``, and
+    deals to show equivalence within +-``margin`` with ``power`` if the truth is fair or
+    unchanged. Where the pilot shows no spread the worst case (a fair coin per game, games of a
+    deal fully correlated) is used."""
     rows = []
     parts = split_rulesets(games)
     per_deal: dict[tuple[str, str], pd.Series] = {}
+
+    def sizes(sd: float) -> dict[str, int]:
+        return {"deals_precision": est.deals_for_precision(sd, target_halfwidth, 1 - alpha),
+                "deals_difference": est.deals_for_difference(sd, difference, alpha, power),
+                "deals_equivalence": est.deals_for_equivalence(sd, margin, 0.0, alpha, power)}
+
     for label, g, _ in parts:
         for pairing, gp in g.groupby("pairing", sort=False, observed=True):
             win = (gp["winner"] == 0).astype(float)
             x = win.groupby(gp["deal"].to_numpy()).mean()
             per_deal[(label, pairing)] = x
-            p = float(win.mean())
-            var_g, var_x, note = p * (1 - p), float(x.var(ddof=1)) if len(x) > 1 else NAN, ""
-            if not (len(x) >= 2 and var_g > 0 and var_x > 0):
-                var_g, var_x, note = 0.25, 0.25, "pilot too small: worst case assumed"
-            games_unpaired = math.ceil(z * z * var_g / h2)
-            deals_paired = math.ceil(z * z * var_x / h2)
+            sd, note = (float(x.std(ddof=1)) if len(x) > 1 else NAN), ""
+            if not (np.isfinite(sd) and sd > 0):
+                sd, note = 0.5, "pilot too small: worst case assumed"
             rows.append({"ruleset": label, "pairing": pairing,
                          "question": "first-seat win rate", "pilot_deals": len(x),
-                         "estimate": p, "halfwidth": target_halfwidth,
-                         "deals_unpaired": math.ceil(games_unpaired / 2),
-                         "games_unpaired": games_unpaired, "deals_paired": deals_paired,
-                         "games_paired": 2 * deals_paired,
-                         "paired_saves": 1 - 2 * deals_paired / games_unpaired, "note": note})
+                         "estimate": float(x.mean()) if len(x) else NAN, "sd_deal": sd,
+                         **sizes(sd), "games_per_deal": 2, "note": note})
     base = parts[0][0] if parts else None
     for label, _g, _ in parts[1:]:
         for (lab, pairing), xb in per_deal.items():
@@ -437,36 +438,41 @@ def plan(games: pd.DataFrame, target_halfwidth: float = 0.01,
             xa = per_deal[(base, pairing)]
             both = xa.index.intersection(xb.index)
             d = (xb.loc[both] - xa.loc[both]).to_numpy()
-            var_u = (float(xa.var(ddof=1)) + float(xb.var(ddof=1))) if len(both) > 1 else NAN
-            var_p = float(d.var(ddof=1)) if len(d) > 1 else NAN
-            note = ""
-            if not (np.isfinite(var_u) and var_u > 0 and np.isfinite(var_p)):
-                var_u, var_p, note = 0.5, 1.0, "pilot too small: worst case assumed"
-            deals_u = math.ceil(z * z * var_u / h2)
-            deals_p = math.ceil(z * z * var_p / h2)
+            sd, note = (float(d.std(ddof=1)) if len(d) > 1 else NAN), ""
+            if not (np.isfinite(sd) and sd > 0):
+                sd, note = 1.0, "pilot too small: worst case assumed"
             rows.append({"ruleset": f"{label} - {base}", "pairing": pairing,
                          "question": "change in first-seat win rate",
                          "pilot_deals": len(both),
-                         "estimate": float(d.mean()) if len(d) else NAN,
-                         "halfwidth": target_halfwidth, "deals_unpaired": deals_u,
-                         "games_unpaired": 4 * deals_u, "deals_paired": deals_p,
-                         "games_paired": 4 * deals_p,
-                         "paired_saves": 1 - deals_p / deals_u if deals_u else NAN,
-                         "note": note})
-    return pd.DataFrame(rows)
+                         "estimate": float(d.mean()) if len(d) else NAN, "sd_deal": sd,
+                         **sizes(sd), "games_per_deal": 4, "note": note})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out.attrs.update(halfwidth=target_halfwidth, margin=margin, difference=difference,
+                         alpha=alpha, power=power)
+    return out
 
 
 def format_plan(table: pd.DataFrame) -> str:
     """The plan as text for the terminal."""
-    lines = []
+    a = table.attrs
+    lines = ["deals needed (a deal is one seat-swapped pair of games per ruleset; "
+             f"alpha {a.get('alpha', 0.05):g}, power {100 * a.get('power', 0.8):.0f}%):"]
     for r in table.itertuples():
-        est = (f"{num(100 * r.estimate, 1, True)} points" if r.question.startswith("change")
-               else pct(r.estimate))
+        est_text = (f"{num(100 * r.estimate, 1, True)} points"
+                    if r.question.startswith("change") else pct(r.estimate))
+        g = r.games_per_deal
         lines.append(
-            f"{r.ruleset} / {r.pairing}: {r.question} (pilot {r.pilot_deals} deals, {est}); "
-            f"for +-{100 * r.halfwidth:g} points: {r.deals_paired} deals paired "
-            f"({r.games_paired} games), {r.deals_unpaired} deals without pairing "
-            f"({r.games_unpaired} games)" + (f"  [{r.note}]" if r.note else ""))
+            f"{r.ruleset} / {r.pairing}: {r.question} (pilot {r.pilot_deals} deals, "
+            f"{est_text}, per-deal sd {r.sd_deal:.3f})"
+            + (f"  [{r.note}]" if r.note else ""))
+        lines.append(
+            f"  +-{100 * a.get('halfwidth', 0.01):g} points precision: {r.deals_precision:,} "
+            f"deals ({g * r.deals_precision:,} games); detect a "
+            f"{100 * a.get('difference', 0.02):g}-point difference: {r.deals_difference:,} "
+            f"deals ({g * r.deals_difference:,} games); show equivalence within "
+            f"+-{100 * a.get('margin', 0.02):g} points: {r.deals_equivalence:,} deals "
+            f"({g * r.deals_equivalence:,} games)")
     return "\n".join(lines)
 
 

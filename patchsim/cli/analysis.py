@@ -168,17 +168,28 @@ def plan(
     run_dir: Annotated[str, typer.Argument(help="A pilot run folder.")],
     halfwidth: Annotated[float, typer.Option(
         help="Target half-width of the 95% interval (0.01: +-1 point).")] = 0.01,
+    difference: Annotated[float, typer.Option(
+        help="A true difference to detect (0.02: 2 points).")] = 0.02,
+    margin: Annotated[float, typer.Option(
+        help="Equivalence margin to show (0.02: +-2 points).")] = 0.02,
+    power: Annotated[float, typer.Option(help="Power of the tests (0.8: 80%).")] = 0.8,
 ) -> None:
-    """How many deals a question needs (paired and unpaired), from a pilot run's variance."""
+    """How many deals a question needs for a precision, to detect a difference and to show
+    equivalence, from a pilot run's per-deal spread, for the designs the runner plays."""
     from patchsim.analysis.compare import format_plan
     from patchsim.analysis.compare import plan as plan_deals
     from patchsim.reporting.report import ReportError, load_run
 
-    if not 0 < halfwidth < 0.5:
-        raise _fail(f"--halfwidth must be a proportion between 0 and 0.5 (0.01 is 1 point), "
-                    f"got {halfwidth}")
+    for name, value in (("--halfwidth", halfwidth), ("--difference", difference),
+                        ("--margin", margin)):
+        if not 0 < value < 0.5:
+            raise _fail(f"{name} must be a proportion between 0 and 0.5 (0.01 is 1 point), "
+                        f"got {value}")
+    if not 0.5 <= power < 1:
+        raise _fail(f"--power must be between 0.5 and 1, got {power}")
     try:
         run = load_run(run_dir)
     except ReportError as e:
         raise _fail(str(e)) from None
-    typer.echo(format_plan(plan_deals(run.games, target_halfwidth=halfwidth)))
+    typer.echo(format_plan(plan_deals(run.games, target_halfwidth=halfwidth, margin=margin,
+                                      difference=difference, power=power)))

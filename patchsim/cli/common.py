@@ -5,6 +5,7 @@ stop a run."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -19,7 +20,9 @@ from patchsim.play.storage import RunFolderBusy
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print a user-facing error and return the Exit to raise."""
+    """Print a user-facing error and return the Exit to raise. Ruleset overrides, which the
+    library calls "override KEY", are the command line's --set flags."""
+    message = re.sub(r"(^|\n)(\s*)override ", r"\1\2--set ", message)
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 

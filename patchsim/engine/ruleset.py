@@ -67,8 +67,9 @@ _PATCH_KEYS = ("id", "shape", "cost", "time", "income")
 _CHANGEABLE = ("cost", "time", "income", "shape")
 _TABLE_KEYS = ("patches",)
 
-# Problems whose source label starts with this are from --set overrides: "--set bonus.points: ..."
-_OVERRIDE_LABEL = "--set"
+# Problems whose source label starts with this are from overrides: "override bonus.points: ..."
+# (the command line shows them as its --set flag)
+_OVERRIDE_LABEL = "override"
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,7 +235,7 @@ class Ruleset:
         Keys: ``"starting_buttons"``, ``"bonus.points"``, ``"board.rows"``, ``"track.leather"``,
         ``"bonus"`` (None for no bonus tile), ``"patches.P19.cost"`` (a patch change), ...
         A mapping value is merged into the mapping it replaces, as ``extends`` does.
-        Problems name the key as given: ``"--set bonus.points: must be at least 0, got -1"``.
+        Problems name the key as given: ``"override bonus.points: must be at least 0, got -1"``.
         """
         if not overrides:
             return self
@@ -330,7 +331,7 @@ def _read_yaml(path: Path, label: str) -> Any:
 # --------------------------------------------------------------------------------------------
 # Resolving extends, patch tables and merges, keeping track of where each key came from
 
-# Maps an internal key path ("track.leather", "patches") to the label of the file (or "--set")
+# Maps an internal key path ("track.leather", "patches") to the label of the file (or "override")
 # that set it and the path to show for it there. Problems are blamed on the longest prefix.
 _Provenance = dict[str, tuple[str, str]]
 
@@ -442,7 +443,7 @@ def _resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
 
 def _apply_override(data: dict[Any, Any], prov: _Provenance, problems: list[str], key: object,
                     value: object) -> None:
-    """Set one dotted-key override in ``data``, recording "--set <key>" as its source."""
+    """Set one dotted-key override in ``data``, recording "override <key>" as its source."""
     def bad(msg: str) -> None:
         problems.append(f"{_OVERRIDE_LABEL} {key}: {msg}")
 
@@ -463,7 +464,7 @@ def _apply_override(data: dict[Any, Any], prov: _Provenance, problems: list[str]
         child = node.get(part)
         if child is None:
             # A mapping made up here (e.g. for bonus.points when bonus is null) is blamed
-            # on this override, so that "missing key" problems inside it name the --set.
+            # on this override, so that "missing key" problems inside it name the override.
             child = node[part] = {}
             _set_prov(prov, ".".join(internal[:depth + 1]), _OVERRIDE_LABEL,
                       ".".join(parts[:depth + 1]))

@@ -17,18 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from patchsim.analysis.metrics import METRICS
+from patchsim.analysis.metrics import METRICS, RATE_METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
 from patchsim.play.config import all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
-            "variants", "grid", "sample", "skill", "metric", "tune", "check", "batch_deals"}
+            "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
+            "batch_deals"}
 TUNE_KEYS = {"fields", "targets", "candidates", "rounds", "games", "finalists", "final_games",
              "seed"}
 TARGET_KEYS = {"target", "tolerance"}
-CHECK_KEYS = {"tolerances", "max_games", "step_games", "alpha"}
+CHECK_KEYS = {"tolerances", "max_games", "step_games", "alpha", "beta", "resolution"}
 TOLERANCE_KEYS = {"metric", "min", "max", "target", "margin", "pairing"}
 BASE_LABEL = "base"  # the base ruleset's label; no variant may take it
 
@@ -125,6 +126,7 @@ class Experiment:
     check: dict[str, Any] | None = None
     batch_deals: int | None = None
     tolerances: list[Tolerance] = field(default_factory=list)
+    margin: float = 0.02  # equivalence margin of the primary metric (``metric``)
 
     @property
     def pairing_mode(self) -> str:
@@ -135,7 +137,8 @@ class Experiment:
         return pairing_names(self.skill or self.bots, self.pairing_mode)
 
 
-def _label(overrides: dict[str, Any]) -> str:
+def variant_label(overrides: dict[str, Any]) -> str:
+    """A variant's name from its overrides: ``starting_buttons=6, bonus.points=9``."""
     return ", ".join(f"{k}={_short(v)}" for k, v in overrides.items())
 
 
@@ -239,6 +242,11 @@ def load_experiment(path: str | Path) -> Experiment:
     metric = str(data.get("metric", "first_player_win"))
     if metric not in METRICS:
         bad("metric", f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
+    # the equivalence margin of the primary metric: +-2 points for rates, 1 unit otherwise
+    margin = data.get("margin", 0.02 if metric in RATE_METRICS else 1.0)
+    if not _is_number(margin) or not margin > 0:
+        bad("margin", f"expected a number above 0 (0.02: +-2 points), got {margin!r}")
+        margin = 0.02
 
     variants: list[Variant] = []
     grid_fields: list[str] = []
@@ -295,7 +303,7 @@ def load_experiment(path: str | Path) -> Experiment:
     assert base is not None
     return Experiment(name, str(data.get("description", "")), p, base, variants, bots,
                       pairings, games, seed, metric, skill, grid_fields, cells, tune, check,
-                      batch_deals, tolerances)
+                      batch_deals, tolerances, float(margin))
 
 
 def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, dict, dict]]:
@@ -319,7 +327,7 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                     # a whole other ruleset (e.g. another quilt size with its own track and
                     # patch set), still played on the experiment's deals
                     overrides = {RULESET_KEY: str(v["ruleset"]), **overrides}
-                out.append((f"variants[{i}]", str(v.get("name") or _label(overrides)),
+                out.append((f"variants[{i}]", str(v.get("name") or variant_label(overrides)),
                             dict(overrides), {}))
     if "grid" in data:
         grid = data["grid"]
@@ -335,7 +343,7 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                 keys = list(grid)
                 for combo in itertools.product(*(grid[k] for k in keys)):
                     ov = dict(zip(keys, combo, strict=True))
-                    out.append((f"grid ({_label(ov)})", _label(ov), ov, dict(ov)))
+                    out.append((f"grid ({variant_label(ov)})", variant_label(ov), ov, dict(ov)))
     if "sample" in data:
         sample = data["sample"]
         if not isinstance(sample, dict) or "fields" not in sample or \
@@ -355,17 +363,18 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
             for i in range(n):
                 ov = {}
                 for k, dom in sample["fields"].items():
-                    value = _draw(dom, rng)
+                    value = draw_value(dom, rng)
                     if value is None:
                         bad(f"sample.fields.{k}", "expected a list of choices or "
                                                   "{min: a, max: b}")
                         return out
                     ov[k] = value
-                out.append((f"sample[{i}]", _label(ov), ov, {}))
+                out.append((f"sample[{i}]", variant_label(ov), ov, {}))
     return out
 
 
-def _draw(domain: Any, rng: np.random.Generator) -> Any:
+def draw_value(domain: Any, rng: np.random.Generator) -> Any:
+    """One value from a field's domain (a list of choices or a numeric range)."""
     if isinstance(domain, list) and domain:
         return domain[int(rng.integers(len(domain)))]
     if isinstance(domain, dict) and {"min", "max"} <= set(domain):
@@ -391,7 +400,7 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
     else:
         rng = np.random.default_rng(0)
         for k, dom in fields.items():
-            v = _draw(dom, rng)
+            v = draw_value(dom, rng)
             if isinstance(dom, dict) and {"min", "max"} <= set(dom) and \
                     isinstance(dom["min"], int | float) and isinstance(dom["max"], int | float) \
                     and dom["min"] > dom["max"]:
@@ -515,9 +524,14 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         out.append(Tolerance(str(m), float(lo), float(hi), pairing))
         keys.append(key)
     _contradictions(out, keys, bad)
-    alpha = check.get("alpha", 0.05)
-    if not isinstance(alpha, float) or not 0 < alpha < 0.5:
-        bad("check.alpha", f"expected a number between 0 and 0.5, got {alpha!r}")
+    for name in ("alpha", "beta"):
+        value = check.get(name, 0.05)
+        if not isinstance(value, float) or not 0 < value < 0.5:
+            bad(f"check.{name}", f"expected a number between 0 and 0.5, got {value!r}")
+    res = check.get("resolution")
+    if res is not None and (not _is_number(res) or not res > 0):
+        bad("check.resolution", f"expected a number above 0 (how far inside a one-sided "
+                                f"bound a value must lie to pass), got {res!r}")
     for k in ("max_games", "step_games"):
         v = check.get(k)
         if v is not None and not _is_whole(v, 2):

@@ -1,19 +1,19 @@
 """Balance checks as a gate: play deals in steps until every tolerance of an experiment is
 shown to hold (exit 0), one is shown to fail (exit 1), or the budget runs out (exit 2).
 
-At each look every tolerance is checked on every pairing it applies to, and each of these
-checks uses an error rate of alpha / (looks x checks per look) (Bonferroni over the planned
-looks, the tolerances and the pairings), so neither stopping early when the answer is clear
-nor checking many things at once inflates the chance of a wrong verdict above alpha. "Shown to
-hold" is an equivalence test (TOST): the (1 - 2a) interval lies inside the tolerance; "shown
-to fail": the (1 - a) interval lies entirely outside it. Nothing is decided on fewer than
-``MIN_DEALS`` deals of a pairing (the interval of so few deals is not to be trusted).
+Each (tolerance, pairing) is a sequential test on the per-deal values of its metric
+(:class:`patchsim.analysis.estimators.BandTest`: a generalised SPRT per edge of the band, as
+engine-testing frameworks run on game outcomes, with Wald's bounds from alpha and beta). The
+test is evaluated after every deal in deal order, so stepping only sets how often games are
+played, not how often the test looks. "Holds" needs every check to accept the inside of its
+band: when a true value lies on an edge, the gate passes with probability at most about alpha.
+"Fails" needs one check to accept an edge: when every true value lies at the centre of its
+band (or ``resolution`` inside a one-sided bound), a false fail has probability at most about
+beta, split over the checks. Nothing is decided on fewer than ``MIN_DEALS`` deals.
 
-The error rate is spent over the looks of one run. Re-running a gate on the same folder after
-exit 2 restarts alpha spending on deals that were already looked at (the run folder is topped
-up, not replaced), so the combined procedure can err more often than alpha: to decide an
-undecided gate, start again from scratch with a new --out folder and a larger
-check.max_games.
+An SPRT may run as long as it needs without changing its error rates, so an undecided gate
+(exit 2) can be continued: run it again on the same folder with a larger check.max_games and
+the test goes on from the deals already played.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchsim.analysis.metrics import deal_metrics, estimate
+import numpy as np
+
+from patchsim.analysis.estimators import FAIL, PASS, BandTest, mean_estimate
+from patchsim.analysis.metrics import deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
@@ -40,75 +43,86 @@ class GateResult:
     code: int
     games: int
     lines: list[str] = field(default_factory=list)
-    checks: int = 0  # planned checks: looks x (tolerance, pairing) pairs per look
-    alpha_per_check: float = float("nan")  # the Bonferroni share of alpha each check gets
+    checks: int = 0  # (tolerance, pairing) pairs tested
+    alpha_per_check: float = float("nan")  # the false-pass rate each check is held to
 
 
 def planned_checks(exp: Experiment) -> list[tuple[Tolerance, str]]:
-    """Every (tolerance, pairing) the gate checks at each look."""
+    """Every (tolerance, pairing) the gate checks."""
     names = exp.pairing_names()
     return [(tol, name) for tol in exp.tolerances for name in names
             if tol.pairing is None or tol.pairing == name]
 
 
-def _status(tol: Tolerance, mean: float, lo2: float, hi2: float, lo1: float, hi1: float,
-            deals: int = MIN_DEALS) -> str:
-    if deals < MIN_DEALS:
-        return TOO_FEW
-    if lo2 >= tol.low and hi2 <= tol.high:
-        return "holds"
-    if hi1 < tol.low or lo1 > tol.high:
-        return "fails"
-    return "undecided"
+RATE_METRICS = {"first_player_win", "bonus_rate", "leather_useful", "first_leather_useful"}
+
+
+def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
+              resolution: float | None) -> BandTest:
+    """The sequential test of one tolerance. A one-sided bound needs a resolution (how far
+    inside the bound a value must lie to pass): the check's, else 2 points for rates, else a
+    quarter of the per-deal standard deviation (a small effect)."""
+    if math.isfinite(tol.low) and math.isfinite(tol.high):
+        return BandTest(tol.low, tol.high, alpha, beta, MIN_DEALS)
+    if resolution is None:
+        if tol.metric in RATE_METRICS:
+            resolution = 0.02
+        else:
+            sd = float(np.nanstd(values, ddof=1)) if np.isfinite(values).sum() >= 2 else 1.0
+            resolution = max(0.25 * sd, 1e-9)
+    return BandTest(tol.low, tol.high, alpha, beta, MIN_DEALS, resolution)
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
               backend: str = "loky", scheduler: str | None = None,
               echo: Callable[[str], None] | None = None) -> GateResult:
+    """Play deals in steps of check.step_games until the sequential tests decide."""
     check = exp.check or {}
     alpha = float(check.get("alpha", 0.05))
+    beta = float(check.get("beta", 0.05))
+    resolution = check.get("resolution")
     max_games = int(check.get("max_games", 20000))
-    step = int(check.get("step_games", 2000))
+    step = int(check.get("step_games", 1000))
     looks = max(1, math.ceil(max_games / step))
     plan = planned_checks(exp)
-    n_checks = looks * max(1, len(plan))
-    a = alpha / n_checks  # Bonferroni over the looks, the tolerances and the pairings
+    b = beta / max(1, len(plan))  # a false fail may come from any check: beta is split
     bots = exp.skill or exp.bots
     say = echo or (lambda _line: None)
     out_dir = Path(out) if out else fresh_dir(f"{exp.name}-check")
-    metrics = sorted({t.metric for t in exp.tolerances})
     lines: list[str] = []
 
     def result(code: int, games: int, last: str) -> GateResult:
-        return GateResult(code, games, lines + [last], n_checks, a)
+        return GateResult(code, games, lines + [last], len(plan), alpha)
 
     for k in range(1, looks + 1):
         games = min(max_games, k * step)
         cfg = RunConfig(f"{exp.name}-check", [exp.base], list(bots),
                         all_pairings(len(bots), exp.pairing_mode), games_to_deals(games),
                         exp.seed, exp.batch_deals, str(exp.path))
-        execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=None)
+        # batch files kept: each step tops the run up without re-splitting the tables
+        execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=None,
+                keep_batches=True)
         played = read_games(out_dir)
         deals = deal_metrics(played, scan_events(out_dir, played))
-        wide = estimate(deals, metrics, by=("pairing",), level=1 - 2 * a).set_index(
-            ["metric", "pairing"])
-        narrow = estimate(deals, metrics, by=("pairing",), level=1 - a).set_index(
-            ["metric", "pairing"])
+        lines = [f"step {k}/{looks}: {2 * cfg.deals} games per pairing (sequential test per "
+                 f"check: alpha {alpha:g}, beta {beta:g} over {len(plan)} check(s))"]
         statuses = []
-        lines = [f"look {k}/{looks}: {2 * cfg.deals} games per pairing "
-                 f"(intervals at {100 * (1 - 2 * a):.2f}% / {100 * (1 - a):.2f}%: alpha "
-                 f"{alpha:g} over {n_checks} checks)"]
         for tol, pairing in plan:
-            idx = (tol.metric, pairing)
-            if idx not in wide.index:
+            rows = deals[deals["pairing"] == pairing].sort_values("deal")
+            x = rows[tol.metric].to_numpy(dtype=float) if len(rows) else np.array([])
+            x = x[np.isfinite(x)]
+            if len(x) < MIN_DEALS:
                 statuses.append("undecided")
-                lines.append(f"  {pairing}: {tol.describe()}: no data -> undecided")
+                lines.append(f"  {pairing}: {tol.describe()}: {len(x)} deals -> {TOO_FEW}")
                 continue
-            w, n = wide.loc[idx], narrow.loc[idx]
-            st = _status(tol, w["mean"], w["lo"], w["hi"], n["lo"], n["hi"], int(w["deals"]))
+            test = band_test(tol, x, alpha, b, resolution)
+            kind, at = test.first_decision(x, range(MIN_DEALS, len(x) + 1))
+            est = mean_estimate(x)
+            st = {PASS: "holds", FAIL: "fails"}.get(kind, "undecided")
             statuses.append(st)
-            lines.append(f"  {pairing}: {tol.describe()}: {w['mean']:.4f} "
-                         f"[{w['lo']:.4f}, {w['hi']:.4f}] ({int(w['deals'])} deals) -> {st}")
+            when = f" (decided at deal {at})" if st != "undecided" else ""
+            lines.append(f"  {pairing}: {tol.describe()}: {est.value:.4f} "
+                         f"[{est.lo:.4f}, {est.hi:.4f}] ({len(x)} deals) -> {st}{when}")
         for ln in lines:
             say(ln)
         if statuses and all(s == "holds" for s in statuses):
@@ -119,7 +133,7 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
             break
     return result(UNDECIDED, max_games,
                   f"the budget of {max_games} games per pairing ran out before every tolerance "
-                  "was decided. Re-running the gate on this folder restarts alpha spending on "
-                  "deals already looked at (the verdict would not be at the stated error "
-                  "rate): start again from scratch with a new --out folder and a larger "
-                  "check.max_games, or widen the tolerances")
+                  "was decided. The sequential test keeps its error rates however long it "
+                  "runs: run the gate again on the same folder with a larger "
+                  "check.max_games and it continues from the deals already played, or widen "
+                  "the tolerances")

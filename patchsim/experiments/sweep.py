@@ -1,5 +1,6 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal, Holm-corrected).
+report (one row per variant, differences to the base paired by deal; the primary metric
+Holm-corrected over the variants with a three-way verdict, the others exploratory).
 
 Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
 skill?", "is the variant closest to 50% really fairer than the others?") use a paired
@@ -13,23 +14,23 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
+import matplotlib.colors
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from patchsim.analysis.metrics import (  # noqa: E402
+from patchsim.analysis import estimators as est_layer
+from patchsim.analysis.metrics import (
     METRICS,
     RATE_METRICS,
     deal_metrics,
     estimate,
     paired_differences,
 )
-from patchsim.analysis.tables import read_games, scan_events  # noqa: E402
-from patchsim.experiments.experiment import Experiment  # noqa: E402
-from patchsim.play.config import RunConfig, all_pairings, games_to_deals  # noqa: E402
+from patchsim.analysis.tables import read_games, scan_events
+from patchsim.atomic import atomic_write
+from patchsim.experiments.experiment import Experiment
+from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
 from patchsim.play.storage import fresh_dir
 
@@ -60,11 +61,19 @@ class SweepResult:
 
 
 def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
-                metrics: list[str] | None = None) -> pd.DataFrame:
+                metrics: list[str] | None = None, primary: str = "first_player_win",
+                margin: float = 0.02, deals: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (variant, pairing): each metric with its 95% interval over deals, and its
-    difference to the base with a paired interval and a Holm-adjusted p-value."""
+    paired difference to the base on the same deals. The primary metric's p-values are
+    Holm-corrected over the variants of each pairing and each variant gets a verdict
+    (``verdict_kind``, ``verdict``: differs / equivalent within +-margin / undecided with the
+    deals that would decide it); the secondary metrics are exploratory (Benjamini-Hochberg
+    over all their tests)."""
     metrics = metrics or SWEEP_METRICS
-    deals = deal_metrics(games, events)
+    if primary not in metrics:
+        metrics = [primary, *metrics]
+    if deals is None:
+        deals = deal_metrics(games, events)
     est = estimate(deals, metrics)
     wide = est.pivot_table(index=["ruleset", "pairing"], columns="metric",
                            values=["mean", "lo", "hi"], sort=False)
@@ -74,14 +83,41 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
         out[f"{m}_lo"] = wide[("lo", m)]
         out[f"{m}_hi"] = wide[("hi", m)]
     out["deals"] = est.groupby(["ruleset", "pairing"], sort=False)["deals"].max()
-    if (deals["ruleset"] == "base").any() and deals["ruleset"].nunique() > 1:
-        diff = paired_differences(deals, "base", metrics)
-        for m in metrics:
-            d = diff[diff["metric"] == m].set_index(["ruleset", "pairing"])
-            out[f"d_{m}"] = d["diff"]
-            out[f"d_{m}_lo"] = d["lo"]
-            out[f"d_{m}_hi"] = d["hi"]
-            out[f"p_{m}"] = d["p_holm"]
+    if not ((deals["ruleset"] == "base").any() and deals["ruleset"].nunique() > 1):
+        return out.reset_index()
+    diff = paired_differences(deals, "base", metrics)
+    # the primary question: Holm over the variants, per pairing
+    prim = diff["metric"] == primary
+    diff["p_adj"] = np.nan
+    for _, idx in diff[prim].groupby("pairing", sort=False).groups.items():
+        diff.loc[idx, "p_adj"] = est_layer.holm(diff.loc[idx, "p"])
+    # secondary metrics: exploratory, false discovery rate over all of them
+    diff.loc[~prim, "p_adj"] = est_layer.benjamini_hochberg(diff.loc[~prim, "p"])
+    for m in metrics:
+        d = diff[diff["metric"] == m].set_index(["ruleset", "pairing"])
+        out[f"d_{m}"] = d["diff"]
+        out[f"d_{m}_lo"] = d["lo"]
+        out[f"d_{m}_hi"] = d["hi"]
+        out[f"p_{m}"] = d["p_adj"]
+    kinds, texts, more = [], [], []
+    base_rows = deals[deals["ruleset"] == "base"].set_index(["pairing", "deal"])[primary]
+    for ruleset, pairing in out.index:
+        if ruleset == "base":
+            kinds.append("")
+            texts.append("")
+            more.append(0)
+            continue
+        rows = deals[(deals["ruleset"] == ruleset) & (deals["pairing"] == pairing)]
+        joined = rows.set_index(["pairing", "deal"])[primary].to_frame("v").join(
+            base_rows.rename("b"), how="inner")
+        change = est_layer.paired_difference(joined["b"].to_numpy(), joined["v"].to_numpy())
+        v = est_layer.verdict(change, margin, 0.0, 0.05,
+                              p_difference=float(out.loc[(ruleset, pairing), f"p_{primary}"]))
+        scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
+        kinds.append(v.kind)
+        texts.append(v.text(scale, unit, 1 if scale == 100 else 2))
+        more.append(v.more_deals)
+    out["verdict_kind"], out["verdict"], out["more_deals"] = kinds, texts, more
     return out.reset_index()
 
 
@@ -154,31 +190,36 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     # per-game event summaries, never the whole event log in memory
     games = read_games(run_dir)
     events = scan_events(run_dir, games)
-    table = sweep_table(games, events)
     deals = deal_metrics(games, events)
-    figures: dict[str, plt.Figure] = {"metric": plot_metric(table, exp.metric)}
+    table = sweep_table(games, events, primary=exp.metric, margin=exp.margin, deals=deals)
+    figures: dict[str, Figure] = {"metric": plot_metric(table, exp.metric)}
     if len(exp.grid_fields) == 2:
         figures["heatmap"] = plot_heatmap(table, exp, exp.metric)
     flags = None
     if exp.skill and len(exp.skill) >= 2:
         flags = skill_flags(table, deals, exp.skill)
         figures["skill"] = plot_skill(table, exp)
-    table.to_csv(run_dir / "sweep.csv", index=False)
+    atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
     if flags is not None:
-        flags.to_csv(run_dir / "sweep-skill.csv", index=False)
+        atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
     md, page = _render(exp, table, flags, figures, run_dir, deals)
-    (run_dir / "sweep.md").write_text(md, encoding="utf-8")
-    (run_dir / "sweep.html").write_text(page, encoding="utf-8")
-    for f in figures.values():
-        plt.close(f)
+    atomic_write(run_dir / "sweep.md", md)
+    atomic_write(run_dir / "sweep.html", page)
     return SweepResult(run_dir, table, run_dir / "sweep.md", run_dir / "sweep.html")
 
 
 # --- plots ------------------------------------------------------------------------------------
-def plot_metric(table: pd.DataFrame, metric: str) -> plt.Figure:
+def _subplots(figsize: tuple[float, float]):
+    """A Figure and its axes, built without pyplot: no backend is chosen or changed and no
+    global figure registry grows (plots never call show())."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
+
+
+def plot_metric(table: pd.DataFrame, metric: str) -> Figure:
     """The metric per variant with 95% intervals (one marker per pairing)."""
     labels = list(dict.fromkeys(table["ruleset"]))
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.6))
+    fig, ax = _subplots(figsize=(8, 0.45 * len(labels) + 1.6))
     pairings = list(dict.fromkeys(table["pairing"]))
     for k, pairing in enumerate(pairings):
         t = table[table["pairing"] == pairing].set_index("ruleset").reindex(labels)
@@ -195,7 +236,7 @@ def plot_metric(table: pd.DataFrame, metric: str) -> plt.Figure:
     return fig
 
 
-def plot_heatmap(table: pd.DataFrame, exp: Experiment, metric: str) -> plt.Figure:
+def plot_heatmap(table: pd.DataFrame, exp: Experiment, metric: str) -> Figure:
     """A two-parameter grid: the metric per cell, annotated with its 95% half-width."""
     fx, fy = exp.grid_fields
     pairing = table["pairing"].iloc[0]
@@ -209,7 +250,7 @@ def plot_heatmap(table: pd.DataFrame, exp: Experiment, metric: str) -> plt.Figur
             i, j = ys.index(coords[fy]), xs.index(coords[fx])
             z[i, j] = t.loc[label, metric]
             half[i, j] = (t.loc[label, f"{metric}_hi"] - t.loc[label, f"{metric}_lo"]) / 2
-    fig, ax = plt.subplots(figsize=(1.3 * len(xs) + 2.5, 0.8 * len(ys) + 2))
+    fig, ax = _subplots(figsize=(1.3 * len(xs) + 2.5, 0.8 * len(ys) + 2))
     norm = None
     if metric == "first_player_win" and np.isfinite(z).any():
         # centred on a fair game, so that colour shows which seat a variant favours
@@ -231,9 +272,9 @@ def plot_heatmap(table: pd.DataFrame, exp: Experiment, metric: str) -> plt.Figur
     return fig
 
 
-def plot_skill(table: pd.DataFrame, exp: Experiment) -> plt.Figure:
+def plot_skill(table: pd.DataFrame, exp: Experiment) -> Figure:
     """First-seat win rate against bot strength (self-play), one line per variant."""
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = _subplots(figsize=(8, 4.5))
     order = [f"{b} vs {b}" for b in exp.skill]
     for ruleset, t in table.groupby("ruleset", sort=False):
         t = t.set_index("pairing").reindex(order)
@@ -251,7 +292,7 @@ def plot_skill(table: pd.DataFrame, exp: Experiment) -> plt.Figure:
 
 
 # --- report -----------------------------------------------------------------------------------
-def _png(fig: plt.Figure) -> bytes:
+def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     return buf.getvalue()
@@ -326,10 +367,14 @@ def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
 
 def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
              ) -> list[str]:
-    """Plain-language lines: the metric per variant with its interval and, against the base,
-    the paired difference and whether it is significant after Holm correction."""
+    """Plain-language lines: the primary metric per variant with its interval and, against
+    the base on the same deals, one of three verdicts (Holm over the variants)."""
     m = exp.metric
-    lines = []
+    margin = (f"+-{100 * exp.margin:g} points" if m in PERCENT_METRICS
+              else f"+-{exp.margin:g}")
+    lines = [f"Primary metric: {METRICS[m]}; each variant against the base on the same deals, "
+             f"Holm-corrected over the variants; equivalence margin {margin}. Other metrics "
+             "are exploratory (Benjamini-Hochberg)."]
     for pairing, t in table.groupby("pairing", sort=False):
         lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "
                      f"seat-swapped):")
@@ -338,14 +383,8 @@ def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = 
         for r in t.to_dict("records"):
             text = (f"{r['ruleset']}: {METRICS[m]} {_fmt(m, r[m])} "
                     f"[{_fmt(m, r[m + '_lo'])}, {_fmt(m, r[m + '_hi'])}]")
-            delta = r.get(f"d_{m}", np.nan)
-            if r["ruleset"] != "base" and np.isfinite(delta):
-                p = r.get(f"p_{m}", np.nan)
-                size = (f"{100 * abs(delta):.1f} points" if m in PERCENT_METRICS
-                        else f"{abs(delta):.2f}")
-                direction = "higher" if delta > 0 else "lower"
-                sig = ("significant" if p < 0.05 else "not significant") + f", p={p:.2g}"
-                text += f", {size} {direction} than the base on the same deals ({sig})"
+            if r["ruleset"] != "base" and isinstance(r.get("verdict"), str) and r["verdict"]:
+                text += f"; against the base: {r['verdict']}"
             lines.append(text)
     return lines
 
@@ -372,7 +411,7 @@ def _skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
 
 
 def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
-            figures: dict[str, plt.Figure], run_dir: Path,
+            figures: dict[str, Figure], run_dir: Path,
             deals: pd.DataFrame | None = None) -> tuple[str, str]:
     import json
 
@@ -381,7 +420,7 @@ def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
     fig_dir.mkdir(exist_ok=True)
     pngs = {k: _png(f) for k, f in figures.items()}
     for k, data in pngs.items():
-        (fig_dir / f"sweep-{k}.png").write_bytes(data)
+        atomic_write(fig_dir / f"sweep-{k}.png", data)
     verdict = _verdict(exp, table, deals)
     if flags is not None:
         verdict += _skill_lines(exp, flags)
@@ -397,14 +436,16 @@ def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
             if d["ruleset"] != "base" and np.isfinite(delta):
                 shown_delta = (f"{100 * delta:+.1f} pts" if m in PERCENT_METRICS
                                else f"{delta:+.2f}")
-                cell += f"<br>Δ {shown_delta} (p={d['p_' + m]:.3g})"
+                label = "p" if m == exp.metric else "q"
+                cell += f"<br>Δ {shown_delta} ({label}={d['p_' + m]:.3g})"
             cells.append(cell)
         rows.append(cells)
     md = [f"# Sweep: {exp.name}", "", exp.description, "", "## Verdict", ""]
     md += [f"- {v}" for v in verdict]
     md += ["", "## Variants", "", "Each cell: estimate [95% interval over deals]; Δ is the "
-           "difference to the base on the same deals (paired), p Holm-adjusted over all "
-           "variants and metrics.", "",
+           "difference to the base on the same deals (paired). For the primary metric "
+           f"({exp.metric}) p is Holm-adjusted over the variants; the other metrics are "
+           "exploratory: q is the Benjamini-Hochberg adjusted p-value over all of them.", "",
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(c.replace("<br>", " ") for c in row) + " |" for row in rows]
     md += ["", "Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown), ""]

@@ -20,7 +20,8 @@ import pandas as pd
 
 from patchsim.analysis.metrics import deal_metrics, estimate
 from patchsim.analysis.tables import read_games, scan_events
-from patchsim.experiments.experiment import Experiment, _draw, _label
+from patchsim.atomic import atomic_write
+from patchsim.experiments.experiment import Experiment, draw_value, variant_label
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
 from patchsim.play.storage import fresh_dir
@@ -51,7 +52,7 @@ def candidates(exp: Experiment) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for _ in range(50 * n):
-        ov = {k: _draw(d, rng) for k, d in fields.items()}
+        ov = {k: draw_value(d, rng) for k, d in fields.items()}
         key = json.dumps(ov, sort_keys=True)
         if key not in seen:
             seen.add(key)
@@ -81,7 +82,7 @@ def loss(est: pd.DataFrame, targets: dict[str, dict[str, float]]) -> float:
 
 def _config(exp: Experiment, ov: dict[str, Any], games: int, seed: int) -> RunConfig:
     rs = exp.base.with_overrides(ov) if ov else exp.base
-    rs = dataclasses.replace(rs, name=_label(ov) or "base")
+    rs = dataclasses.replace(rs, name=variant_label(ov) or "base")
     bots = exp.skill or exp.bots
     return RunConfig(f"{exp.name}-tune", [rs], list(bots),
                      all_pairings(len(bots), exp.pairing_mode),
@@ -126,14 +127,14 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
             est = _estimates(run_dir, metrics)
             lo = loss(est, targets)
             scored.append((lo, ov))
-            row = {"round": rnd, "candidate": _label(ov) or "base", "games": 2 * cfg.deals,
+            row = {"round": rnd, "candidate": variant_label(ov) or "base", "games": 2 * cfg.deals,
                    "loss": lo}
             for m in metrics:
                 row[m] = float(est[est["metric"] == m]["mean"].mean())
             rows.append(row)
         scored.sort(key=lambda x: x[0])
         say(f"round {rnd + 1}/{n_rounds}: {len(alive)} candidates x {g} games; best "
-             f"{_label(scored[0][1]) or 'base'} (loss {scored[0][0]:.2f})")
+             f"{variant_label(scored[0][1]) or 'base'} (loss {scored[0][0]:.2f})")
         keep = max(n_final, len(scored) // 2)
         alive = [ov for _, ov in scored[:keep]]
         if len(alive) <= n_final:
@@ -147,7 +148,7 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
         execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler,
                 progress=progress)
         est = _estimates(run_dir, metrics)
-        row: dict[str, Any] = {"candidate": _label(ov) or "base", "games": 2 * cfg.deals,
+        row: dict[str, Any] = {"candidate": variant_label(ov) or "base", "games": 2 * cfg.deals,
                                "loss": loss(est, targets), "all_within": True}
         for m in metrics:
             e = est[est["metric"] == m]
@@ -202,7 +203,7 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
     lines += ["", "## Search (successive halving; point estimates)", "",
               md_table(rounds) if len(rounds) else "", ""]
     path = out_dir / "tune.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    rounds.to_csv(out_dir / "tune-rounds.csv", index=False)
-    final.to_csv(out_dir / "tune-finalists.csv", index=False)
+    atomic_write(path, "\n".join(lines))
+    atomic_write(out_dir / "tune-rounds.csv", rounds.to_csv(index=False))
+    atomic_write(out_dir / "tune-finalists.csv", final.to_csv(index=False))
     return path

@@ -204,7 +204,7 @@ def read_manifest(run_dir: Path) -> tuple[dict[str, Any], RunConfig]:
         raise RunError(f"{run_dir} is not a run folder (no {MANIFEST})") from None
     except (OSError, ValueError, KeyError, TypeError, RulesetError) as e:
         raise RunError(f"{path} is damaged or not a patchsim manifest ({type(e).__name__}: "
-                       f"{e}); start a new run with another --out") from None
+                       f"{e}); start a new run in another folder") from None
 
 
 class TableMerger:

@@ -34,6 +34,7 @@ from patchsim.analysis.compare import (
 )
 from patchsim.analysis.stats import MIN_DEALS, num, pct
 from patchsim.analysis.tables import EventSummary, game_events, game_moves, read_games, scan_events
+from patchsim.atomic import atomic_write
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.render import patch_legend, quilt_labels
@@ -77,8 +78,8 @@ def load_run(run_dir: str | Path) -> Run:
     except (OSError, json.JSONDecodeError) as e:
         raise ReportError(f"{mpath}: cannot read the manifest: {e}") from None
     if not (run_dir / "games.parquet").exists():
-        raise ReportError(f"{run_dir}: the run is not finished (no games.parquet); finish it "
-                          f"with: patchsim run --resume {run_dir}")
+        raise ReportError(f"{run_dir}: the run is not finished (no games.parquet); resume the "
+                          "run first")
     try:
         games = read_games(run_dir)
         events = scan_events(run_dir, games)
@@ -190,8 +191,9 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
     title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
     out_html = run.run_dir / "report.html"
     out_md = run.run_dir / "report.md"
-    out_html.write_text(render_html(title, sections), encoding="utf-8")
-    out_md.write_text(render_markdown(title, sections, run.run_dir), encoding="utf-8")
+    # atomic: a full disk part-way leaves the previous report (or none), never a truncated one
+    atomic_write(out_html, render_html(title, sections))
+    atomic_write(out_md, render_markdown(title, sections, run.run_dir))
     return out_html
 
 
@@ -589,11 +591,15 @@ def _planning(table: pd.DataFrame) -> Section:
     s.table(fmt_table(table, [
         ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
         ("question", lambda r: r.question), ("pilot deals", lambda r: str(r.pilot_deals)),
-        ("deals, paired", lambda r: f"{r.deals_paired} ({r.games_paired} games)"),
-        ("deals, unpaired", lambda r: f"{r.deals_unpaired} ({r.games_unpaired} games)"),
+        ("+-1 point", lambda r: f"{r.deals_precision:,} "
+                                f"({r.games_per_deal * r.deals_precision:,} games)"),
+        ("detect 2 points", lambda r: f"{r.deals_difference:,}"),
+        ("equivalent within +-2", lambda r: f"{r.deals_equivalence:,}"),
         ("note", lambda r: r.note),
-    ]), "Deals needed for a 95% interval of +-1 point, from the variance in this run: paired "
-        "(seat-swapped deals; the same deals under both rulesets) against unpaired")
+    ]), "Deals needed, from the per-deal spread in this run, for the designs the runner plays "
+        "(seat-swapped deals; the same deals under both rulesets for a change): a 95% interval "
+        "of +-1 point, detecting a true 2-point difference (80% power) and showing "
+        "equivalence within +-2 points (80% power if the truth is fair or unchanged)")
     return s
 
 
@@ -747,7 +753,7 @@ def render_markdown(title: str, sections: Sequence[Section], run_dir: Path) -> s
                     out += [f"*{b.caption}*", ""]
                 out += [_md_table(b.frame), ""]
             elif isinstance(b, Figure):
-                (fig_dir / f"{b.name}.png").write_bytes(b.png)
+                atomic_write(fig_dir / f"{b.name}.png", b.png)
                 out += [f"![{b.caption}](figures/{b.name}.png)", "", f"*{b.caption}*", ""]
     return "\n".join(out)
 
