@@ -1,15 +1,28 @@
-"""Runner overhead and parallel scaling: the same games through the bare compiled loop, the
-runner with one worker and with two. Prints one JSON object.
+"""Runner benchmark: whole `patchsim run` processes with 1 and 2 workers, against the bare
+compiled loop playing the same games.
 
-    python benchmarks/bench_runner.py [--bots greedy] [--games 20000]
+What it times:
+- engine: the same deals and bot streams played by the compiled loop alone (play_deals), in
+  this process, after a warm-up; no tables, no files.
+- run --jobs N: the wall time of a whole `patchsim run` process (start-up, loading compiled
+  code from the cache, planning, playing, storing batches, the merge into Parquet, the
+  manifest; no report), started afresh each time into a new folder.
+Each figure is repeated (--repeats, default 3) and printed as min and median; the scaling is
+the ratio of the medians of --jobs 1 and --jobs 2, measured in the same run (the machine is
+shared: compare ratios, not absolute figures across days). Prints one JSON object.
+
+    python benchmarks/bench_runner.py [--bots greedy] [--games 100000] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,65 +30,77 @@ from pathlib import Path
 import numpy as np
 
 
+def timed_run(args: argparse.Namespace, jobs: int, out: Path) -> float:
+    cmd = [sys.executable, "-m", "patchsim.cli", "run", args.rules, "--games", str(args.games),
+           "--bots", args.bots, "--seed", "1", "--jobs",
+           str(jobs), "--no-report", "--no-progress", "--out", str(out)]
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rules", default="edition2")
-    ap.add_argument("--bots", default="greedy", help="';'-separated; self-play of each")
-    ap.add_argument("--games", type=int, default=20000, help="games per pairing")
+    ap.add_argument("--bots", default="greedy", help="one bot spec: self-play")
+    ap.add_argument("--games", type=int, default=100_000, help="games (self-play)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json", action="store_true", help="print only the JSON object")
     args = ap.parse_args()
 
     from patchsim.bots.registry import make_bot
-    from patchsim.engine.deal import deal_circle, deal_seed, deal_streams
+    from patchsim.engine.deal import deal_arrays, deal_seed
     from patchsim.engine.tables import compile_ruleset
-    from patchsim.play import loops as playout
+    from patchsim.play import loops
     from patchsim.play.config import load_run_config
-    from patchsim.play.execution import execute
+    from patchsim.play.match import max_events, max_plies
 
-    specs = [b.strip() for b in args.bots.split(";")]
-    cfg = load_run_config(args.rules, games=args.games, bots=specs, seed=1, pairings="self")
+    cfg = load_run_config(args.rules, games=args.games, bots=[args.bots], seed=1)
     rs = cfg.rulesets[0]
     tables = compile_ruleset(rs)
+    bot = make_bot(args.bots)
+    seeds = np.array([deal_seed(cfg.seed, d) for d in range(cfg.deals)], dtype=np.int64)
+    circles, streams = deal_arrays(rs, seeds)
+    kinds = np.array([bot.kind, bot.kind], dtype=np.int64)
+    params = np.stack([bot.params, bot.params])
 
-    # the engine alone: the same deals and streams, straight through the compiled loop
-    seeds = [deal_seed(cfg.seed, d) for d in range(cfg.deals)]
-    idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, s)] for s in seeds],
-                   dtype=np.int64)
-    streams = np.array([deal_streams(rs, s) for s in seeds], dtype=np.uint64)
-    bots = [make_bot(s) for s in specs]
-    kinds = np.array([bots[0].kind] * 2, dtype=np.int64)
-    params = np.stack([bots[0].params] * 2)
-    playout.play_games(tables.tab, idx[:2], streams[:2], kinds, params)
-    t0 = time.perf_counter()
-    for _order in range(2):
-        playout.play_games(tables.tab, idx, streams, kinds, params)
-    engine = 2 * cfg.deals * len(bots) / (time.perf_counter() - t0) if len(bots) == 1 else None
+    def engine() -> float:
+        t = time.perf_counter()
+        loops.play_deals(tables.tab, circles, streams, kinds, params, max_plies(rs),
+                         max_events(rs))
+        return time.perf_counter() - t
 
-    out = {}
-    tmp = Path(tempfile.mkdtemp())
-    try:
-        for jobs in (1, 2):
-            run_dir = tmp / f"j{jobs}"
-            t = time.perf_counter()
-            execute(cfg, run_dir, jobs=jobs, backend="loky" if jobs > 1 else "sequential",
-                    progress=False)
-            out[jobs] = 2 * cfg.deals * len(cfg.pairings) / (time.perf_counter() - t)
-        same = all((tmp / "j1" / f).read_bytes() == (tmp / "j2" / f).read_bytes()
-                   for f in ("games.parquet", "events.parquet"))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(json.dumps({
-        "benchmark": "runner",
-        "rules": rs.name,
-        "bots": specs,
-        "games": 2 * cfg.deals * len(cfg.pairings),
-        "engine_games_per_s": round(engine) if engine else None,
-        "runner_1_job_games_per_s": round(out[1]),
-        "runner_2_jobs_games_per_s": round(out[2]),
-        "runner_overhead_vs_engine": round(1 - out[1] / engine, 3) if engine else None,
-        "speedup_2_jobs": round(out[2] / out[1], 2),
-        "tables_identical_1_vs_2_jobs": same,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }))
+    engine()  # compile or load, outside the timing
+    games = 2 * cfg.deals
+    eng = [engine() for _ in range(args.repeats)]
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        # one untimed small run: a changed source tree recompiles into a fresh cache once
+        warm = argparse.Namespace(**{**vars(args), "games": 20})
+        timed_run(warm, 1, Path(tmp) / "warm")
+        for i in range(args.repeats):
+            for jobs in (1, 2):  # interleaved, so both see the same background load
+                out = Path(tmp) / f"r{jobs}-{i}"
+                runs[jobs].append(timed_run(args, jobs, out))
+                shutil.rmtree(out)
+    med = {j: statistics.median(v) for j, v in runs.items()}
+    result = {
+        "what": f"{args.bots} self-play on {args.rules}, {games} games; whole `patchsim run` "
+                "processes (no report) vs the bare compiled loop",
+        "repeats": args.repeats,
+        "engine_games_per_s": {"min_time": games / min(eng),
+                               "median": games / statistics.median(eng)},
+        "run_jobs1_seconds": {"min": min(runs[1]), "median": med[1]},
+        "run_jobs2_seconds": {"min": min(runs[2]), "median": med[2]},
+        "run_jobs1_games_per_s": games / med[1],
+        "run_jobs2_games_per_s": games / med[2],
+        "scaling_jobs2_over_jobs1": med[1] / med[2],
+        "overhead_jobs1_over_engine": med[1] / statistics.median(eng) - 1,
+        "load_average": os.getloadavg()[0],
+    }
+    if not args.json:
+        print(f"# {result['what']}; median of {args.repeats}")
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -139,10 +139,31 @@ def test_tune_end_to_end(tmp_path: Path) -> None:
     assert len(candidates(exp)) == 4
     res = run_tune(exp, tmp_path / "tune", jobs=1, backend="sequential", echo=lambda s: None)
     assert len(res.finalists) == 2
-    assert set(res.rounds["round"]) == {0}
-    assert (res.finalists["games"] == 40).all()
+    # every round's estimates carry intervals; nothing is dropped on a point estimate
+    assert {"first_player_win_lo", "first_player_win_hi", "loss_lo", "loss_hi",
+            "dropped"} <= set(res.rounds.columns)
+    for _, r in res.rounds[res.rounds["dropped"]].iterrows():
+        same = res.rounds[res.rounds["round"] == r["round"]]
+        assert r["loss_lo"] > same["loss_hi"].min()
+    assert (res.finalists["games"] <= 40).all()
     text = res.report.read_text()
-    assert "Best variant" in text and "Finalists" in text
+    assert "Best variant" not in text and "Finalists" in text
+    assert "TOST p" in text and "power calculation" in text
+
+
+def test_tune_drops_only_candidates_shown_worse() -> None:
+    from patchsim.experiments.tune import loss_bounds
+
+    rng = np.random.default_rng(9)
+    target = {FPW: {"target": 0.5, "tolerance": 0.05}}
+    near = pd.DataFrame({FPW: rng.integers(0, 2, (400, 2)).mean(axis=1)})
+    far = pd.DataFrame({FPW: (rng.random((400, 2)) < 0.8).mean(axis=1)})
+    tiny = pd.DataFrame({FPW: (rng.random((8, 2)) < 0.7).mean(axis=1)})
+    _, _, near_hi, _ = loss_bounds(near, target, 0.99)
+    _, far_lo, _, _ = loss_bounds(far, target, 0.99)
+    _, tiny_lo, _, _ = loss_bounds(tiny, target, 0.99)
+    assert far_lo > near_hi  # shown worse: dropped
+    assert tiny_lo <= near_hi  # too few deals to tell: kept, whatever its point estimate
 
 
 def gate(tmp_path: Path, bots: list[str], tol: dict, max_games: int = 200) -> int:

@@ -1,8 +1,12 @@
-"""The rules tuner: search declared ruleset fields for the variant closest to declared targets.
+"""The rules tuner: search declared ruleset fields for variants that meet declared targets.
 
-Successive halving: every candidate plays a few deals, the better half plays twice as many
-(topping up its own run, so no game is wasted), and so on; the finalists are then re-checked
-on fresh deals (another master seed) with intervals, which is what the verdict rests on.
+Rounds of growing size: every surviving candidate plays more deals each round (topping up its
+own run, so no game is wasted). A candidate is dropped only when confidence bounds show it is
+further from the targets than the best candidate could be (intervals Bonferroni-corrected over
+the round's candidates), never on a point estimate. The finalists are then confirmed on fresh
+deals (another master seed) by an equivalence test (TOST) of every target, sized by a power
+calculation from the per-deal spread seen in the search; the verdict names every finalist
+shown to meet the targets and never picks a "best" among variants within noise of each other.
 """
 
 from __future__ import annotations
@@ -18,7 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.metrics import deal_metrics, estimate
+from patchsim.analysis.estimators import (
+    Estimate,
+    deals_for_equivalence,
+    mean_estimate,
+    tost_pvalue,
+)
+from patchsim.analysis.metrics import BOUNDS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.experiments.experiment import Experiment, draw_value, variant_label
@@ -89,10 +99,30 @@ def _config(exp: Experiment, ov: dict[str, Any], games: int, seed: int) -> RunCo
                      games_to_deals(games), seed, exp.batch_deals, str(exp.path))
 
 
-def _estimates(run_dir: Path, metrics: list[str]) -> pd.DataFrame:
+def _deal_values(run_dir: Path, metrics: list[str]) -> pd.DataFrame:
+    """One row per deal, each metric averaged over the pairings (deals are common to the
+    pairings, so this keeps the deal as the unit)."""
     games = read_games(run_dir)
     deals = deal_metrics(games, scan_events(run_dir, games))
-    return estimate(deals, metrics, by=("pairing",))
+    return deals.groupby("deal", sort=True)[metrics].mean()
+
+
+def loss_bounds(values: pd.DataFrame, targets: dict[str, dict[str, float]],
+                level: float) -> tuple[float, float, float, dict[str, Estimate]]:
+    """The loss at the point estimates and its lowest and highest values over the metrics'
+    confidence intervals at ``level`` (deal the unit), and the estimates."""
+    point = low = high = 0.0
+    ests: dict[str, Estimate] = {}
+    for m, t in targets.items():
+        e = mean_estimate(values[m].to_numpy(), level, BOUNDS.get(m))
+        ests[m] = e
+        tol, target = _tolerance(m, t), t["target"]
+        near = 0.0 if e.lo <= target <= e.hi else min(abs(e.lo - target), abs(e.hi - target))
+        far = max(abs(e.lo - target), abs(e.hi - target))
+        point += ((e.value - target) / tol) ** 2
+        low += (near / tol) ** 2
+        high += (far / tol) ** 2
+    return point, low, high, ests
 
 
 def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
@@ -116,51 +146,66 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     n_final = int(tune.get("finalists", 3))
     alive = candidates(exp)
     rows = []
+    spread: dict[str, list[float]] = {m: [] for m in metrics}
     for rnd in range(n_rounds):
         g = games * 2**rnd
+        level = 1 - 0.05 / max(1, len(alive))  # Bonferroni over this round's candidates
         scored = []
         for ov in alive:
             cfg = _config(exp, ov, g, exp.seed)
             run_dir = out_dir / "candidates" / cfg.rulesets[0].content_hash()
             execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler,
                     progress=progress)
-            est = _estimates(run_dir, metrics)
-            lo = loss(est, targets)
-            scored.append((lo, ov))
-            row = {"round": rnd, "candidate": variant_label(ov) or "base", "games": 2 * cfg.deals,
-                   "loss": lo}
-            for m in metrics:
-                row[m] = float(est[est["metric"] == m]["mean"].mean())
+            values = _deal_values(run_dir, metrics)
+            point, low, high, ests = loss_bounds(values, targets, level)
+            scored.append((point, low, high, ov))
+            row: dict[str, Any] = {"round": rnd, "candidate": variant_label(ov) or "base",
+                                   "games": 2 * cfg.deals, "loss": point, "loss_lo": low,
+                                   "loss_hi": high, "level": level}
+            for m, e in ests.items():
+                row.update({m: e.value, f"{m}_lo": e.lo, f"{m}_hi": e.hi})
+                if np.isfinite(e.sd):
+                    spread[m].append(e.sd)
             rows.append(row)
-        scored.sort(key=lambda x: x[0])
-        say(f"round {rnd + 1}/{n_rounds}: {len(alive)} candidates x {g} games; best "
-             f"{variant_label(scored[0][1]) or 'base'} (loss {scored[0][0]:.2f})")
-        keep = max(n_final, len(scored) // 2)
-        alive = [ov for _, ov in scored[:keep]]
+        # drop only what is shown worse: its best case is worse than the leader's worst case
+        ceiling = min(high for _, _, high, _ in scored)
+        keep = [s for s in scored if s[1] <= ceiling]
+        for r in rows[-len(scored):]:
+            r["dropped"] = not any(variant_label(s[3]) == r["candidate"]
+                                   or (not s[3] and r["candidate"] == "base") for s in keep)
+        keep.sort(key=lambda s: s[0])
+        say(f"round {rnd + 1}/{n_rounds}: {len(alive)} candidates x {g} games; "
+            f"{len(scored) - len(keep)} shown further from the targets and dropped")
+        alive = [s[3] for s in keep]
         if len(alive) <= n_final:
             break
     finalists = alive[:n_final]
-    final_games = int(tune.get("final_games", 4 * games))
+    # fresh deals, as many as showing every target within tolerance needs (80% power) at
+    # the largest per-deal spread seen, capped by the budget
+    cap = int(tune.get("final_games", 4 * games))
+    need = max([deals_for_equivalence(max(spread[m] or [0.5]), _tolerance(m, targets[m]))
+                for m in metrics] + [10])
+    final_games = min(cap, 2 * need)
     frows = []
     for ov in finalists:
         cfg = _config(exp, ov, final_games, exp.seed + FRESH_SEED_OFFSET)
         run_dir = out_dir / "finalists" / cfg.rulesets[0].content_hash()
         execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler,
                 progress=progress)
-        est = _estimates(run_dir, metrics)
-        row: dict[str, Any] = {"candidate": variant_label(ov) or "base", "games": 2 * cfg.deals,
-                               "loss": loss(est, targets), "all_within": True}
-        for m in metrics:
-            e = est[est["metric"] == m]
-            mean, lo, hi = (float(e["mean"].mean()), float(e["lo"].min()),
-                            float(e["hi"].max()))
+        values = _deal_values(run_dir, metrics)
+        point, _, _, ests = loss_bounds(values, targets, 0.95)
+        row = {"candidate": variant_label(ov) or "base", "games": 2 * cfg.deals,
+               "loss": point, "all_within": True}
+        for m, e in ests.items():
             t = targets[m]
-            tol = _tolerance(m, t)
-            within = (t["target"] - tol) <= lo and hi <= (t["target"] + tol)
-            row.update({m: mean, f"{m}_lo": lo, f"{m}_hi": hi, f"{m}_within": within})
+            p_eq = tost_pvalue(e, _tolerance(m, t), t["target"])
+            within = bool(np.isfinite(p_eq) and p_eq < 0.05)
+            row.update({m: e.value, f"{m}_lo": e.lo, f"{m}_hi": e.hi, f"{m}_p_within": p_eq,
+                        f"{m}_within": within})
             row["all_within"] = row["all_within"] and within
         frows.append(row)
     final = pd.DataFrame(frows).sort_values("loss", ignore_index=True)
+    final.attrs.update(planned_deals=need, final_games=final_games, cap=cap)
     rounds = pd.DataFrame(rows)
     report = _write_report(exp, out_dir, rounds, final, targets)
     return TuneResult(out_dir, rounds, final, report)
@@ -185,23 +230,43 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
              "Targets: " + "; ".join(f"{m} = {t['target']} ± {_tolerance(m, t):g}"
                                      for m, t in targets.items()), "", "## Verdict", ""]
     if len(final):
-        best = final.iloc[0]
-        sure = ("every target is met within its tolerance with 95% confidence"
-                if best["all_within"] else
-                "not every target is shown to be within tolerance: more games, or wider "
-                "tolerances, are needed to be sure")
-        lines.append(f"Best variant: **{best['candidate']}** (re-checked on "
-                     f"{int(best['games'])} fresh games per pairing): {sure}.")
-    lines += ["", "## Finalists (fresh deals, 95% intervals)", "",
-              "| candidate | games | " + " | ".join(targets) + " | all within |",
+        met = final[final["all_within"]]
+        games = int(final["games"].max())
+        plan = (f"{games} fresh games per pairing (a power calculation asked for "
+                f"{2 * final.attrs.get('planned_deals', 0)}; the budget allows "
+                f"{final.attrs.get('cap', games)})")
+        if len(met) == 0:
+            lines.append(f"No finalist is shown to meet every target on {plan}: more games, "
+                         "or wider tolerances, are needed to be sure.")
+        else:
+            names = ", ".join(f"**{c}**" for c in met["candidate"])
+            lines.append(f"Shown to meet every target within its tolerance (equivalence "
+                         f"test at 5% on {plan}): {names}.")
+            if len(met) > 1:
+                lines.append("These variants are not told apart: each is within tolerance, "
+                             "and which of them is closest is within noise.")
+    lines += ["", "## Finalists (fresh deals, 95% intervals over deals)", "",
+              "| candidate | games | " + " | ".join(targets) + " | meets every target |",
               "|---|---:|" + "---|" * len(targets) + "---|"]
     for r in final.to_dict("records"):
-        cells = [f"{r[m]:.4g} [{r[m + '_lo']:.4g}, {r[m + '_hi']:.4g}]"
-                 f"{' ✓' if r[m + '_within'] else ''}" for m in targets]
+        cells = [f"{r[m]:.4g} [{r[m + '_lo']:.4g}, {r[m + '_hi']:.4g}] "
+                 f"(TOST p {r[m + '_p_within']:.3g}){' ✓' if r[m + '_within'] else ''}"
+                 for m in targets]
         lines.append(f"| {r['candidate']} | {r['games']} | " + " | ".join(cells) +
                      f" | {'yes' if r['all_within'] else 'no'} |")
-    lines += ["", "## Search (successive halving; point estimates)", "",
-              md_table(rounds) if len(rounds) else "", ""]
+    lines += ["", "## Search rounds (estimates with intervals Bonferroni-corrected over each "
+              "round's candidates; a candidate is dropped when its loss interval lies above "
+              "the best candidate's)", ""]
+    if len(rounds):
+        shown = rounds.copy()
+        for m in targets:
+            shown[m] = [f"{v:.4g} [{lo:.4g}, {hi:.4g}]" for v, lo, hi in
+                        zip(shown[m], shown[f"{m}_lo"], shown[f"{m}_hi"], strict=True)]
+        shown["loss"] = [f"{v:.3g} [{lo:.3g}, {hi:.3g}]" for v, lo, hi in
+                         zip(shown["loss"], shown["loss_lo"], shown["loss_hi"], strict=True)]
+        cols = ["round", "candidate", "games", *targets, "loss", "dropped"]
+        lines.append(md_table(shown[cols]))
+    lines.append("")
     path = out_dir / "tune.md"
     atomic_write(path, "\n".join(lines))
     atomic_write(out_dir / "tune-rounds.csv", rounds.to_csv(index=False))
