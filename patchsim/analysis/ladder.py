@@ -1,48 +1,57 @@
 """The bot ladder: a seat-swapped round robin on common deals, summarised as a ratings table
-and a head-to-head matrix with 95% intervals."""
+and a head-to-head matrix with 95% intervals over deals (the unit of every interval)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.stats import ratings, wilson
+from patchsim.analysis.estimators import WIN_BOUNDS, deal_values, mean_estimate, rate
+from patchsim.analysis.stats import ratings
+
+
+def _won_by(g: pd.DataFrame, bot: str) -> np.ndarray:
+    """1 where ``bot`` won the game (either seat), else 0."""
+    return (((g["bot0"] == bot) & (g["winner"] == 0))
+            | ((g["bot1"] == bot) & (g["winner"] == 1))).to_numpy(dtype=float)
 
 
 def head_to_head(games: pd.DataFrame) -> pd.DataFrame:
     """One row per ordered pair of different bots: games, wins of ``bot`` against
-    ``opponent`` over both seats, win rate and its 95% Wilson interval."""
+    ``opponent`` over both seats, win rate and its 95% interval over deals (a deal's
+    seat-swapped games are the unit, :func:`patchsim.analysis.estimators.rate`)."""
     rows = []
     cross = games[games["bot0"] != games["bot1"]]
-    for (b0, b1), g in cross.groupby(["bot0", "bot1"], sort=False):
-        rows.append((b0, b1, len(g), int((g["winner"] == 0).sum())))
-        rows.append((b1, b0, len(g), int((g["winner"] == 1).sum())))
-    df = pd.DataFrame(rows, columns=["bot", "opponent", "games", "wins"])
-    df = df.groupby(["bot", "opponent"], as_index=False, sort=False)[["games", "wins"]].sum()
-    lo, hi = wilson(df["wins"].to_numpy(), df["games"].to_numpy())
-    df["win_rate"] = df["wins"] / df["games"]
-    df["lo"] = lo
-    df["hi"] = hi
-    return df
+    for _pairing, g in cross.groupby("pairing", sort=False, observed=True):
+        a, b = str(g["bot0"].iloc[0]), str(g["bot1"].iloc[0])
+        for bot, opp in ((a, b), (b, a)):
+            won = _won_by(g, bot)
+            est = rate(won, g["deal"].to_numpy())
+            rows.append({"bot": bot, "opponent": opp, "games": len(g), "wins": int(won.sum()),
+                         "deals": est.deals, "win_rate": est.value, "lo": est.lo,
+                         "hi": est.hi})
+    return pd.DataFrame(rows, columns=["bot", "opponent", "games", "wins", "deals",
+                                       "win_rate", "lo", "hi"])
 
 
 def ladder(games: pd.DataFrame) -> pd.DataFrame:
-    """Per bot: games, wins, win rate against the field with a 95% interval, and a
-    Bradley-Terry rating in Elo points (with a first-seat term) with its interval; best first.
-    Self-play games carry no information on strength and are left out."""
+    """Per bot: games, wins, win rate against the field with a 95% interval over deals (the
+    bot's win share in each deal, averaged over its pairings: deals are common to the
+    pairings), and a Bradley-Terry rating in Elo points (with a first-seat term) with its
+    interval; best first. Self-play games carry no information on strength and are left out."""
     cross = games[games["bot0"] != games["bot1"]]
     r = ratings(cross).set_index("bot")
     out = []
     for bot in r.index:
-        as0 = cross["bot0"] == bot
-        as1 = cross["bot1"] == bot
-        n = int(as0.sum() + as1.sum())
-        w = int(((cross["winner"] == 0) & as0).sum() + ((cross["winner"] == 1) & as1).sum())
-        lo, hi = wilson(w, n)
-        mean_score = float(np.concatenate([cross.loc[as0, "score0"], cross.loc[as1, "score1"]])
-                           .mean()) if n else float("nan")
-        out.append({"bot": bot, "games": n, "wins": w, "win_rate": w / n if n else np.nan,
-                    "lo": float(lo), "hi": float(hi), "mean_score": mean_score,
+        mine = cross[(cross["bot0"] == bot) | (cross["bot1"] == bot)]
+        won = _won_by(mine, bot)
+        est = mean_estimate(deal_values(won, mine["deal"].to_numpy()), bounds=WIN_BOUNDS)
+        as0 = mine["bot0"] == bot
+        scores = np.where(as0, mine["score0"], mine["score1"])
+        out.append({"bot": bot, "games": len(mine), "wins": int(won.sum()),
+                    "win_rate": float(won.mean()) if len(mine) else np.nan,
+                    "lo": est.lo, "hi": est.hi, "deals": est.deals,
+                    "mean_score": float(scores.mean()) if len(mine) else np.nan,
                     "elo": r.loc[bot, "elo"], "elo_lo": r.loc[bot, "elo_lo"],
                     "elo_hi": r.loc[bot, "elo_hi"]})
     return pd.DataFrame(out).sort_values("elo", ascending=False, ignore_index=True)
