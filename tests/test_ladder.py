@@ -41,3 +41,30 @@ def test_ladder_ranks_and_formats():
     assert list(lad["bot"]) == ["A", "B"] and lad.loc[0, "deals"] == 40
     assert lad.loc[0, "lo"] < lad.loc[0, "win_rate"] < lad.loc[0, "hi"]
     assert "| A |" in format_ladder(lad, head_to_head(games))
+
+
+def test_deterministic_self_play_counts_each_deal_once():
+    """Both games of a deal are the same game when one deterministic bot plays itself: the
+    summary counts distinct games and says so; per-deal rates are unchanged."""
+    from patchsim.analysis.selfplay import distinct_games, duplicated_pairings
+    from patchsim.analysis.stats import format_summary, run_summary
+
+    rows = []
+    for deal in range(10):
+        for order in (0, 1):
+            w = deal % 3 == 0
+            rows.append({"ruleset": "r", "pairing": "g vs g", "deal": deal, "order": order,
+                         "bot0": "g", "bot1": "g", "winner": int(w), "winner_bot": "g",
+                         "score0": 10 + deal, "score1": 12, "buttons0": 1, "buttons1": 2,
+                         "empty0": 3, "empty1": 4, "plies": 40, "first_to_end": 0,
+                         "tie_break": deal == 4})
+    games = pd.DataFrame(rows)
+    assert duplicated_pairings(games) == ["g vs g"]
+    assert len(distinct_games(games)) == 10
+    summary = run_summary(games).iloc[0]
+    assert summary["games"] == 10 and summary["tie_breaks"] == 1
+    assert summary["tie_break_seat0_share"] == 1.0
+    assert "one distinct game per deal" in format_summary(run_summary(games))
+    # a pairing whose swapped games differ is left alone
+    games.loc[(games["deal"] == 2) & (games["order"] == 1), "score0"] = 99
+    assert duplicated_pairings(games) == [] and run_summary(games).iloc[0]["games"] == 20

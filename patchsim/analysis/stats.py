@@ -34,6 +34,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import DescrStatsW
 
+from patchsim.analysis.selfplay import distinct_games
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysis.tables)
@@ -810,6 +811,8 @@ def run_summary(games: pd.DataFrame) -> pd.DataFrame:
     rate (over both seats), each with a 95% interval that treats the deal (the seat-swapped
     pair) as the unit, mean scores by seat."""
     rows = []
+    games = distinct_games(games)  # deterministic self-play: a deal's copy counts once
+    dup = set(games.attrs.get("duplicated_pairings", []))
     for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
                                                observed=True):
         n = len(g)
@@ -825,6 +828,11 @@ def run_summary(games: pd.DataFrame) -> pd.DataFrame:
             "first_bot_hi": np.nan if self_play else first["hi"],
             "score0": g["score0"].mean(), "score1": g["score1"].mean(),
             "tie_breaks": int(g["tie_break"].sum()),
+            # who wins the ties (docs/rules.md R11.5: the first to reach the last space)
+            "tie_break_seat0_share": (float((g["tie_break"] & (g["winner"] == 0)).sum()
+                                            / g["tie_break"].sum())
+                                      if g["tie_break"].any() else np.nan),
+            "distinct_games": str(pairing) not in dup,
         })
     return pd.DataFrame(rows)
 
@@ -840,6 +848,8 @@ def format_summary(summary: pd.DataFrame) -> str:
             line += (f"  {r.pairing.split(' vs ')[0]} wins {100 * r.first_bot_win:5.1f}% "
                      f"[{100 * r.first_bot_lo:4.1f}, {100 * r.first_bot_hi:4.1f}]")
         line += f"  mean score {r.score0:6.1f} : {r.score1:6.1f}"
+        if not r.distinct_games:
+            line += "  (deterministic self-play: one distinct game per deal)"
         lines.append(line)
     return "\n".join(lines)
 
