@@ -37,8 +37,13 @@ def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _check_self_contained(text: str) -> None:
-    assert "http://" not in text and "https://" not in text
-    assert "<script" not in text.lower() and "<link" not in text.lower()
+    """Loads nothing from anywhere: no address but the SVG namespace name (an identifier the
+    replay's drawing code passes to createElementNS, never fetched), inline scripts only (the
+    sample-game replay), no stylesheets or imports, images as data URIs."""
+    addresses = set(re.findall(r"https?://[^\s\"'<>)]*", text))
+    assert addresses <= {"http://www.w3.org/2000/svg"}, addresses
+    assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.I)
+    assert "<link" not in text.lower()
     assert "@import" not in text and "url(" not in text
     for src in re.findall(r'src="([^"]*)"', text):
         assert src.startswith("data:image/png;base64,"), src[:60]
@@ -93,6 +98,36 @@ def test_report_of_a_single_ruleset_run(small_run: Path):
 
 
 @pytest.mark.slow
+def test_report_shows_curves_and_a_self_contained_replay(small_run: Path):
+    """Issue 12: curves over the game per seat and bot, and sample games replayed inside the
+    file (inline data and drawing code, no server, nothing fetched)."""
+    html_text = write_report(small_run).read_text(encoding="utf-8")
+    section = html_text.split('id="curves"', 1)[1]
+    assert "Over the game" in html_text and "data:image/png;base64," in section
+    assert "<script" in section and "replayed move by move" in section
+    assert (small_run / "figures" / "curves.png").exists()
+    md = (small_run / "report.md").read_text(encoding="utf-8")
+    assert "## Over the game" in md and "interactive replay is in report.html" in md
+
+
+def test_patch_section_is_built_on_a_stored_prices_study(small_run: Path, tmp_path: Path):
+    """The association table is labelled as such; a prices study in the run's prices/ folder
+    (what `patchsim prices --out RUN/prices` writes) is shown as the causal answer."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    (run / "prices").mkdir()
+    pd.DataFrame([{"patch": "P19", "cost": 10, "value": -0.001, "value_lo": -0.006,
+                   "value_hi": 0.005, "verdict": "equivalent within +-2.0 points",
+                   "fair_text": "not identified", "reading": "priced about right"}]).to_csv(
+        run / "prices" / "patches.csv", index=False)
+    md = (write_report(run).parent / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Patches", 1)[1].split("\n## ", 1)[0]
+    assert "Causal prices" in section and "priced about right" in section
+    assert "Association:" in section and "looks over" not in section
+
+
 def test_report_of_a_multi_ruleset_run_compares_them(two_rulesets: Path):
     html_text = write_report(two_rulesets).read_text(encoding="utf-8")
     md = (two_rulesets / "report.md").read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ Bots are named by specs: ``greedy``, ``mcts(iterations=1000, rollout=greedy)``, 
 from __future__ import annotations
 
 import contextlib
+import copy
 import difflib
 import importlib
 import math
@@ -29,6 +30,7 @@ from patchsim.bots import policies as P
 from patchsim.bots import scripted, search
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
+from patchsim.engine.tables import Tables
 from patchsim.engine.yamlfile import YamlFileError, parse_yaml
 
 
@@ -64,8 +66,55 @@ class CompiledBot:
         code = self.choose_code(game, state)
         return decode_move(code, game.tables)
 
+    def bind(self, tables: Tables) -> CompiledBot:
+        """This bot ready for the ruleset of ``tables`` (a bot whose parameters depend on
+        the ruleset returns a bound copy; the others return themselves)."""
+        return self
+
     def __repr__(self) -> str:
         return f"<bot {self.spec}>"
+
+
+def resolve_patch_id(given: str, ids: Sequence[str]) -> str | None:
+    """The patch id of ``ids`` that ``given`` names: exactly, or ignoring case and leading
+    zeros of the number (``p1`` is ``P01``); None if none does."""
+    if given in ids:
+        return given
+
+    def key(pid: str) -> tuple[str, int | str]:
+        head = pid.rstrip("0123456789")
+        tail = pid[len(head):]
+        return head.upper(), int(tail) if tail else ""
+
+    matches = [pid for pid in ids if key(pid) == key(given)]
+    return matches[0] if len(matches) == 1 else None
+
+
+class _Forbidding(CompiledBot):
+    """Restricted play: a bot with ``forbid=<patch id>`` never buys that patch. Patch ids
+    map to indices per ruleset, so the index goes into the parameter vector (slot
+    ``_forbid_slot``, 1 + index) only when the bot is bound to one."""
+
+    forbid: str = ""
+    _forbid_slot: int = -1
+
+    def bind(self, tables: Tables) -> CompiledBot:
+        if not self.forbid:
+            return self
+        ids = tables.patch_ids
+        pid = resolve_patch_id(self.forbid, ids)
+        if pid is None:
+            raise BotSpecError(f"{self.spec}: forbid={self.forbid!r} is not a patch of ruleset "
+                               f"{tables.ruleset.name!r} (patches: {', '.join(ids)})")
+        bound = copy.copy(self)
+        bound.params = self.params.copy()
+        bound.params[self._forbid_slot] = 1 + ids.index(pid)
+        return bound
+
+    def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
+        # a bot used move by move (Python API) binds to the game's ruleset itself
+        bot = self.bind(game.tables) if self.forbid else self
+        return CompiledBot.choose_code(bot, game, rng_state)
 
 
 # --- registry ---------------------------------------------------------------------------------
@@ -168,6 +217,8 @@ SCRIPTED_PARAMS: dict[str, tuple[int, Param]] = {
                                        ("tight", "first"))),
     "button_cap": (scripted.P_BUTTON_CAP, Param(0.0, "above this many buttons, cost counts half "
                                               "(0: off)")),
+    "forbid": (scripted.P_FORBID, Param("", "restricted play: a patch id this bot never buys "
+                                        "('': none)", str)),
 }
 
 STRATEGIES: dict[str, tuple[str, dict[str, float]]] = {
@@ -182,10 +233,11 @@ STRATEGIES: dict[str, tuple[str, dict[str, float]]] = {
 }
 
 
-class ScriptedBot(CompiledBot):
+class ScriptedBot(_Forbidding):
     """A scripted strategy: patch choice by weighted value per time, tight placement."""
 
     kind = P.SCRIPTED
+    _forbid_slot = scripted.P_FORBID
 
     def __init__(self, strategy: str = "greedy", **given: Any) -> None:
         super().__init__()
@@ -193,9 +245,13 @@ class ScriptedBot(CompiledBot):
         values = {k: p.default for k, (_, p) in SCRIPTED_PARAMS.items()}
         values.update(preset)
         values.update(given)
+        if not given.get("forbid", "x"):
+            del given["forbid"]  # forbid='' is the default: keep it out of the spec
         for key, value in values.items():
             idx, param = SCRIPTED_PARAMS[key]
-            if key == "placement":
+            if key == "forbid":
+                self.forbid = str(value)  # its index is set by bind()
+            elif key == "placement":
                 self.params[idx] = 1.0 if value == "first" else 0.0
             else:
                 self.params[idx] = float(value)
@@ -233,21 +289,33 @@ MCTS_PARAMS: dict[str, tuple[int, Param]] = {
 }
 
 
-class MCTSBot(CompiledBot):
+class MCTSBot(_Forbidding):
     kind = P.MCTS
+    _forbid_slot = search.M_FORBID
 
-    def __init__(self, rollout: str | dict[str, Any] = DEFAULT_ROLLOUT, **given: Any) -> None:
+    def __init__(self, rollout: str | dict[str, Any] = DEFAULT_ROLLOUT, forbid: str = "",
+                 **given: Any) -> None:
         super().__init__()
         values = {k: p.default for k, (_, p) in MCTS_PARAMS.items()}
         values.update(given)
         for key, value in values.items():
             self.params[MCTS_PARAMS[key][0]] = float(value)
+        self.forbid = str(forbid)  # its index is set by bind()
+        if self.forbid:
+            given["forbid"] = self.forbid
+            values["forbid"] = self.forbid
         roll = make_bot(rollout)
         if not isinstance(roll, CompiledBot) or isinstance(roll, MCTSBot):
             raise BotSpecError(f"mcts: rollout={rollout!r} must be a built-in non-search bot "
                                f"({', '.join(n for n in REGISTRY if n != 'mcts')})")
+        if getattr(roll, "forbid", ""):
+            # rollouts play both seats: a restriction there would handicap the opponent too
+            raise BotSpecError(f"mcts: rollout={rollout!r}: forbid applies to the search "
+                               "(mcts(forbid=...)), not to its rollouts")
         self.params[search.M_ROLLOUT_KIND] = roll.kind
         self.params[search.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - search.ROLLOUT_OFFSET]
+        # rollouts simulate both players unrestricted (the restricted player's may buy it)
+        self.params[search.ROLLOUT_OFFSET + scripted.P_FORBID] = 0.0
         self.values = {**values, "rollout": roll.spec}
         shown = dict(given)
         if roll.spec != make_bot(DEFAULT_ROLLOUT).spec:
@@ -276,6 +344,8 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                  "(`patchsim train RULESET`, no rollouts).",
          {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
           "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str),
+          "forbid": Param("", "restricted play: a patch id the searching player never buys "
+                          "('': none; its rollouts may buy it)", str),
           "eval": Param("rollout", "leaf evaluation: rollout (scripted playouts) or learned "
                         "(the ruleset's trained model)", str, ("rollout", "learned")),
           "models": Param("", "eval=learned: folder of trained models (default "

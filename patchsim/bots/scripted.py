@@ -37,6 +37,9 @@ P_EPSILON = 11  # probability of a uniformly random move (variety; rollouts)
 P_AREA_RAMP = 12  # area weight grows by this factor over the game (income first, area late)
 P_FIRST_FIT = 13  # 1: place at the first placement that fits (fast, poor packing)
 P_BUTTON_CAP = 14  # above this many buttons, money is worth less: cost weight halves
+# restricted play: 1 + the index of a patch this bot may never buy (0: none). Set by
+# ScriptedBot.bind, which knows the ruleset; a search copies 0 here for its rollouts.
+P_FORBID = 15
 
 
 @njit(cache=True)
@@ -98,12 +101,17 @@ def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.in
 def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                   buf: np.ndarray) -> np.int64:
     """The scripted strategy: value each affordable offered patch (see ``patch_value``) with
-    its best placement, buy the best if it beats passing, else pass."""
+    its best placement, buy the best if it beats passing, else pass. A forbidden patch
+    (``P_FORBID``) is never bought."""
     p = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p)
+    forbid = np.int64(params[P_FORBID]) - 1
     if params[P_EPSILON] > 0 and core.rng_unit(rng) < params[P_EPSILON]:
-        return core.random_move(state, tab, rng, buf)
+        code = core.random_move(state, tab, rng, buf)
+        # a random buy of the forbidden patch falls through to the policy's own choice
+        if forbid < 0 or code < 0 or core.placement_patch(tab, code) != forbid:
+            return code
     btn = state[core.S_BTN + p]
     best_v = params[P_PASS_MARGIN]
     best_g = core.PASS
@@ -112,7 +120,7 @@ def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: n
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn:
+        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
             continue
         g, ps = best_placement(state, tab, p, patch, params[P_CONTACT], params[P_HOLES],
                                params[P_WINDOW], first_fit)

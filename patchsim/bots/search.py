@@ -23,6 +23,10 @@ M_ROLLOUT_KIND = 3
 M_MARGIN_WEIGHT = 4  # reward = (1 - w) * win + w * squashed score margin
 M_TIME_MS = 5  # if > 0, stop after this many milliseconds (not reproducible across machines)
 M_MARGIN_SCALE = 6
+# restricted play: 1 + the index of a patch the searching player never buys (0: none). Only
+# the root player's moves in the tree are restricted; its opponent is not, and the rollouts
+# (scripted P_FORBID = 0) may buy the patch for either player.
+M_FORBID = 7
 ROLLOUT_OFFSET = 16
 
 
@@ -38,10 +42,13 @@ def _play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
 
 @njit(cache=True)
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                   out: np.ndarray) -> np.int64:
+                   out: np.ndarray, root: np.int64 = -1) -> np.int64:
     """The moves the search considers: pass, and for each affordable offered patch its
-    ``top_k`` best placements by the rollout policy's placement heuristic."""
+    ``top_k`` best placements by the rollout policy's placement heuristic. When ``root``
+    (the player the search runs for) is to move, its forbidden patch (``M_FORBID``) is left
+    out."""
     p = core.to_move(state, tab)
+    forbid = np.int64(params[M_FORBID]) - 1 if p == root else np.int64(-1)
     out[0] = core.PASS
     n = 1
     top_k = max(1, np.int64(params[M_TOP_K]))
@@ -60,7 +67,7 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn:
+        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
             continue
         m = 0
         first = tab[tab[core.O_PATCH_FIRST] + patch]
@@ -115,7 +122,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
 
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
-    n_root = search_actions(params, state, tab, acts)
+    n_root = search_actions(params, state, tab, acts, p0)
     if n_root == 1:
         return core.PASS
 
@@ -146,7 +153,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
             if first_child[node] < 0:
                 # expand: create every child with its state
                 pm = core.to_move(st, tab)
-                na = search_actions(params, st, tab, acts)
+                na = search_actions(params, st, tab, acts, p0)
                 if nodes + na > cap:
                     break
                 first_child[node] = nodes

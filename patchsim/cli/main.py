@@ -352,6 +352,10 @@ app.command("compare")(cli_analysis.compare)
 app.command("plan")(cli_analysis.plan)
 from patchsim.cli import train as cli_train  # noqa: E402, I001
 app.command("train")(cli_train.train)
+from patchsim.cli import serve as cli_serve  # noqa: E402, I001
+app.command("serve")(cli_serve.serve)
+from patchsim.cli import prices as cli_prices  # noqa: E402, I001
+app.command("prices")(cli_prices.prices)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -101,6 +101,11 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
     # a learned bot carries its ruleset's model in its parameter vector (compiled loop)
     bot_a = bind_bot(make_bot(config.bots[a], bot_path=config.bot_path), tables)
     bot_b = bind_bot(make_bot(config.bots[b], bot_path=config.bot_path), tables)
+    # a restricted bot (forbid=<patch id>) gets the patch's index in this ruleset
+    if isinstance(bot_a, CompiledBot):
+        bot_a = bot_a.bind(tables)
+    if isinstance(bot_b, CompiledBot):
+        bot_b = bot_b.bind(tables)
     deals = np.arange(batch.first_deal, batch.first_deal + batch.deals, dtype=np.int64)
     seeds = np.array([deal_seed(config.seed, int(d)) for d in deals], dtype=np.int64)
     idx, streams = deal_arrays(rs, seeds)

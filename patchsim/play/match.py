@@ -97,6 +97,8 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     batch runner uses it so that a bot keeps its stream when the seats are swapped."""
     tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
     rs = tables.ruleset
+    # a restricted bot (forbid=<patch id>) gets the patch's index in this ruleset
+    bots = [b.bind(tables) if isinstance(b, CompiledBot) else b for b in bots]
     game = Game.new(rs, circle=circle)
     streams = seat_streams(seed) if streams is None else np.asarray(streams, dtype=np.uint64)
     moves = np.full(max_plies(rs), -9999, dtype=np.int64)

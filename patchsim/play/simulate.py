@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from patchsim.analysis.stats import run_summary
 from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
@@ -57,8 +58,6 @@ class Simulation:
 
     def summary(self) -> pd.DataFrame:
         """One row per ruleset and pairing: :func:`patchsim.analysis.stats.run_summary`."""
-        from patchsim.analysis.stats import run_summary
-
         return run_summary(self.games)
 
     def write(self, run_dir: str | os.PathLike[str]) -> Path:

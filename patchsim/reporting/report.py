@@ -21,6 +21,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from patchsim.analysis import stats as st
 from patchsim.analysis.compare import (
@@ -37,9 +40,17 @@ from patchsim.analysis.tables import EventSummary, game_events, game_moves, read
 from patchsim.atomic import atomic_write
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
+from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
 from patchsim.engine.ruleset import ruleset_from_dict
 from patchsim.reporting import plots
+from patchsim.reporting.curves import (
+    curve_table,
+    game_states,
+    plot_curves,
+    replay_snippet,
+    sample_records,
+)
 
 
 class ReportError(ValueError):
@@ -243,6 +254,7 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
         _leather(leather),
         _bonus(bonus, bonus_ev, run),
         _quilts(run),
+        _over_the_game(run),
     ]
     for c in comparisons:
         sections.append(_comparison(c))
@@ -413,19 +425,46 @@ def _scores(games: pd.DataFrame, scores: pd.DataFrame, summary: pd.DataFrame) ->
     return s
 
 
+def _causal_prices(s: Section, run_dir: Path) -> None:
+    """The causal prices of a prices study stored in the run folder (``prices/``), if any:
+    restricted-play value with its interval and verdict, and the fair price."""
+    path = run_dir / "prices" / "patches.csv"
+    if not path.exists():
+        return
+    try:
+        study = pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        s.note(f"The prices study in {path.parent} could not be read: {e}")
+        return
+    s.table(fmt_table(study, [
+        ("patch", lambda r: r.patch), ("cost", lambda r: integer(r.cost)),
+        ("value [95%]", lambda r: f"{pts(r.value)} [{pts(r.value_lo)}, {pts(r.value_hi)}]"),
+        ("verdict", lambda r: str(r.verdict)), ("fair price", lambda r: str(r.fair_text)),
+        ("reading", lambda r: str(r.reading)),
+    ]), "Causal prices (restricted play: the win-rate points a bot loses when forbidden the "
+        "patch, on common deals; price response: the cost at which that value crosses zero)")
+
+
 def _patches(patches: pd.DataFrame, run: Run) -> Section:
     s = Section("Patches", "patches")
+    _causal_prices(s, run.run_dir)
     if patches.empty:
         s.note("No patches were bought.")
         return s
+    s.p("Buyers against non-buyers (below) is an association in these bots' play, not a "
+        "price verdict: cheap patches are bought by the player who is behind, and a patch "
+        "one seat bought is one the other did not. Whether a patch is over- or underpriced is "
+        "a causal question, answered by restricted play and price response (the prices study: "
+        "patchsim prices; a study written to this run's prices/ folder is shown above).")
     flagged = patches[patches["flag"] != ""]
     if len(flagged):
-        s.bullets([f"{r.ruleset}: {r.patch} (cost {integer(r.cost)}, time {integer(r.time)}, "
-                   f"income {integer(r.income)}) looks {r.flag.rstrip('?')}: a seat that "
-                   f"bought it won {pct(r.buyer_win)}, one that did not {pct(r.other_win)} "
-                   f"(Holm-adjusted {p_is(r.p_holm)})" for r in flagged.itertuples()])
+        s.bullets([f"{r.ruleset}: buyers of {r.patch} (cost {integer(r.cost)}, time "
+                   f"{integer(r.time)}, income {integer(r.income)}) won {pct(r.buyer_win)}, "
+                   f"non-buyers {pct(r.other_win)} (Holm-adjusted {p_is(r.p_holm)}; "
+                   "association)" for r in flagged.itertuples()])
     else:
-        s.p("No patch stands out after correcting for testing every patch (Holm).")
+        s.p("No buyer/non-buyer difference stands out after correcting for testing every "
+            "patch (Holm).")
     s.table(fmt_table(patches, [
         ("ruleset", lambda r: r.ruleset), ("patch", lambda r: r.patch),
         ("cost/time/income", lambda r: f"{integer(r.cost)}/{integer(r.time)}/"
@@ -437,9 +476,9 @@ def _patches(patches: pd.DataFrame, run: Run) -> Section:
         ("buyer wins", lambda r: f"{pct(r.buyer_win)} {ci(r.buyer_lo, r.buyer_hi)}"),
         ("non-buyer wins", lambda r: f"{pct(r.other_win)} {ci(r.other_lo, r.other_hi)}"),
         ("difference", lambda r: f"{pts(r.diff)} [{pts(r.diff_lo)}, {pts(r.diff_hi)}]"),
-        ("p (Holm)", lambda r: pval(r.p_holm)), ("flag", lambda r: r.flag),
-    ]), "Per patch, ranked by the buyers' edge (points): an association in these bots' play, "
-        "not proof that the price is wrong")
+        ("p (Holm)", lambda r: pval(r.p_holm)),
+    ]), "Association: per patch, ranked by the buyers' edge (points) in these bots' play; "
+        "not a causal price")
     for rs in dict.fromkeys(patches["ruleset"]):
         s.figure(f"patches-{_slug(rs)}", plots.patch_chart(patches, rs),
                  f"Patches under {rs}: buyers' edge with 95% intervals; when and how often "
@@ -532,6 +571,55 @@ def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
             "scores": (int(row["score0"]), int(row["score1"])),
         })
     return out
+
+
+CURVE_GAMES = 200  # games per ruleset and pairing replayed for the curves
+
+
+def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES) -> pd.DataFrame:
+    """The first ``per_group`` games (by game id) of each ruleset and pairing, with their
+    moves, read group by group from games.parquet (never the whole moves column)."""
+    path = run_dir / "games.parquet"
+    cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
+    keys = pq.read_table(path, columns=["ruleset", "pairing"]).to_pandas()
+    data = ds.dataset(path)
+    parts = []
+    for (ruleset, pairing), _ in keys.groupby(["ruleset", "pairing"], sort=False,
+                                              observed=True):
+        flt = (pc.field("ruleset") == ruleset) & (pc.field("pairing") == pairing)
+        parts.append(data.scanner(columns=cols, filter=flt).head(per_group).to_pandas())
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
+def _over_the_game(run: Run) -> Section | None:
+    """Curves over the game per ruleset, bot and seat (mean score, buttons and income by
+    time-track position, with bands), and a self-contained replay of a few sample games."""
+    if not run.rulesets:
+        return None
+    s = Section("Over the game", "curves")
+    try:
+        games = sample_with_moves(run.run_dir)
+        states = game_states(games, run.rulesets, per_group=CURVE_GAMES)
+        last = {name: rs.last_space for name, rs in run.rulesets.items()}
+        curves = curve_table(states, by="position", last_space=last)
+    except (OSError, ValueError) as e:
+        s.note(f"The curves could not be drawn: {e}")
+        return s
+    s.p(f"Each seat's mean score, buttons and income by position on the time track, per "
+        f"ruleset and bot, over the first {CURVE_GAMES} games of each pairing (replayed by the "
+        "engine), with the 95% interval of the mean (shaded) and the 10-90% spread of the "
+        "games (dotted). Where the curves of the two seats part is where the game is won.")
+    s.figure("curves", plot_curves(curves), "Score, buttons and income over the game, by "
+             "seat and bot")
+    try:
+        snippet = replay_snippet(sample_records(run.run_dir, run.rulesets))
+    except (OSError, ValueError, RecordError) as e:
+        s.note(f"No sample game could be replayed: {e}")
+        return s
+    s.p("Sample games, replayed move by move (buttons, the slider, or the arrow keys once a "
+        "game has the focus); the replay is part of this file and needs no server.")
+    s.blocks.append(("html", snippet))
+    return s
 
 
 def _quilts(run: Run) -> Section:
@@ -712,6 +800,8 @@ def render_html(title: str, sections: Sequence[Section]) -> str:
                 out.append(f"<p>{esc(b)}</p>")
             elif isinstance(b, tuple) and b[0] == "note":
                 out.append(f'<p class="note">{esc(b[1])}</p>')
+            elif isinstance(b, tuple) and b[0] == "html":
+                out.append(b[1])  # a self-contained fragment built by patchsim itself
             elif isinstance(b, list):
                 out.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b) + "</ul>")
             elif isinstance(b, Table):
@@ -746,6 +836,8 @@ def render_markdown(title: str, sections: Sequence[Section], run_dir: Path) -> s
                 out += [b, ""]
             elif isinstance(b, tuple) and b[0] == "note":
                 out += [f"> **Note:** {b[1]}", ""]
+            elif isinstance(b, tuple) and b[0] == "html":
+                out += ["*(The interactive replay is in report.html.)*", ""]
             elif isinstance(b, list):
                 out += [f"- {x}" for x in b] + [""]
             elif isinstance(b, Table):

@@ -1,0 +1,83 @@
+"""``patchsim prices``: what each patch is worth to a bot, by restricted play, and the price at
+which it stops being worth buying (:mod:`patchsim.experiments.prices`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from patchsim.cli.common import fail, jobs_count
+
+
+def _deltas(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise fail(f"--deltas {text!r}: give whole numbers of buttons separated by commas, "
+                   "e.g. --deltas=-2,-1,0,1,2") from None
+    return out or [0]
+
+
+def prices(
+    ruleset: Annotated[str, typer.Argument(help="Ruleset name or YAML file.")],
+    bots: Annotated[str, typer.Option(help="The bot to restrict and to play against (one "
+                                      "spec: greedy, income, area, bonus or mcts(...)).")],
+    games: Annotated[int, typer.Option(help="Games per patch and cost (seat-swapped "
+                                       "pairs).")] = 1000,
+    patches: Annotated[str | None, typer.Option(help="Patch ids separated by commas (default "
+                                                "every patch), e.g. P19,P20.")] = None,
+    deltas: Annotated[str, typer.Option(help="Cost changes to measure, e.g. "
+                                        "--deltas=-2,-1,0,1,2 (0 is always measured; a cost "
+                                        "below 0 is skipped).")] = "-2,-1,0,1,2",
+    seed: Annotated[int, typer.Option(help="Master seed (the same deals for every patch and "
+                                      "cost).")] = 1,
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="New folder for the results (default "
+                                            "reports/<ruleset>-prices/<time>).")] = None,
+) -> None:
+    """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
+    (restricted play), and the cost at which that value crosses zero (price response).
+    Writes prices.csv, patches.csv, prices.md and prices.png into a new folder."""
+    from patchsim.bots.registry import BotSpecError
+    from patchsim.engine.ruleset import RulesetError, load_ruleset
+    from patchsim.experiments.prices import PricesError, measure_prices, write_prices
+    from patchsim.play.config import RunError
+    from patchsim.play.match import BotError
+    from patchsim.play.storage import fresh_dir
+
+    if ";" in bots:
+        raise fail(f"--bots {bots!r}: give one bot; it plays against itself restricted")
+    ds = _deltas(deltas)
+    try:
+        rs = load_ruleset(ruleset)
+    except RulesetError as e:
+        raise fail(str(e)) from None
+    target = Path(out) if out else fresh_dir(f"{rs.name}-prices")
+    if target.exists():
+        raise fail(f"--out {target} already exists; give a new folder")
+    n_jobs = jobs_count(jobs)
+    ids = [p.strip() for p in patches.split(",") if p.strip()] if patches else None
+    try:
+        study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
+                               echo=typer.echo)
+        res = write_prices(study, target)
+    except PricesError as e:
+        raise fail(_flag(str(e))) from None
+    except (RulesetError, BotSpecError, RunError) as e:
+        raise fail(str(e)) from None
+    except BotError as e:
+        raise fail(str(e), 1) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted; nothing was written", 130) from None
+    typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
+    typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")
+
+
+def _flag(message: str) -> str:
+    """Library messages name parameters; on the command line they are flags."""
+    for name in ("patches", "games", "bots"):
+        if message.startswith(f"{name}:"):
+            return "--" + message
+    return message

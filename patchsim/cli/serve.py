@@ -1,0 +1,86 @@
+"""``patchsim serve``: the local web app (runs, game viewer, play against a bot).
+
+Registered by :mod:`patchsim.cli.main` (``app.command("serve")(cli_serve.serve)``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    run_dirs: Annotated[list[str] | None, typer.Argument(
+        help="Run folders, or folders holding run folders (default: reports/).")] = None,
+    host: Annotated[str, typer.Option(
+        help="Interface to listen on. The default serves this machine only; another "
+             "address makes the runs and the files in them readable from the network.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    save_dir: Annotated[str, typer.Option(
+        help="Folder where games played in the browser are saved as records.")]
+    = "played-games",
+    eval_bot: Annotated[str, typer.Option(
+        help="Bot that plays the rollouts of the evaluation curve (a built-in non-search "
+             "bot).")] = "greedy(epsilon=0.1)",
+    eval_rollouts: Annotated[int, typer.Option(
+        help="Rollouts per position for the evaluation curve.")] = 200,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve a local web app: the runs with their reports and games tables, a game viewer
+    (every position drawn, an evaluation curve), and games against a bot in the browser."""
+    import uvicorn
+
+    from patchsim.bots.registry import BotSpecError
+    from patchsim.web.app import MAX_EVAL_ROLLOUTS, create_app
+
+    roots = [Path(d) for d in run_dirs] if run_dirs else [Path("reports")]
+    missing = [str(r) for r in roots if not r.exists()]
+    if missing and run_dirs:
+        raise _fail(f"no such folder: {', '.join(missing)} (give run folders written by "
+                    "'patchsim run', or folders that hold them)")
+    if not 0 <= port <= 65535:
+        raise _fail(f"--port {port}: give a port between 0 and 65535")
+    if log_level not in ("debug", "info", "warning", "error"):
+        raise _fail(f"--log-level {log_level}: give debug, info, warning or error")
+    if not 1 <= eval_rollouts <= MAX_EVAL_ROLLOUTS:
+        raise _fail(f"--eval-rollouts {eval_rollouts}: give between 1 and {MAX_EVAL_ROLLOUTS}")
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
+    loopback = is_loopback(host)
+    if not loopback:
+        typer.echo(f"warning: listening on {host}: anybody who can reach this machine can read "
+                   "the run folders and play here", err=True)
+    if missing:
+        typer.echo(f"note: {missing[0]} does not exist yet; the runs page stays empty until "
+                   "'patchsim run' writes there (or give run folders)", err=True)
+    try:
+        # on this machine only, requests must name it (no DNS rebinding from other sites'
+        # pages); an address given for the network is reached under any name
+        allowed = (sorted({"127.0.0.1", "localhost", "::1", "[::1]", host.strip("[]")})
+                   if loopback else None)
+        app = create_app(roots, save_dir, eval_bot=eval_bot, eval_rollouts=eval_rollouts,
+                         allowed_hosts=allowed)
+    except BotSpecError as e:
+        raise _fail(f"--eval-bot: {e}") from None
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"patchsim serve: http://{shown}:{port}/ (Ctrl-C stops it)")
+    uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -1,0 +1,15 @@
+"""``patchsim serve``: a local web app to look at runs, step through games and play a bot.
+
+- :mod:`patchsim.web.positions`: positions as JSON, read from the engine (no web framework;
+  the report uses it too).
+- :mod:`patchsim.web.runs`: the run folders the server was given, their games tables and
+  files, and game records, with every path kept inside those folders.
+- :mod:`patchsim.web.play`: games against a bot in the browser, applied by the engine.
+- :mod:`patchsim.web.app`: the Starlette application (routes, errors, pages).
+- ``static/``: the pages, plain HTML, CSS and JavaScript written for this project; nothing is
+  loaded from the network.
+"""
+
+from pathlib import Path
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"

@@ -1,0 +1,462 @@
+"""The web application of ``patchsim serve`` (Starlette): pages, a JSON API, run files.
+
+Pages (plain HTML and JavaScript from ``static/``, nothing from the network):
+
+- ``/``: the runs, with their reports; saved games; links to open a record and to play.
+- ``/run?id=RUN``: one run: the filterable games table, a link to each game.
+- ``/game?run=RUN&game=ID`` (a stored game), ``/game?run=RUN&file=PATH`` (a record file in
+  a run folder), ``/game?saved=NAME`` (a game played here), ``/game`` (open a record file
+  from disk): the game viewer.
+- ``/play``: a game against a bot.
+
+Every answer to a request that cannot be served is a 4xx with a one-line message (JSON
+``{"error": ...}`` under ``/api/``, a short page elsewhere), never a traceback; an
+unexpected failure is a 500 with a message, and its traceback goes to the log only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from patchsim.bots.registry import REGISTRY, BotSpecError
+from patchsim.engine.game import Game, IllegalMoveError
+from patchsim.engine.record import GameRecord, RecordError
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
+from patchsim.play.evaluate import DEFAULT_EVAL_BOT, DEFAULT_ROLLOUTS, evaluate_game, rollout_bot
+from patchsim.web import STATIC_DIR
+from patchsim.web.play import IllegalMove, PlayManager
+from patchsim.web.runs import (
+    MAX_RECORD_BYTES,
+    RunIndex,
+    WebError,
+    inside,
+    load_record_file,
+    parse_record,
+    record_view,
+)
+
+log = logging.getLogger("patchsim.web")
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+MAX_EVAL_ROLLOUTS = 2000
+PAGES = {"/": "index.html", "/run": "run.html", "/game": "game.html", "/play": "play.html"}
+
+
+class ServerState:
+    """What the routes share: the run index, the games in play, the evaluation settings and
+    a small cache of evaluations."""
+
+    def __init__(self, roots: Sequence[Path], save_dir: Path, eval_bot: str,
+                 eval_rollouts: int) -> None:
+        self.index = RunIndex(list(roots))
+        self.save_dir = Path(save_dir)
+        self.play = PlayManager(self.save_dir)
+        self.eval_bot = rollout_bot(eval_bot)  # fails at start-up, not at the first request
+        self.eval_rollouts = eval_rollouts
+        self.evals: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def evaluate(self, key: str, start: Game, codes: list[int], n: int) -> dict[str, Any]:
+        cache_key = f"{key}|{n}"
+        table = self.evals.get(cache_key)
+        if table is None:
+            frame = evaluate_game(start, codes, self.eval_bot, n)
+            table = json.loads(frame.to_json(orient="records"))
+            self.evals[cache_key] = table
+            while len(self.evals) > 64:
+                self.evals.popitem(last=False)
+        return {"bot": self.eval_bot.spec, "rollouts": n, "points": table,
+                "method": f"win probability of seat 0 from {n} rollouts per position by "
+                          f"{self.eval_bot.spec} in both seats"}
+
+
+def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games", *,
+               eval_bot: str = DEFAULT_EVAL_BOT, eval_rollouts: int = DEFAULT_ROLLOUTS,
+               allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS) -> Starlette:
+    """The application serving the run folders in (or below) ``roots``.
+
+    Games played in the browser are saved to ``save_dir``. The evaluation curve uses
+    ``eval_rollouts`` rollouts of ``eval_bot`` per position. ``allowed_hosts`` are the Host
+    names a request may use (the loopback names by default, which keeps other sites' pages
+    from reaching the server through DNS rebinding); None allows any."""
+    if not 1 <= eval_rollouts <= MAX_EVAL_ROLLOUTS:
+        raise ValueError(f"eval_rollouts: give between 1 and {MAX_EVAL_ROLLOUTS}, "
+                         f"got {eval_rollouts}")
+    state = ServerState([Path(r) for r in roots], Path(save_dir), eval_bot, eval_rollouts)
+    runs = state.index.scan()
+    log.info("serving %d run folder(s) from %s; games played here are saved in %s",
+             len(runs), ", ".join(map(str, roots)) or "(none)", state.save_dir)
+
+    routes = [
+        *(Route(path, _page(name)) for path, name in PAGES.items()),
+        Route("/api/runs", _api(lambda r: _runs(state)), methods=["GET"]),
+        Route("/api/runs/{rid}", _api(lambda r: _run(state, r)), methods=["GET"]),
+        Route("/api/runs/{rid}/games", _api(lambda r: _games(state, r)), methods=["GET"]),
+        Route("/api/runs/{rid}/games/{gid}", _api(lambda r: _game(state, r)), methods=["GET"]),
+        Route("/api/runs/{rid}/games/{gid}/eval", _api(lambda r: _game_eval(state, r)),
+              methods=["GET"]),
+        Route("/api/runs/{rid}/record", _api(lambda r: _run_record(state, r)),
+              methods=["GET"]),
+        Route("/api/runs/{rid}/record/eval", _api(lambda r: _run_record_eval(state, r)),
+              methods=["GET"]),
+        Route("/api/saved/{name}", _api(lambda r: _saved(state, r)), methods=["GET"]),
+        Route("/api/saved/{name}/eval", _api(lambda r: _saved_eval(state, r)),
+              methods=["GET"]),
+        Route("/api/record", _api(lambda r, body: _upload(body), body=True), methods=["POST"]),
+        Route("/api/eval", _api(lambda r, body: _upload_eval(state, r, body), body=True),
+              methods=["POST"]),
+        Route("/api/play/options", _api(lambda r: _play_options(state)), methods=["GET"]),
+        Route("/api/play", _api(lambda r, body: _play_new(state, body), body=True),
+              methods=["POST"]),
+        Route("/api/play/{sid}", _api(lambda r: state.play.state(r.path_params["sid"])),
+              methods=["GET"]),
+        Route("/api/play/{sid}/move",
+              _api(lambda r, body: state.play.move(r.path_params["sid"], body.get("move")),
+                   body=True), methods=["POST"]),
+        Route("/api/{rest:path}", _api(lambda r: _no_api(r))),
+        Route("/files/{rid}/{path:path}", _api(lambda r: _file(state, r)), methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    middleware = []
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    handlers = {WebError: _web_error, HTTPException: _http_error, Exception: _crash}
+    app = Starlette(routes=routes, middleware=middleware,
+                    exception_handlers=handlers)  # type: ignore[arg-type]
+    app.state.patchsim = state
+    return app
+
+
+# --- plumbing ---------------------------------------------------------------------------------
+def _page(name: str):
+    async def endpoint(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / name, media_type="text/html; charset=utf-8",
+                            headers={"Cache-Control": "no-cache"})
+    return endpoint
+
+
+def _api(fn, body: bool = False):
+    """An endpoint running ``fn(request[, body])`` in a worker thread (the engine, pandas and
+    the bots are CPU work); a dict becomes JSON, a Response is passed through."""
+
+    async def endpoint(request: Request) -> Response:
+        if body:
+            data = await _read_json(request)
+            result = await run_in_threadpool(fn, request, data)
+        else:
+            result = await run_in_threadpool(fn, request)
+        if isinstance(result, Response):
+            return result
+        return JSONResponse(result)
+
+    return endpoint
+
+
+async def _read_json(request: Request, limit: int = MAX_RECORD_BYTES) -> dict[str, Any]:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        # a page of another site cannot send JSON here without the browser asking first
+        raise WebError(415, "send the request body as JSON (Content-Type: application/json)")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise WebError(413, f"the request body is larger than {limit // 1_000_000} MB")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise WebError(413, f"the request body is larger than {limit // 1_000_000} MB")
+    try:
+        data = json.loads(bytes(raw).decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise WebError(400, f"the request body is not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise WebError(400, f"the request body is not valid JSON: {e.msg} at line {e.lineno} "
+                            f"column {e.colno}") from None
+    if not isinstance(data, dict):
+        raise WebError(400, "the request body must be a JSON object")
+    return data
+
+
+def _error(request: Request, status: int, message: str, extra: dict[str, Any] | None = None
+           ) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message, "status": status, **(extra or {})},
+                            status_code=status)
+    page = (f"<!doctype html><html lang=en><meta charset=utf-8><title>patchsim: {status}"
+            f"</title><link rel=stylesheet href=/static/style.css><body><main class=page>"
+            f"<h1>{status}</h1><p class=error>{html.escape(message)}</p>"
+            f"<p><a href=/>Back to the runs</a></p></main></body></html>")
+    return HTMLResponse(page, status_code=status)
+
+
+async def _web_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, WebError)
+    if exc.status >= 500:
+        log.error("%s %s: %s", request.method, request.url.path, exc.message)
+    extra = {}
+    if isinstance(exc, IllegalMove):
+        extra = {"reason": exc.reason, "reason_text": exc.reason_text}
+    return _error(request, exc.status, exc.message, extra)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    messages = {404: f"nothing here: {request.url.path}",
+                405: f"{request.method} is not allowed on {request.url.path}"}
+    return _error(request, exc.status_code, messages.get(exc.status_code, str(exc.detail)))
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path,
+              exc_info=(type(exc), exc, exc.__traceback__))
+    return _error(request, 500, f"the server failed on this request ({type(exc).__name__}: "
+                                f"{exc}); the details are in the server's log")
+
+
+def _query(request: Request) -> dict[str, str]:
+    return dict(request.query_params)
+
+
+def _int_param(value: str | None, name: str, lo: int, hi: int, default: int | None = None
+               ) -> int:
+    if value is None or value == "":
+        if default is None:
+            raise WebError(400, f"{name}: missing")
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise WebError(400, f"{name}={value!r}: expected a whole number") from None
+    if not lo <= number <= hi:
+        raise WebError(400, f"{name}={value!r}: expected a number between {lo} and {hi}")
+    return number
+
+
+def _record_error(e: RecordError) -> WebError:
+    log.warning("%s", e)
+    return WebError(422, str(e))
+
+
+# --- runs and games ---------------------------------------------------------------------------
+def _runs(state: ServerState) -> dict[str, Any]:
+    runs = state.index.scan()
+    return {"runs": [r.summary() for r in runs], "problems": state.index.problems,
+            "roots": [str(r) for r in state.index.roots], "saved": _saved_names(state)}
+
+
+def _saved_names(state: ServerState) -> list[str]:
+    if not state.save_dir.is_dir():
+        return []
+    return sorted((p.name for p in state.save_dir.glob("*.json") if p.is_file()
+                   and not p.name.startswith(".")), reverse=True)
+
+
+def _run(state: ServerState, request: Request) -> dict[str, Any]:
+    run = state.index.get(request.path_params["rid"])
+    return {**run.summary(), "options": state.index.filter_options(run),
+            "records": state.index.record_files(run)}
+
+
+def _games(state: ServerState, request: Request) -> dict[str, Any]:
+    run = state.index.get(request.path_params["rid"])
+    return state.index.filter_games(run, _query(request))
+
+
+def _game_id(request: Request) -> int:
+    return _int_param(request.path_params["gid"], "game id", 0, 2**62)
+
+
+def _game(state: ServerState, request: Request) -> dict[str, Any]:
+    run = state.index.get(request.path_params["rid"])
+    gid = _game_id(request)
+    view = state.index.game_view(run, gid)
+    return {**view, "eval_url": f"/api/runs/{run.id}/games/{gid}/eval"}
+
+
+def _rollouts(state: ServerState, request: Request) -> int:
+    return _int_param(request.query_params.get("rollouts"), "rollouts", 1, MAX_EVAL_ROLLOUTS,
+                      state.eval_rollouts)
+
+
+def _game_eval(state: ServerState, request: Request) -> dict[str, Any]:
+    run = state.index.get(request.path_params["rid"])
+    gid = _game_id(request)
+    n = _rollouts(state, request)
+    start, codes = state.index.start(run, gid)
+    return state.evaluate(f"run:{run.id}:{gid}", start, codes, n)
+
+
+def _record_codes(record: GameRecord) -> tuple[Game, list[int]]:
+    start = record.start()
+    probe = start.copy()
+    codes = []
+    for text in record.moves:
+        move = probe.parse_move(text)
+        probe.apply(move)
+        codes.append(move.code)
+    return start, codes
+
+
+def _run_record_file(state: ServerState, request: Request) -> tuple[GameRecord, dict, str]:
+    run = state.index.get(request.path_params["rid"], loaded=False)
+    rel = request.query_params.get("path", "")
+    try:
+        rec, written = load_record_file(run.path, rel, f"{run.label}/{rel}")
+    except RecordError as e:
+        raise _record_error(e) from None
+    return rec, written, f"/api/runs/{run.id}/record/eval?path={_quote(rel)}"
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def _view(rec: GameRecord, written: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return record_view(rec, written)
+    except RecordError as e:
+        raise _record_error(e) from None
+
+
+def _run_record(state: ServerState, request: Request) -> dict[str, Any]:
+    rec, written, eval_url = _run_record_file(state, request)
+    return {**_view(rec, written), "eval_url": eval_url}
+
+
+def _record_eval(state: ServerState, request: Request, rec: GameRecord, key: str
+                 ) -> dict[str, Any]:
+    try:
+        start, codes = _record_codes(rec)
+    except (RecordError, IllegalMoveError, ValueError) as e:
+        raise _record_error(RecordError(f"{rec.source}: {e}")) from None
+    return state.evaluate(key, start, codes, _rollouts(state, request))
+
+
+def _run_record_eval(state: ServerState, request: Request) -> dict[str, Any]:
+    rec, _, _ = _run_record_file(state, request)
+    key = f"file:{json.dumps(rec.to_dict(), sort_keys=True)}"
+    return _record_eval(state, request, rec, key)
+
+
+def _saved_file(state: ServerState, request: Request) -> tuple[GameRecord, dict[str, Any]]:
+    name = request.path_params["name"]
+    if "/" in name:
+        raise WebError(403, f"saved game {name!r}: a file name, not a path")
+    if not state.save_dir.is_dir():
+        raise WebError(404, f"no saved games yet (they go to {state.save_dir})")
+    try:
+        return load_record_file(state.save_dir, name, f"saved game {name}")
+    except RecordError as e:
+        raise _record_error(e) from None
+
+
+def _saved(state: ServerState, request: Request) -> dict[str, Any]:
+    rec, written = _saved_file(state, request)
+    name = request.path_params["name"]
+    return {**_view(rec, written), "eval_url": f"/api/saved/{_quote(name)}/eval",
+            "saved_path": str(state.save_dir / name)}
+
+
+def _saved_eval(state: ServerState, request: Request) -> dict[str, Any]:
+    rec, _ = _saved_file(state, request)
+    return _record_eval(state, request, rec, f"saved:{json.dumps(rec.to_dict(), sort_keys=True)}")
+
+
+def _uploaded(body: dict[str, Any]) -> GameRecord:
+    name = body.get("name") or "uploaded record"
+    if not isinstance(name, str):
+        raise WebError(400, "name: expected the file name as text")
+    if "record" not in body:
+        raise WebError(400, "give the record under \"record\" (a JSON object with rules, "
+                            "circle and moves)")
+    try:
+        return parse_record(body["record"], f"upload: {name[:100]}")
+    except RecordError as e:
+        raise _record_error(e) from None
+
+
+def _upload(body: dict[str, Any]) -> dict[str, Any]:
+    rec = _uploaded(body)
+    return _view(rec, rec.to_dict())
+
+
+def _upload_eval(state: ServerState, request: Request, body: dict[str, Any]
+                 ) -> dict[str, Any]:
+    rec = _uploaded(body)
+    return _record_eval(state, request, rec, f"upload:{json.dumps(rec.to_dict(), sort_keys=True)}")
+
+
+def _file(state: ServerState, request: Request) -> Response:
+    # a run whose games do not load still has its report and figures to show
+    run = state.index.get(request.path_params["rid"], loaded=False)
+    path = inside(run.path, request.path_params["path"])
+    return FileResponse(path)
+
+
+def _no_api(request: Request) -> None:
+    raise WebError(404, f"the API has no {request.method} {request.url.path}")
+
+
+# --- play -------------------------------------------------------------------------------------
+def _play_options(state: ServerState) -> dict[str, Any]:
+    state.index.scan()
+    rulesets = [{"key": name, "label": f"{name} (shipped)"} for name in shipped_rulesets()]
+    rulesets += [{"key": f"run:{run.id}:{rel}", "label": f"{run.label}/{rel}"}
+                 for run, rel in state.index.ruleset_files()]
+    bots = [{"name": info.name, "description": info.description}
+            for info in REGISTRY.values()]
+    return {"rulesets": rulesets, "bots": bots, "save_dir": str(state.save_dir)}
+
+
+def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
+    """The ruleset a page chose: a shipped name, or ``run:<run id>:<path>`` for a YAML file
+    in a run folder (never any other path)."""
+    if not isinstance(key, str) or not key:
+        raise WebError(400, "ruleset: give a shipped ruleset name or a ruleset file of a run")
+    try:
+        if key.startswith("run:"):
+            parts = key.split(":", 2)
+            if len(parts) != 3:
+                raise WebError(400, f"ruleset {key!r}: a ruleset file of a run is named "
+                                    "run:<run id>:<path in the run folder>")
+            _, rid, rel = parts
+            run = state.index.get(rid, loaded=False)
+            path = inside(run.path, rel, "ruleset file")
+            return load_ruleset(path), f"{run.label}/{rel}"
+        if key not in shipped_rulesets():
+            raise WebError(400, f"ruleset {key!r}: not a shipped ruleset (shipped: "
+                                f"{', '.join(shipped_rulesets())})")
+        return load_ruleset(key), key
+    except RulesetError as e:  # an invalid ruleset file: the page and the log say why
+        log.warning("%s", e)
+        raise WebError(400, f"ruleset {key!r}: {e}") from None
+
+
+def _play_new(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(body) - {"ruleset", "bot", "seat", "seed"})
+    if unknown:
+        raise WebError(400, f"unknown field(s) {', '.join(unknown)} (give ruleset, bot, seat "
+                            "and optionally seed)")
+    ruleset, label = _play_ruleset(state, body.get("ruleset"))
+    try:
+        return state.play.new(ruleset, label, body.get("bot"), body.get("seat", 0),
+                              body.get("seed"))
+    except BotSpecError as e:
+        raise WebError(400, f"bot: {e}") from None

@@ -1,0 +1,541 @@
+"""The run folders a server shows: finding them, reading their games tables, filtering
+games, replaying one game, and serving a run's files without ever leaving its folder.
+
+Paths from requests are never joined blindly: a run is named by an id the index made (a hash
+of its resolved path), and a file in it by a relative path that :func:`inside` resolves
+(symlinks included) and refuses unless it stays inside the run folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game, IllegalMoveError, rules_reference
+from patchsim.engine.record import GameRecord, RecordError
+from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
+from patchsim.web.positions import replay_positions, ruleset_info
+
+log = logging.getLogger("patchsim.web")
+
+MANIFEST = "manifest.json"
+GAMES = "games.parquet"
+EVENTS = "events.parquet"
+SCAN_DEPTH = 4  # how deep below a given folder run folders are looked for
+SKIP_DIRS = {"batches", "figures", "__pycache__", "node_modules"}
+REPORT_FILES = ("report.html", "sweep.html", "report.md", "sweep.md", "tune.md", "ladder.md")
+MAX_LIMIT = 500  # games per page of the table
+MAX_RECORD_BYTES = 4_000_000
+
+
+class WebError(Exception):
+    """A request the server refuses, with the HTTP status and a message for the page."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# --- paths ----------------------------------------------------------------------------------------
+def inside(base: Path, rel: str, what: str = "file") -> Path:
+    """The existing regular file ``rel`` (a relative path with ``/``) inside the folder
+    ``base``. WebError 403 for an absolute path, ``..``, a hidden name or a symlink that
+    leads out of ``base``; 404 when there is no such file."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel or "\\" in rel:
+        raise WebError(400, f"{what}: give a relative path inside the folder")
+    parts = PurePosixPath(rel).parts
+    if rel.startswith("/") or PurePosixPath(rel).is_absolute() or ".." in parts:
+        raise WebError(403, f"{what} {rel!r}: only files inside the folder are served "
+                            "(no absolute paths, no '..')")
+    if any(p.startswith(".") for p in parts):
+        raise WebError(403, f"{what} {rel!r}: hidden files are not served")
+    root = base.resolve()
+    try:
+        full = (root / rel).resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise WebError(404, f"{what} {rel!r}: no such file") from None
+    except (OSError, RuntimeError) as e:  # a symlink loop, a permission problem
+        raise WebError(403, f"{what} {rel!r}: cannot be opened ({e})") from None
+    if not full.is_relative_to(root):
+        raise WebError(403, f"{what} {rel!r}: it leads out of the folder (a symlink); only "
+                            "files inside the folder are served")
+    if not full.is_file():
+        raise WebError(404, f"{what} {rel!r}: not a file")
+    return full
+
+
+def _files(base: Path, suffixes: tuple[str, ...], depth: int = 2) -> list[str]:
+    """Relative paths of the files with these suffixes in ``base`` and its sub-folders (up
+    to ``depth`` levels; hidden names, batches and symlinks out of it skipped), sorted."""
+    out = []
+    root = base.resolve()
+    for folder, dirs, names in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS
+                         and len(rel.parts) < depth - 1)
+        for name in sorted(names):
+            if name.startswith(".") or not name.endswith(suffixes) or name == MANIFEST:
+                continue
+            path = Path(folder) / name
+            if path.resolve().is_relative_to(root):
+                out.append((rel / name).as_posix())
+    return out
+
+
+# --- run folders ----------------------------------------------------------------------------------
+@dataclass
+class RunFolder:
+    """One run folder: its id, where it is, and either what it holds or why it cannot be
+    shown (``error``)."""
+
+    id: str
+    path: Path
+    label: str
+    error: str | None = None
+    manifest: dict[str, Any] = field(default_factory=dict)
+    rulesets: dict[str, Ruleset] = field(default_factory=dict)
+    games_total: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        cfg = self.manifest.get("config", {}) if self.manifest else {}
+        return {
+            "id": self.id,
+            "label": self.label,
+            "path": str(self.path),
+            "error": self.error,
+            "name": cfg.get("name"),
+            "rulesets": list(self.rulesets) or [r.get("name") for r in cfg.get("rulesets", [])
+                                                if isinstance(r, dict)],
+            "bots": cfg.get("bots", []),
+            "games": self.games_total,
+            "complete": bool(self.manifest.get("complete")) if self.manifest else False,
+            "finished": self.manifest.get("finished") if self.manifest else None,
+            "reports": [f for f in REPORT_FILES if (self.path / f).is_file()],
+        }
+
+
+def run_id(path: Path) -> str:
+    return hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+
+
+def open_run(path: Path, label: str) -> RunFolder:
+    """Read a run folder's manifest and rules and check that its games table opens; a
+    problem becomes ``error`` (a sentence that says what to do), never an exception."""
+    run = RunFolder(run_id(path), path.resolve(), label)
+    mpath = path / MANIFEST
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
+        run.manifest = manifest
+        run.games_total = int(manifest.get("games_total") or 0)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        run.error = f"{mpath}: cannot read the manifest ({type(e).__name__}: {e})"
+        return run
+    try:
+        for r in manifest["config"]["rulesets"]:
+            run.rulesets[r["name"]] = ruleset_from_dict(r["rules"],
+                                                        source=f"manifest: {r['name']}")
+    except (KeyError, TypeError, RulesetError) as e:
+        run.error = (f"{mpath}: the manifest's rules do not load ({type(e).__name__}: {e}); "
+                     "it is damaged or from another version of patchsim")
+        return run
+    gpath = path / GAMES
+    if not gpath.exists():
+        if manifest.get("complete"):
+            # committed reports keep their manifest and report, not the raw tables
+            again = manifest.get("command") or "the command in its manifest"
+            run.error = (f"{path}: report only (no {GAMES}: raw tables are not committed); "
+                         f"to play the games again: {again}")
+        else:
+            run.error = (f"{path}: the run is not finished (no {GAMES}); finish it with: "
+                         f"patchsim run --resume {path}")
+        return run
+    try:
+        run.games_total = pq.ParquetFile(gpath).metadata.num_rows
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        run.error = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
+    return run
+
+
+class RunIndex:
+    """The run folders below the folders a server was given, found again on every
+    :meth:`scan` (cheap: a walk and a manifest read per run), with each run's games table
+    cached until the file changes."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = [Path(r) for r in roots]
+        self.runs: dict[str, RunFolder] = {}
+        self.problems: list[str] = []
+        self._lock = threading.Lock()
+        self._logged: set[str] = set()
+        self._tables: dict[str, tuple[float, pd.DataFrame]] = {}
+        self._views: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
+
+    def scan(self) -> list[RunFolder]:
+        found: dict[str, RunFolder] = {}
+        problems: list[str] = []
+        for root in self.roots:
+            if not root.exists():
+                problems.append(f"{root}: no such folder")
+                continue
+            if (root / MANIFEST).is_file():
+                run = open_run(root, root.resolve().name)
+                found.setdefault(run.id, run)
+                continue
+            if not root.is_dir():
+                problems.append(f"{root}: not a folder")
+                continue
+            top = root.resolve()
+            for folder, dirs, names in os.walk(top):
+                rel = Path(folder).relative_to(top)
+                if MANIFEST in names:
+                    dirs[:] = []  # a run folder's sub-folders are its own (figures, batches)
+                    run = open_run(Path(folder), (Path(top.name) / rel).as_posix())
+                    found.setdefault(run.id, run)
+                    continue
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                                 and d not in SKIP_DIRS and len(rel.parts) < SCAN_DEPTH)
+        with self._lock:
+            self.runs = dict(sorted(found.items(), key=lambda kv: kv[1].label))
+            self.problems = problems
+            for msg in problems + [r.error for r in found.values() if r.error]:
+                if msg not in self._logged:  # each problem once in the log, not per request
+                    self._logged.add(msg)
+                    log.warning("%s", msg)
+        return list(self.runs.values())
+
+    def get(self, rid: str, loaded: bool = True) -> RunFolder:
+        """The run with this id; WebError 404 if there is none, and 409 with its problem if
+        ``loaded`` and its games cannot be shown (its files can still be served)."""
+        run = self.runs.get(rid)
+        if run is None:
+            self.scan()  # a run that appeared since the last look
+            run = self.runs.get(rid)
+        if run is None:
+            raise WebError(404, f"no run {rid!r} (the runs are listed at /)")
+        if run.error and loaded:
+            raise WebError(409, run.error)
+        return run
+
+    # --- the games table --------------------------------------------------------------------------
+    def games(self, run: RunFolder) -> pd.DataFrame:
+        """The run's games without move lists, plus ``margin`` (winner's lead),
+        ``bonus`` (-1 nobody) and ``claims0``/``claims1`` (leather claims from the events)."""
+        gpath = run.path / GAMES
+        try:
+            mtime = gpath.stat().st_mtime
+        except OSError as e:
+            raise WebError(409, f"{gpath}: {e.strerror}") from None
+        cached = self._tables.get(run.id)
+        if cached and cached[0] == mtime:
+            return cached[1]
+        try:
+            cols = [f.name for f in pq.read_schema(gpath) if f.name != "moves"]
+            games = pq.read_table(gpath, columns=cols).to_pandas()
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            msg = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
+            log.warning("%s", msg)
+            raise WebError(409, msg) from None
+        games["margin"] = (games["score0"] - games["score1"]).abs()
+        games["bonus"] = np.where(games["bonus0"], 0, np.where(games["bonus1"], 1, -1))
+        claims = self._claims(run)
+        for seat in (0, 1):
+            col = f"claims{seat}"
+            if claims is None:
+                games[col] = -1  # unknown: no readable events table
+            else:
+                games[col] = games["game_id"].map(claims.get(seat, {})).fillna(0).astype(int)
+        self._tables[run.id] = (mtime, games)
+        return games
+
+    def _claims(self, run: RunFolder) -> dict[int, dict[int, int]] | None:
+        path = run.path / EVENTS
+        try:
+            t = pq.read_table(path, columns=["game_id", "seat"],
+                              filters=[("event", "==", "leather_claim")])
+        except Exception as e:  # noqa: BLE001 - missing or unreadable: the filter says so
+            log.warning("%s: cannot read the leather claims (%s: %s)", path, type(e).__name__,
+                        e)
+            return None
+        df = t.to_pandas()
+        counts = df.groupby(["seat", "game_id"]).size()
+        return {int(s): {int(g): int(n) for (_, g), n in part.items()}
+                for s, part in counts.groupby(level=0)}
+
+    def filter_options(self, run: RunFolder) -> dict[str, Any]:
+        g = self.games(run)
+        bots = sorted(set(g["bot0"]) | set(g["bot1"]))
+        return {"rulesets": sorted(g["ruleset"].unique().tolist()),
+                "pairings": sorted(g["pairing"].unique().tolist()), "bots": bots,
+                "claims_known": bool(len(g) == 0 or (g["claims0"] >= 0).all())}
+
+    def filter_games(self, run: RunFolder, query: dict[str, str]) -> dict[str, Any]:
+        """The page of games that pass the filters in ``query`` (see :data:`FILTERS`);
+        WebError 400 naming the parameter when one is malformed."""
+        g = self.games(run)
+        unknown = sorted(set(query) - set(FILTERS))
+        if unknown:
+            raise WebError(400, f"unknown parameter(s) {', '.join(unknown)}; the games table "
+                                f"takes {', '.join(FILTERS)}")
+        mask = np.ones(len(g), dtype=bool)
+        if query.get("ruleset"):
+            mask &= (g["ruleset"] == query["ruleset"]).to_numpy()
+        if query.get("pairing"):
+            mask &= (g["pairing"] == query["pairing"]).to_numpy()
+        winner = query.get("winner", "")
+        if winner in ("0", "1"):
+            mask &= (g["winner"] == int(winner)).to_numpy()
+        elif winner.startswith("bot:"):
+            mask &= (g["winner_bot"] == winner[4:]).to_numpy()
+        elif winner:
+            raise WebError(400, f"winner={winner!r}: give 0, 1 or bot:<bot spec>")
+        lo, hi = _int(query, "margin_min"), _int(query, "margin_max")
+        if lo is not None:
+            mask &= (g["margin"] >= lo).to_numpy()
+        if hi is not None:
+            mask &= (g["margin"] <= hi).to_numpy()
+        bonus = query.get("bonus", "")
+        if bonus in ("0", "1"):
+            mask &= (g["bonus"] == int(bonus)).to_numpy()
+        elif bonus == "none":
+            mask &= (g["bonus"] == -1).to_numpy()
+        elif bonus:
+            raise WebError(400, f"bonus={bonus!r}: give 0, 1 or none")
+        leather = query.get("leather", "")
+        c0, c1 = g["claims0"].to_numpy(), g["claims1"].to_numpy()
+        conditions = {"none": (c0 + c1) == 0, "more0": c0 > c1, "more1": c1 > c0,
+                      "equal": c0 == c1, "some0": c0 > 0, "some1": c1 > 0}
+        if leather in conditions:
+            if (c0 < 0).any():
+                raise WebError(409, f"{run.path / EVENTS} cannot be read, so games cannot be "
+                                    "filtered by leather claims")
+            mask &= conditions[leather]
+        elif leather:
+            raise WebError(400, f"leather={leather!r}: give one of {', '.join(conditions)}")
+        sort = query.get("sort", "game_id")
+        key = sort.lstrip("-")
+        if key not in SORT_KEYS:
+            raise WebError(400, f"sort={sort!r}: give one of {', '.join(SORT_KEYS)} (a '-' "
+                                "in front sorts descending)")
+        offset = _int(query, "offset") or 0
+        limit = _int(query, "limit")
+        limit = 50 if limit is None else limit
+        if limit < 1 or limit > MAX_LIMIT:
+            raise WebError(400, f"limit={limit}: give between 1 and {MAX_LIMIT}")
+        sub = g[mask].sort_values([key, "game_id"], ascending=[not sort.startswith("-"), True],
+                                  kind="stable")
+        page = sub.iloc[offset:offset + limit]
+        return {"total": len(g), "matching": len(sub), "offset": offset, "limit": limit,
+                "games": [_game_row(r) for r in page.to_dict("records")]}
+
+    # --- one game -----------------------------------------------------------------------------
+    def game_view(self, run: RunFolder, game_id: int) -> dict[str, Any]:
+        """A stored game, replayed by the engine from its deal seed and stored moves: every
+        position, the moves in record notation and the record itself."""
+        key = (run.id, game_id)
+        with self._lock:
+            if key in self._views:
+                self._views.move_to_end(key)
+                return self._views[key]
+        g = self.games(run)
+        rows = g[g["game_id"] == game_id]
+        if rows.empty:
+            raise WebError(404, f"run {run.label} has no game {game_id}")
+        row = rows.iloc[0]
+        rs = run.rulesets.get(row["ruleset"])
+        if rs is None:
+            raise WebError(409, f"the manifest of {run.label} has no rules for ruleset "
+                                f"{row['ruleset']!r}, so its games cannot be replayed")
+        codes = self.moves(run, game_id)
+        circle = deal_circle(rs, int(row["deal_seed"]))
+        start = Game.new(rs, circle=circle)
+        try:
+            positions, texts = replay_positions(start, codes)
+        except IllegalMoveError as e:
+            msg = f"{run.path / GAMES}: game {game_id} does not replay: {e}"
+            log.warning("%s", msg)
+            raise WebError(422, msg) from None
+        warnings = []
+        final = positions[-1]["players"]
+        stored = (int(row["score0"]), int(row["score1"]))
+        if (final[0]["score"], final[1]["score"]) != stored:
+            warnings.append(f"the replayed final score {final[0]['score']} : "
+                            f"{final[1]['score']} differs from the stored {stored[0]} : "
+                            f"{stored[1]}")
+            log.warning("%s game %s: %s", run.label, game_id, warnings[-1])
+        view = {
+            "kind": "stored",
+            "title": (f"{run.label} - game {game_id}: {row['bot0']} (seat 0) vs "
+                      f"{row['bot1']} (seat 1), {row['ruleset']}, deal {int(row['deal'])}"),
+            "run": run.id, "run_label": run.label, "game_id": game_id,
+            "ruleset": str(row["ruleset"]),
+            "players": [str(row["bot0"]), str(row["bot1"])],
+            "rules": ruleset_info(rs),
+            "moves": texts,
+            "positions": positions,
+            "record": {"rules": rules_reference(rs), "circle": list(circle), "moves": texts},
+            "warnings": warnings,
+        }
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > 32:
+                self._views.popitem(last=False)
+        return view
+
+    def moves(self, run: RunFolder, game_id: int) -> list[int]:
+        try:
+            t = pq.read_table(run.path / GAMES, columns=["moves"],
+                              filters=[("game_id", "==", int(game_id))])
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
+            raise WebError(409, f"{run.path / GAMES}: cannot read the moves ({e})") from None
+        if not t.num_rows:
+            raise WebError(404, f"run {run.label} has no game {game_id}")
+        return [int(x) for x in t.column("moves").to_pylist()[0]]
+
+    def start(self, run: RunFolder, game_id: int) -> tuple[Game, list[int]]:
+        """A stored game's start position and its move codes (for the evaluation)."""
+        view = self.game_view(run, game_id)  # checks that the game exists and replays
+        start = Game.new(run.rulesets[view["ruleset"]], circle=view["record"]["circle"])
+        return start, self.moves(run, game_id)
+
+    def ruleset_files(self) -> list[tuple[RunFolder, str]]:
+        """YAML files in the run folders (rulesets a player may choose)."""
+        out = []
+        for run in self.runs.values():
+            if run.path.is_dir():
+                out += [(run, rel) for rel in _files(run.path, (".yaml", ".yml"))]
+        return out
+
+    def record_files(self, run: RunFolder) -> list[str]:
+        """JSON files in a run folder other than the manifest (game records, e.g. the record
+        of a game a bot failed in)."""
+        return _files(run.path, (".json",))
+
+
+FILTERS = ("ruleset", "pairing", "winner", "margin_min", "margin_max", "bonus", "leather",
+           "sort", "offset", "limit")
+SORT_KEYS = ("game_id", "margin", "score0", "score1", "plies", "deal")
+
+
+def _int(query: dict[str, str], key: str) -> int | None:
+    raw = query.get(key, "")
+    if raw == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise WebError(400, f"{key}={raw!r}: expected a whole number") from None
+    if value < 0 or value > 10**12:
+        raise WebError(400, f"{key}={raw!r}: expected a number between 0 and 10^12")
+    return value
+
+
+def _game_row(r: dict[str, Any]) -> dict[str, Any]:
+    keys = ("game_id", "ruleset", "pairing", "deal", "order", "bot0", "bot1", "winner",
+            "winner_bot", "score0", "score1", "margin", "tie_break", "bonus", "claims0",
+            "claims1", "leather0", "leather1", "plies")
+    out = {}
+    for k in keys:
+        v = r[k]
+        out[k] = v.item() if isinstance(v, np.generic) else v
+    return out
+
+
+# --- records --------------------------------------------------------------------------------------
+def record_view(record: GameRecord, as_written: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A game record replayed by the engine, in the shape of :meth:`RunIndex.game_view`.
+    RecordError (with the move number) when it does not load or a move is illegal."""
+    start = record.start()
+    codes = []
+    probe = start.copy()
+    for i, text in enumerate(record.moves, start=1):
+        try:
+            move = probe.parse_move(text)
+            probe.apply(move)
+        except IllegalMoveError as e:
+            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: "
+                              f"{e.reason.describe(probe.ruleset.offer_size)}", i) from None
+        except ValueError as e:
+            raise RecordError(f"{record.source}: move {i} ({text!r}) is malformed: {e}",
+                              i) from None
+        codes.append(move.code)
+    positions, texts = replay_positions(start, codes)
+    return {
+        "kind": "record",
+        "title": f"{record.source} ({start.ruleset.name})",
+        "players": ["seat 0", "seat 1"],
+        "rules": ruleset_info(start.ruleset),
+        "moves": texts,
+        "positions": positions,
+        "record": as_written or record.to_dict(),
+        "warnings": [],
+    }
+
+
+def safe_record(record: GameRecord, folder: Path | None = None,
+                rel_dir: str = "") -> GameRecord:
+    """The record with rules the server may load: a shipped ruleset name, a fully written
+    mapping (``extends`` only of a shipped ruleset, patches inline), or a YAML file inside
+    ``folder`` (the allowed folder the record lies in; ``rel_dir`` is the record's own folder
+    relative to it). A record must not make the server read files elsewhere."""
+    rules = record.rules
+    shipped = shipped_rulesets()
+    if isinstance(rules, dict):
+        ext = rules.get("extends")
+        if ext is not None and ext not in shipped:
+            raise RecordError(f"{record.source}: rules: 'extends: {ext}' names no shipped "
+                              "ruleset; a record opened here must write its rules out in full")
+        if not isinstance(rules.get("patches", []), list):
+            raise RecordError(f"{record.source}: rules: 'patches' must be an inline list in a "
+                              "record opened here (not a path to a patch table)")
+        return record
+    if rules in shipped:
+        return record
+    if rules.endswith((".yaml", ".yml")) and folder is not None:
+        rel = posixpath.normpath(posixpath.join(rel_dir, rules))
+        try:
+            path = inside(folder, rel, "ruleset file")
+        except WebError as e:
+            raise RecordError(f"{record.source}: rules: {e.message}") from None
+        return GameRecord(str(path), record.circle, record.moves, record.source)
+    where = "a YAML file beside the record, " if folder is not None else ""
+    raise RecordError(f"{record.source}: rules: {rules!r} is not a shipped ruleset (give "
+                      f"one of {', '.join(shipped)}, {where}or the rules written out in full)")
+
+
+def parse_record(data: object, source: str) -> GameRecord:
+    """A record sent by a page (an uploaded file); RecordError when it is not one."""
+    return safe_record(GameRecord.from_dict(data, source))
+
+
+def load_record_file(folder: Path, rel: str, source: str) -> tuple[GameRecord, dict[str, Any]]:
+    """The record file ``rel`` inside ``folder`` (WebError if the path is refused) and its
+    data as written; RecordError when it is not a record."""
+    path = inside(folder, rel, "record file")
+    try:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise RecordError(f"{source}: larger than {MAX_RECORD_BYTES // 1_000_000} MB; "
+                              "not a game record")
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RecordError(f"{source}: cannot read the record: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise RecordError(f"{source}: not a UTF-8 text file (byte {e.start}); a record is "
+                          "JSON text") from None
+    rec = GameRecord.from_json(text, source)
+    return safe_record(rec, folder, posixpath.dirname(rel)), rec.to_dict()

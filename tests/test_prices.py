@@ -1,0 +1,178 @@
+"""Restricted play (bots with forbid=<patch>) and the causal patch-price study."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import patchsim
+from patchsim.bots.registry import BotSpecError, make_bot
+from patchsim.cli.main import app
+from patchsim.engine import core
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset
+from patchsim.experiments.prices import (
+    PricesError,
+    PriceStudy,
+    fit_crossing,
+    patch_summary,
+    price_table,
+    restricted_spec,
+)
+from patchsim.play.match import play_game
+
+E2 = load_ruleset("edition2")
+# columns that name the bots (or the run they were played in) rather than the play
+BOT_COLUMNS = ["run_id", "pairing", "bot0", "bot1", "winner_bot"]
+
+
+def _buys(sim, spec: str, patch: str) -> int:
+    ev = sim.events
+    return int(((ev["event"] == "buy") & (ev["patch"] == patch) & (ev["bot"] == spec)).sum())
+
+
+@pytest.mark.parametrize("spec", ["greedy(forbid=P19)", "income(epsilon=0.3, forbid=P19)",
+                                  "mcts(forbid=P19, iterations=30)"])
+def test_a_forbidden_patch_is_never_bought(spec: str) -> None:
+    base = spec.replace("forbid=P19, ", "").replace(", forbid=P19", "").replace("(forbid=P19)",
+                                                                                 "")
+    games = 8 if spec.startswith("mcts") else 200
+    sim = patchsim.simulate("edition2", [spec, base], games=games, seed=3, pairings="cross")
+    assert _buys(sim, spec, "P19") == 0
+    assert _buys(sim, base, "P19") > 0  # the opponent is not restricted: the test means something
+    # and the restricted bot does buy other patches
+    assert (sim.events[sim.events["bot"] == spec]["event"] == "buy").sum() > 0
+
+
+def test_a_forbidden_patch_is_never_bought_in_the_python_driver() -> None:
+    """play_game binds the bots itself; a bot object used move by move binds per game."""
+    tables = compile_ruleset(E2)
+    bot = make_bot("greedy(epsilon=0.2, forbid=P19)")
+    p19 = tables.patch_index["P19"]
+    for seed in range(30):
+        r = play_game(tables, (bot, make_bot("greedy")), deal_circle(E2, seed), seed)
+        buys = r.events[r.events[:, 0] == core.EV_BUY]
+        assert not ((buys[:, 1] == 0) & (buys[:, 2] == p19)).any()
+    game = patchsim.Game.new("edition2", seed=5)
+    while not game.finished:
+        move = bot.choose(game.copy(), game.legal_moves(), np.random.default_rng(game.ply))
+        assert move.patch != "P19"  # the bot plays both seats here
+        game.apply(move)
+
+
+def test_forbidding_a_patch_nobody_buys_changes_nothing() -> None:
+    """P19 at cost 99 is never affordable: restricted and unrestricted bots play the same
+    games, random moves (epsilon) included, so the games tables are identical apart from
+    the bot names."""
+    dear = E2.with_overrides({"patch_changes": {"P19": {"cost": 99}}})
+    # (restricted, unrestricted, a different spec of the unrestricted bot's very parameters)
+    for spec, base, twin, games in (
+            ("greedy(epsilon=0.1, forbid=P19)", "greedy(epsilon=0.1)",
+             "greedy(epsilon=0.1, w_cost=1)", 200),
+            ("mcts(forbid=P19, iterations=20)", "mcts(iterations=20)",
+             "mcts(c=0.7, iterations=20)", 6)):
+        a = patchsim.simulate([dear], [spec, base], games=games, seed=11, pairings="cross")
+        b = patchsim.simulate([dear], [twin, base], games=games, seed=11, pairings="cross")
+        assert (a.games["bot0"] == np.where(a.games["order"] == 0, spec, base)).all()
+        pd.testing.assert_frame_equal(a.games.drop(columns=BOT_COLUMNS),
+                                      b.games.drop(columns=BOT_COLUMNS))
+        assert a.events.drop(columns=["run_id", "bot"]).equals(
+            b.events.drop(columns=["run_id", "bot"]))
+
+
+def test_bind_sets_the_index_per_ruleset_and_names_an_unknown_patch() -> None:
+    tables = compile_ruleset(E2)
+    bot = make_bot("greedy(forbid=p19)")  # case and leading zeros are forgiven
+    bound = bot.bind(tables)
+    assert bound is not bot and bound.params[15] == 1 + tables.patch_index["P19"]
+    assert bot.params[15] == 0  # the spec's bot stays unbound
+    plain = make_bot("greedy")
+    assert plain.bind(tables) is plain and make_bot("mcts").bind(tables) is not None
+    assert make_bot("mcts(forbid=P19)").bind(tables).params[7] == 1 + tables.patch_index["P19"]
+    with pytest.raises(BotSpecError, match="P99"):
+        make_bot("greedy(forbid=P99)").bind(tables)
+    with pytest.raises(BotSpecError, match="rollouts"):
+        make_bot("mcts(rollout=greedy(forbid=P19))")
+    assert make_bot("greedy(forbid='')").spec == "greedy"
+
+
+def test_restricted_spec() -> None:
+    assert restricted_spec("greedy(epsilon=0.05)", "P19") == "greedy(epsilon=0.05, forbid=P19)"
+    assert restricted_spec("mcts(iterations=50)", "P01") == "mcts(forbid=P01, iterations=50)"
+    with pytest.raises(PricesError, match="cannot be restricted"):
+        restricted_spec("random", "P19")
+
+
+def test_crossing_hand_worked() -> None:
+    # deal A loses 0.1 per button, deal B 0.05: means 0.15, 0.075, 0.0 at costs 3, 4, 5, so
+    # value = 0.375 - 0.075 * cost, which crosses 0 at cost 5
+    values = np.array([[0.3, 0.2, 0.1], [0.0, -0.05, -0.1]])
+    c = fit_crossing([3, 4, 5], values, seed=1, boot=4000)
+    assert c.slope == pytest.approx(-0.075) and c.intercept == pytest.approx(0.375)
+    assert c.fair == pytest.approx(5.0) and c.in_range and not c.flat
+    # bootstrap over 2 deals: AA (a quarter of the replicates) crosses at 6 (0.6 - 0.1 x),
+    # AB and BA at 5, BB (a quarter) at 3 (0.15 - 0.05 x): the 95% interval is [3, 6]
+    assert (c.fair_lo, c.fair_hi) == (pytest.approx(3.0), pytest.approx(6.0))
+    assert (c.slope_lo, c.slope_hi) == (pytest.approx(-0.1), pytest.approx(-0.05))
+    assert c.text() == "5.0 [3.0, 6.0]"
+    assert fit_crossing([3, 4, 5], values, seed=1, boot=4000) == c  # seeded
+    up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: crosses at 7
+    assert up.fair == pytest.approx(7.0) and not up.in_range
+    assert up.text() == "no crossing in range 3..5 (line crosses at 7.0)"
+    # one deal going down, one going up: the slope's interval holds 0
+    flat = fit_crossing([3, 4, 5], np.array([[0.3, 0.1, -0.1], [-0.2, -0.1, 0.0]]))
+    assert flat.fair == pytest.approx(4.0) and flat.in_range and flat.flat
+    assert flat.text().startswith("not identified: value flat over 3..5 (line crosses at 4.0")
+    assert not fit_crossing([4], values[:, :1]).in_range
+
+
+def test_price_table_on_a_synthetic_study() -> None:
+    rng = np.random.default_rng(0)
+    study = PriceStudy(E2, "greedy", ["P19"], [-1, 0, 1], games=400, seed=2)
+    for d, mean in ((-1, 0.1), (0, 0.05), (1, 0.0)):
+        study.values[("P19", d)] = np.clip(mean + rng.choice([-0.5, 0.0, 0.5], 200), -0.5, 0.5)
+    t = price_table(study)
+    assert t["cost"].tolist() == [9, 10, 11]
+    for d in (-1, 0, 1):
+        row = t[t["delta"] == d].iloc[0]
+        assert row["value"] == pytest.approx(study.values[("P19", d)].mean())
+        assert row["restricted_win_rate"] == pytest.approx(0.5 - row["value"])
+        assert row["value_lo"] < row["value"] < row["value_hi"]
+    s = patch_summary(study, t)
+    assert len(s) == 1 and s.iloc[0]["cost"] == 10
+
+
+def test_command_writes_its_files(tmp_path) -> None:
+    out = tmp_path / "p"
+    r = CliRunner().invoke(app, ["prices", "edition2", "--bots", "greedy", "--games", "40",
+                                 "--patches", "P19,P1", "--deltas=-1,0,1", "--jobs", "1",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv", "prices.md",
+                                                     "prices.png"]
+    table = pd.read_csv(out / "prices.csv")
+    assert table["patch"].tolist() == ["P19"] * 3 + ["P01"] * 3
+    assert (table["deals"] == 20).all()
+    assert (out / "prices.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| P19 | 10 |" in (out / "prices.md").read_text()
+    again = CliRunner().invoke(app, ["prices", "edition2", "--bots", "greedy", "--out",
+                                     str(out)])
+    assert again.exit_code == 2 and "already exists" in again.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["edition2", "--bots", "greedy", "--patches", "P19,P99"], "'P99' is not a patch"),
+    (["nosuch", "--bots", "greedy"], "not a shipped ruleset"),
+    (["edition2", "--bots", "random"], "cannot be restricted"),
+    (["edition2", "--bots", "gredy"], "unknown bot"),
+    (["edition2", "--bots", "greedy", "--deltas", "a,b"], "--deltas"),
+])
+def test_command_errors_are_messages(tmp_path, args: list[str], needle: str) -> None:
+    r = CliRunner().invoke(app, ["prices", *args, "--games", "4", "--jobs", "1", "--out",
+                                 str(tmp_path / "x")])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,742 @@
+"""``patchsim serve`` without a browser: the JSON API against a real server on 127.0.0.1.
+
+Requests go through http.client, byte for byte as written (no client-side clean-up of
+``..`` or ``//``), to a uvicorn server in a thread. Covered: the runs and their problems,
+the games filters (checked against pandas on the stored tables), game views checked against
+the engine and ``patchsim replay --trace --json``, the evaluation, playing a whole game by
+the API, and every kind of bad input: 4xx with a message, never a traceback, and no file
+outside the run folders.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+import pytest
+from runs import shared_run
+from typer.testing import CliRunner
+
+from patchsim.cli.main import app as cli_app
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
+from patchsim.engine.record import GameRecord, RecordError, final_position
+from patchsim.engine.ruleset import load_ruleset, shipped_rulesets
+from patchsim.play.evaluate import (
+    evaluate_game,
+    evaluate_record,
+    mark_lead_changes,
+    rollout_bot,
+    wilson,
+)
+
+uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("starlette")
+
+from patchsim.bots.registry import BotSpecError  # noqa: E402
+from patchsim.web import STATIC_DIR  # noqa: E402
+from patchsim.web.app import create_app  # noqa: E402
+from patchsim.web.positions import legal_view, patch_colours  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "examples" / "edition2-sample.json"
+SECRET = "top-secret-content-4711"
+
+
+# --- a server in a thread ---------------------------------------------------------------------
+class Server:
+    """A uvicorn server for ``app`` on a free port of 127.0.0.1, in a daemon thread."""
+
+    def __init__(self, app) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True)
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            own_host = any(k.lower() == "host" for k in headers or {})
+            conn.putrequest(method, path, skip_accept_encoding=True, skip_host=own_host)
+            for k, v in (headers or {}).items():
+                conn.putheader(k, v)
+            if body is not None:
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        finally:
+            conn.close()
+
+    def get(self, path: str, **kw) -> tuple[int, dict]:
+        status, _, body = self.request("GET", path, **kw)
+        return status, json.loads(body)
+
+    def post(self, path: str, data: object, content_type: str = "application/json"
+             ) -> tuple[int, dict]:
+        raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+        status, _, body = self.request("POST", path, raw, {"Content-Type": content_type})
+        return status, json.loads(body)
+
+
+def assert_refused(status: int, body: bytes | dict, code: int | tuple[int, ...],
+                   *fragments: str) -> str:
+    """A 4xx (the given one) whose message is one clean sentence, not a traceback."""
+    codes = code if isinstance(code, tuple) else (code,)
+    assert status in codes, (status, body)
+    text = body.decode() if isinstance(body, bytes) else body["error"]
+    assert "Traceback" not in text and 'File "' not in text, text
+    for f in fragments:
+        assert f in text, text
+    return text
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_run(tmp_path_factory, "web-small", "edition2", 8, ["greedy", "random"])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, run_dir: Path) -> Path:
+    """A folder of run folders: a good one (with records, a ruleset file and a symlink out),
+    one with a damaged manifest, one that is not finished; a secret file beside it."""
+    base = tmp_path_factory.mktemp("web")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (outside / "secret.json").write_text(json.dumps({"secret": SECRET}))
+    root = base / "served"
+    good = root / "edition2" / "good"
+    shutil.copytree(run_dir, good)
+    (good / "report.html").write_text("<!doctype html><html><body>the report</body></html>")
+    (good / "escape.txt").symlink_to(outside / "secret.txt")
+    (good / "records").mkdir()
+    (good / "records" / "escape.json").symlink_to(outside / "secret.json")
+    sample = json.loads(SAMPLE.read_text())
+    (good / "records" / "sample.json").write_text(json.dumps(sample))
+    bad = dict(sample, moves=[*sample["moves"][:2], sample["moves"][0], *sample["moves"][3:]])
+    (good / "records" / "bad-move.json").write_text(json.dumps(bad))
+    (good / "records" / "not-json.json").write_text("{this is not json")
+    (good / "rules").mkdir()
+    (good / "rules" / "rich.yaml").write_text("name: rich\nextends: edition2\n"
+                                              "starting_buttons: 9\n")
+    (good / "rules" / "broken.yaml").write_text("name: broken\nextends: edition2\n"
+                                                "starting_buttons: -3\n")
+    damaged = root / "damaged"
+    damaged.mkdir()
+    (damaged / "manifest.json").write_text("{not json")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    unfinished = root / "unfinished"
+    unfinished.mkdir()
+    (unfinished / "manifest.json").write_text(json.dumps(dict(manifest, complete=False)))
+    committed = root / "committed"  # as in reports/: manifest and report, no raw tables
+    committed.mkdir()
+    (committed / "manifest.json").write_text(json.dumps(dict(manifest, complete=True)))
+    (committed / "report.html").write_text("<!doctype html><html><body>kept</body></html>")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(served: Path, tmp_path_factory: pytest.TempPathFactory):
+    save_dir = tmp_path_factory.mktemp("saved")
+    app = create_app([served], save_dir, eval_rollouts=12)
+    with Server(app) as srv:
+        srv.app = app
+        srv.save_dir = save_dir
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def good(server: Server) -> dict:
+    _, data = server.get("/api/runs")
+    (run,) = [r for r in data["runs"] if r["label"].endswith("good")]
+    return run
+
+
+@pytest.fixture(scope="module")
+def games(run_dir: Path) -> pd.DataFrame:
+    g = pd.read_parquet(run_dir / "games.parquet")
+    ev = pd.read_parquet(run_dir / "events.parquet", columns=["game_id", "seat", "event"])
+    claims = ev[ev["event"] == "leather_claim"].groupby(["game_id", "seat"]).size()
+    for seat in (0, 1):
+        g[f"claims{seat}"] = [int(claims.get((gid, seat), 0)) for gid in g["game_id"]]
+    g["margin"] = (g["score0"] - g["score1"]).abs()
+    return g
+
+
+# --- runs -------------------------------------------------------------------------------------
+def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
+        server: Server, good: dict, games: pd.DataFrame, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="patchsim.web"):
+        server.app.state.patchsim.index._logged.clear()  # log every problem again
+        status, data = server.get("/api/runs")
+    assert status == 200
+    assert good["error"] is None and good["games"] == len(games) > 0
+    assert good["rulesets"] == ["edition2"]
+    assert "report.html" in good["reports"]
+    by_label = {r["label"]: r for r in data["runs"]}
+    damaged = next(r for label, r in by_label.items() if label.endswith("damaged"))
+    assert "cannot read the manifest" in damaged["error"]
+    unfinished = next(r for label, r in by_label.items() if label.endswith("unfinished"))
+    assert "not finished" in unfinished["error"] and "--resume" in unfinished["error"]
+    committed = next(r for label, r in by_label.items() if label.endswith("committed"))
+    assert "report only" in committed["error"] and committed["reports"] == ["report.html"]
+    # its games cannot be listed, but its report is served
+    assert_refused(*server.get(f"/api/runs/{committed['id']}/games"), 409, "report only")
+    status, _, body = server.request("GET", f"/files/{committed['id']}/report.html")
+    assert status == 200 and b"kept" in body
+    logged = caplog.text
+    assert "cannot read the manifest" in logged and "not finished" in logged
+    assert "report only" in logged
+    # the page of a run that does not load is a message, not an error page without words
+    status, body = server.get(f"/api/runs/{damaged['id']}")
+    assert_refused(status, body, 409, "cannot read the manifest")
+
+
+def test_run_summary_lists_filters_records_and_rules(server: Server, good: dict) -> None:
+    status, data = server.get(f"/api/runs/{good['id']}")
+    assert status == 200
+    assert data["options"]["pairings"] == ["greedy vs greedy", "greedy vs random",
+                                           "random vs random"]
+    assert data["options"]["bots"] == ["greedy", "random"] and data["options"]["claims_known"]
+    # the symlink out of the folder is not offered; hidden and batch files neither
+    assert data["records"] == ["records/bad-move.json", "records/not-json.json",
+                               "records/sample.json"]
+
+
+@pytest.mark.parametrize("query, expect", [
+    ("", lambda g: g),
+    ("pairing=greedy%20vs%20random", lambda g: g[g["pairing"] == "greedy vs random"]),
+    ("winner=1", lambda g: g[g["winner"] == 1]),
+    ("winner=bot:random", lambda g: g[g["winner_bot"] == "random"]),
+    ("margin_min=10&margin_max=30", lambda g: g[(g["margin"] >= 10) & (g["margin"] <= 30)]),
+    ("bonus=none", lambda g: g[~g["bonus0"] & ~g["bonus1"]]),
+    ("bonus=1", lambda g: g[g["bonus1"]]),
+    ("leather=more0", lambda g: g[g["claims0"] > g["claims1"]]),
+    ("leather=equal&ruleset=edition2", lambda g: g[g["claims0"] == g["claims1"]]),
+    ("leather=some1&winner=0", lambda g: g[(g["claims1"] > 0) & (g["winner"] == 0)]),
+])
+def test_games_filters_match_the_stored_tables(server: Server, good: dict, games: pd.DataFrame,
+                                               query: str, expect) -> None:
+    status, data = server.get(f"/api/runs/{good['id']}/games?{query}&limit=500")
+    assert status == 200
+    want = expect(games).sort_values("game_id")
+    assert data["total"] == len(games)
+    assert data["matching"] == len(want)
+    assert [g["game_id"] for g in data["games"]] == want["game_id"].tolist()
+    for row in data["games"]:
+        stored = games[games["game_id"] == row["game_id"]].iloc[0]
+        assert (row["score0"], row["score1"]) == (stored["score0"], stored["score1"])
+        assert (row["claims0"], row["claims1"]) == (stored["claims0"], stored["claims1"])
+
+
+def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) -> None:
+    _, first = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5")
+    _, second = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5&offset=5")
+    margins = [g["margin"] for g in first["games"] + second["games"]]
+    assert margins == sorted(games["margin"], reverse=True)[:10]
+    assert len({g["game_id"] for g in first["games"] + second["games"]}) == 10
+
+
+@pytest.mark.parametrize("query, fragment", [
+    ("margin_min=abc", "margin_min"),
+    ("margin_max=-1", "margin_max"),
+    ("winner=2", "winner"),
+    ("bonus=maybe", "bonus"),
+    ("leather=lots", "leather"),
+    ("limit=0", "limit"),
+    ("limit=100000", "limit"),
+    ("sort=moves;drop", "sort"),
+    ("colour=red", "unknown parameter"),
+])
+def test_malformed_filters_are_400_with_the_parameter_named(server: Server, good: dict,
+                                                            query: str, fragment: str) -> None:
+    status, body = server.get(f"/api/runs/{good['id']}/games?{query}")
+    assert_refused(status, body, 400, fragment)
+
+
+# --- games --------------------------------------------------------------------------------------
+def engine_positions(record: dict) -> list[Game]:
+    """Every position of a record, replayed by the engine in this test (copies)."""
+    rec = GameRecord.from_dict(record)
+    game = rec.start()
+    out = [game.copy()]
+    for text in rec.moves:
+        game.apply(text)
+        out.append(game.copy())
+    return out
+
+
+def test_a_stored_game_is_the_engines_game_move_by_move(server: Server, good: dict,
+                                                        games: pd.DataFrame,
+                                                        tmp_path: Path) -> None:
+    for gid in (int(games["game_id"].iloc[0]), int(games["game_id"].iloc[-1])):
+        status, view = server.get(f"/api/runs/{good['id']}/games/{gid}")
+        assert status == 200
+        row = games[games["game_id"] == gid].iloc[0]
+        rs = load_ruleset("edition2")
+        assert view["record"]["circle"] == deal_circle(rs, int(row["deal_seed"]))
+        assert len(view["positions"]) == len(view["moves"]) + 1 == row["plies"] + 1
+        assert view["players"] == [row["bot0"], row["bot1"]] and view["warnings"] == []
+        replayed = engine_positions(view["record"])
+        owner: list[dict[str, str]] = [{}, {}]  # square name -> what covers it, from the moves
+        for ply, (pos, game) in enumerate(zip(view["positions"], replayed, strict=True)):
+            assert pos["ply"] == ply
+            assert pos["text"] == game.to_text()
+            assert pos["players"] == game.summary()["players"]
+            assert pos["offer"] == game.offer
+            assert pos["offer"] + pos["next"] == game.remaining
+            assert pos["leather_on_track"] == game.leather_on_track
+            if ply:
+                seat, words = pos["last_move"]["seat"], pos["last_move"]["text"].split()
+                if words[0] == "buy":
+                    owner[seat].update({sq: words[1] for sq in words[2:]})
+                elif words[0] == "leather":
+                    owner[seat][words[1]] = "leather"
+            for p in (0, 1):
+                grid = game.quilt(p).ravel()
+                cells = pos["quilts"][p]
+                assert [c != -1 for c in cells] == grid.tolist()
+                for s, c in enumerate(cells):
+                    name = "abcdefghi"[s % 9] + str(s // 9 + 1)
+                    if c == -2:
+                        assert owner[p][name] == "leather"
+                    elif c >= 0:
+                        assert owner[p][name] == pos["pieces"][p][c]
+        final = view["positions"][-1]["players"]
+        assert (final[0]["score"], final[1]["score"]) == (row["score0"], row["score1"])
+        # the record the viewer offers is one that patchsim replay reads, to the same positions
+        path = tmp_path / f"game{gid}.json"
+        path.write_text(json.dumps(view["record"]))
+        done = CliRunner().invoke(cli_app, ["replay", str(path), "--trace", "--json"])
+        assert done.exit_code == 0, done.output
+        texts = [json.loads(line)["text"] for line in done.stdout.splitlines()]
+        assert texts == [p["text"] for p in view["positions"]]
+
+
+def test_missing_and_malformed_games(server: Server, good: dict) -> None:
+    rid = good["id"]
+    assert_refused(*server.get(f"/api/runs/{rid}/games/99999"), 404, "no game 99999")
+    assert_refused(*server.get(f"/api/runs/{rid}/games/abc"), 400, "game id")
+    assert_refused(*server.get(f"/api/runs/{rid}/games/-3"), 400, "game id")
+    assert_refused(*server.get("/api/runs/nosuchrun/games/1"), 404, "no run 'nosuchrun'")
+    assert_refused(*server.get("/api/runs/nosuchrun"), 404, "no run")
+    assert_refused(*server.get("/api/nothing/here"), 404, "the API has no GET /api/nothing")
+    status, _, body = server.request("DELETE", f"/api/runs/{rid}")
+    assert_refused(status, json.loads(body), (404, 405))
+
+
+def test_evaluation_over_a_stored_game(server: Server, good: dict, games: pd.DataFrame) -> None:
+    gid = int(games["game_id"].iloc[1])
+    status, ev = server.get(f"/api/runs/{good['id']}/games/{gid}/eval?rollouts=10")
+    assert status == 200
+    pts = ev["points"]
+    row = games[games["game_id"] == gid].iloc[0]
+    assert len(pts) == row["plies"] + 1 and ev["rollouts"] == 10
+    assert [p["ply"] for p in pts] == list(range(len(pts)))
+    assert all(0 <= p["win0_lo"] <= p["win0"] <= p["win0_hi"] <= 1 for p in pts)
+    assert pts[-1]["win0"] == (1.0 if row["winner"] == 0 else 0.0)
+    assert pts[-1]["margin"] == row["score0"] - row["score1"]
+    assert all(p["rollouts"] == 10 for p in pts[:-1])
+    for bad in ("0", "abc", "999999"):
+        assert_refused(*server.get(f"/api/runs/{good['id']}/games/{gid}/eval?rollouts={bad}"),
+                       400, "rollouts")
+
+
+# --- files --------------------------------------------------------------------------------------
+def test_run_files_are_served_and_nothing_else(server: Server, good: dict) -> None:
+    rid = good["id"]
+    status, headers, body = server.request("GET", f"/files/{rid}/report.html")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"<html" in body.lower()
+    outside_paths = [
+        f"/files/{rid}/../../outside/secret.txt",
+        f"/files/{rid}/../../../outside/secret.txt",
+        f"/files/{rid}/records/../../../outside/secret.txt",
+        f"/files/{rid}/%2e%2e/%2e%2e/outside/secret.txt",
+        f"/files/{rid}/..%2f..%2foutside%2fsecret.txt",
+        f"/files/{rid}//etc/passwd",
+        f"/files/{rid}/%2fetc%2fpasswd",
+        f"/files/{rid}/escape.txt",  # a symlink out of the run folder
+        f"/files/{rid}/records/escape.json",
+        f"/files/{rid}/.patchsim.lock",
+        "/static/../web/app.py",
+        "/static/%2e%2e/app.py",
+    ]
+    for path in outside_paths:
+        status, _, body = server.request("GET", path)
+        assert status in (400, 403, 404), (path, status)
+        assert SECRET.encode() not in body and b"root:" not in body, path
+        assert b"Traceback" not in body
+    assert_refused(*server.request("GET", f"/files/{rid}/nothing.html")[::2], 404)
+    assert_refused(*server.request("GET", f"/files/{rid}/records")[::2], 404, "not a file")
+    assert_refused(*server.request("GET", "/files/nosuchrun/report.html")[::2], 404)
+
+
+def test_requests_must_name_this_machine(server: Server) -> None:
+    status, _, body = server.request("GET", "/api/runs", headers={"Host": "evil.example"})
+    assert status == 400 and b"Invalid host" in body
+    status, _, _ = server.request("GET", "/api/runs", headers={"Host": f"localhost:{server.port}"})
+    assert status == 200
+
+
+def test_unknown_pages_are_a_page_with_a_message(server: Server) -> None:
+    status, headers, body = server.request("GET", "/no/such/page")
+    assert status == 404 and headers["content-type"].startswith("text/html")
+    assert b"nothing here: /no/such/page" in body and b"Traceback" not in body
+
+
+def test_a_failure_inside_is_a_500_with_a_message_and_a_logged_traceback(
+        server: Server, good: dict, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(server.app.state.patchsim.index, "filter_games", broken)
+    with caplog.at_level(logging.ERROR, logger="patchsim.web"):
+        status, body = server.get(f"/api/runs/{good['id']}/games")
+    assert status == 500
+    assert "disk on fire" in body["error"] and "Traceback" not in body["error"]
+    assert "disk on fire" in caplog.text and "Traceback" in caplog.text
+
+
+# --- records ------------------------------------------------------------------------------------
+def test_record_files_of_a_run(server: Server, good: dict, caplog: pytest.LogCaptureFixture
+                               ) -> None:
+    rid = good["id"]
+    status, view = server.get(f"/api/runs/{rid}/record?path=records/sample.json")
+    assert status == 200 and view["moves"] == json.loads(SAMPLE.read_text())["moves"]
+    final = final_position(GameRecord.load(SAMPLE))
+    assert view["positions"][-1]["text"] == final.to_text()
+    status, ev = server.get(view["eval_url"] + "&rollouts=4")
+    assert status == 200 and len(ev["points"]) == len(view["positions"])
+    with caplog.at_level(logging.WARNING, logger="patchsim.web"):
+        status, body = server.get(f"/api/runs/{rid}/record?path=records/bad-move.json")
+    assert_refused(status, body, 422, "move 3", "illegal")
+    assert "records/bad-move.json" in caplog.text
+    assert_refused(*server.get(f"/api/runs/{rid}/record?path=records/not-json.json"), 422,
+                   "not valid JSON")
+    for path in ("../../outside/secret.json", "/etc/passwd", "records/escape.json",
+                 quote("records/../../../outside/secret.json", safe="")):
+        status, body = server.get(f"/api/runs/{rid}/record?path={path}")
+        assert_refused(status, body, (403, 404))
+        assert SECRET not in json.dumps(body)
+    assert_refused(*server.get(f"/api/runs/{rid}/record"), 400)
+
+
+def test_uploaded_records(server: Server) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    status, view = server.post("/api/record", {"name": "mine.json", "record": sample})
+    assert status == 200 and len(view["positions"]) == len(sample["moves"]) + 1
+    assert "upload: mine.json" in view["title"]
+    status, ev = server.post("/api/eval?rollouts=3", {"record": sample})
+    assert status == 200 and len(ev["points"]) == len(view["positions"])
+    bad = dict(sample, moves=["pass", "buy P99 a1 b1"])
+    assert_refused(*server.post("/api/record", {"record": bad}), 422, "move 2", "malformed")
+    assert_refused(*server.post("/api/record", {"record": dict(sample, colour="red")}), 422,
+                   "unknown key")
+    # a record must not make the server read files: no paths, no extends of files
+    for rules in ("/etc/passwd", "../outside/secret.yaml", "secret.yml",
+                  {"extends": "/tmp/x.yaml", "name": "x"},
+                  {**load_ruleset("edition2").to_dict(), "patches": "/etc/passwd"}):
+        status, body = server.post("/api/record", {"record": dict(sample, rules=rules)})
+        assert_refused(status, body, 422, "rules")
+    assert_refused(*server.post("/api/record", {"name": "x"}), 400, "record")
+    assert_refused(*server.post("/api/record", b"{oops"), 400, "not valid JSON")
+    assert_refused(*server.post("/api/record", b"[1, 2]"), 400, "JSON object")
+    assert_refused(*server.post("/api/record", b"\xff\xfe"), 400, "UTF-8")
+    assert_refused(*server.post("/api/record", sample, "text/plain"), 415, "Content-Type")
+    # a body announced larger than any record is refused before it is read
+    status, _, body = server.request("POST", "/api/record", None, {
+        "Content-Type": "application/json", "Content-Length": "5000000"})
+    assert_refused(status, json.loads(body), 413, "larger")
+
+
+# --- play ---------------------------------------------------------------------------------------
+def test_play_options(server: Server, good: dict) -> None:
+    status, opts = server.get("/api/play/options")
+    assert status == 200
+    keys = [r["key"] for r in opts["rulesets"]]
+    assert set(shipped_rulesets()) <= set(keys)
+    assert f"run:{good['id']}:rules/rich.yaml" in keys
+    assert {"random", "greedy", "mcts"} <= {b["name"] for b in opts["bots"]}
+
+
+@pytest.mark.parametrize("body, status, fragment", [
+    ({"ruleset": "edition2", "bot": "nosuchbot", "seat": 0}, 400, "unknown bot"),
+    ({"ruleset": "edition2", "bot": "os:system(cmd=1)", "seat": 0}, 400, "import paths"),
+    ({"ruleset": "edition2", "bot": "mcts(iterations=100000000)", "seat": 0}, 400,
+     "iterations"),
+    ({"ruleset": "edition2", "bot": "greedy(epsilon=7)", "seat": 0}, 400, "epsilon"),
+    ({"ruleset": "edition2", "bot": "random", "seat": 2}, 400, "seat"),
+    ({"ruleset": "edition2", "bot": "random", "seat": 0, "seed": -1}, 400, "seed"),
+    ({"ruleset": "edition2", "bot": "random", "seat": 0, "seed": "x"}, 400, "seed"),
+    ({"ruleset": "edition9", "bot": "random", "seat": 0}, 400, "not a shipped ruleset"),
+    ({"ruleset": "/etc/passwd", "bot": "random", "seat": 0}, 400, "not a shipped ruleset"),
+    ({"ruleset": "configs/edition2.yaml", "bot": "random", "seat": 0}, 400, "shipped"),
+    ({"ruleset": "run:nosuch:x.yaml", "bot": "random", "seat": 0}, 404, "no run"),
+    ({"ruleset": "run:nosuch", "bot": "random", "seat": 0}, 400, "run:<run id>:"),
+    ({"ruleset": "edition2", "bot": "random", "seat": 0, "cheat": True}, 400, "cheat"),
+    ({"ruleset": 5, "bot": "random"}, 400, "ruleset"),
+    ({"ruleset": "edition2", "bot": ["random"]}, 400, "bot"),
+])
+def test_bad_new_games_are_refused(server: Server, body: dict, status: int,
+                                   fragment: str) -> None:
+    assert_refused(*server.post("/api/play", body), status, fragment)
+
+
+def test_ruleset_files_of_runs_stay_inside_and_are_checked(server: Server, good: dict) -> None:
+    rid = good["id"]
+    status, view = server.post("/api/play", {"ruleset": f"run:{rid}:rules/rich.yaml",
+                                             "bot": "random", "seat": 0, "seed": 3})
+    assert status == 200 and view["position"]["players"][0]["buttons"] == 9
+    assert_refused(*server.post("/api/play", {"ruleset": f"run:{rid}:rules/broken.yaml",
+                                              "bot": "random", "seat": 0}), 400,
+                   "starting_buttons")
+    for rel in ("../../outside/x.yaml", "/etc/x.yaml", "escape.txt"):
+        status, body = server.post("/api/play", {"ruleset": f"run:{rid}:{rel}", "bot": "random",
+                                                 "seat": 0})
+        assert_refused(status, body, (403, 404))
+
+
+def new_game(server: Server, seat: int = 0, seed: int = 11, bot: str = "random") -> dict:
+    status, view = server.post("/api/play", {"ruleset": "edition2", "bot": bot, "seat": seat,
+                                             "seed": seed})
+    assert status == 200, view
+    return view
+
+
+def test_illegal_moves_are_refused_by_the_engine(server: Server) -> None:
+    view = new_game(server)
+    sid, offer = view["id"], view["position"]["offer"]
+    game = Game.new("edition2", seed=11)
+    assert view["position"]["text"] == game.to_text() and view["your_turn"]
+    # a patch not on offer, on squares where it would fit
+    other = next(p for p in game.remaining if p not in offer and game.ruleset.patch(p).cost <= 5)
+    shape = game.ruleset.patch(other).cells
+    squares = " ".join("abcdefghi"[c] + str(r + 1) for r, c in shape)
+    status, body = server.post(f"/api/play/{sid}/move", {"move": f"buy {other} {squares}"})
+    assert_refused(status, body, 409, "refused by the engine", "not on offer")
+    assert body["reason"] == "NOT_ON_OFFER"
+    # buy something, then try to put the next patch on top of it
+    first = next(m for m in game.legal_moves() if m.kind == "buy")
+    status, view = server.post(f"/api/play/{sid}/move", {"move": str(first)})
+    assert status == 200
+    assert view["your_turn"] and not view["position"]["pending_leather"]
+    ply = view["position"]["ply"]
+    legal = view["legal"]["buys"]
+    pid = next(iter(legal))
+    cells = Game.from_text(view["position"]["text"], "edition2").ruleset.patch(pid).cells
+    # every placement of pid covering first's first square overlaps: find one by shifting
+    covered = set(first.squares)
+    overlap = None
+    for dr in range(9):
+        for dc in range(9):
+            sq = ["abcdefghi"[c + dc] + str(r + dr + 1) for r, c in cells
+                  if r + dr < 9 and c + dc < 9]
+            if len(sq) == len(cells) and covered & set(sq):
+                overlap = sq
+                break
+        if overlap:
+            break
+    assert overlap is not None
+    status, body = server.post(f"/api/play/{sid}/move", {"move": f"buy {pid} {' '.join(overlap)}"})
+    assert_refused(status, body, 409, "overlaps")
+    assert body["reason"] == "OVERLAP"
+    status, view = server.get(f"/api/play/{sid}")
+    assert view["position"]["ply"] == ply  # nothing changed
+    for text, fragment in (("jump", "unknown move"), ("buy P05 z9 a1", "square"),
+                           ("leather a1 b1", "exactly one"), ("", "give a move")):
+        assert_refused(*server.post(f"/api/play/{sid}/move", {"move": text}), 400, fragment)
+    assert_refused(*server.post(f"/api/play/{sid}/move", {"move": 5}), 400, "give a move")
+    assert_refused(*server.post("/api/play/nosuchgame/move", {"move": "pass"}), 404,
+                   "no game")
+
+
+def test_a_whole_game_through_the_api_is_saved_and_replays(server: Server) -> None:
+    rng = np.random.default_rng(5)
+    view = new_game(server, seat=1, seed=21)
+    sid = view["id"]
+    assert view["moves"] and view["moves"][0]["seat"] == 0  # the bot moved first
+    for _ in range(200):
+        if view["position"]["finished"]:
+            break
+        assert view["your_turn"]
+        legal = view["legal"]
+        if legal["leather"]:
+            sq = int(rng.choice(legal["leather"]))
+            move = f"leather {'abcdefghi'[sq % 9]}{sq // 9 + 1}"
+        elif legal["buys"] and rng.random() < 0.8:
+            pid = sorted(legal["buys"])[0]
+            squares = legal["buys"][pid][int(rng.integers(len(legal["buys"][pid])))]
+            move = f"buy {pid} " + " ".join(f"{'abcdefghi'[s % 9]}{s // 9 + 1}" for s in squares)
+        else:
+            move = "pass"
+        status, view = server.post(f"/api/play/{sid}/move", {"move": move})
+        assert status == 200, view
+    assert view["position"]["finished"] and view["saved"]
+    saved = Path(view["saved_path"])
+    assert saved.parent == server.save_dir and saved.is_file()
+    assert json.loads(saved.read_text()) == view["record"]
+    done = subprocess.run([sys.executable, "-m", "patchsim.cli", "replay", str(saved), "--json"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    final = json.loads(done.stdout)
+    assert [p["score"] for p in final["players"]] == [
+        p["score"] for p in view["position"]["players"]]
+    assert final["text"] == view["position"]["text"]
+    # the saved game opens in the viewer
+    status, seen = server.get(f"/api/saved/{quote(saved.name)}")
+    assert status == 200 and seen["positions"][-1]["text"] == final["text"]
+    assert_refused(*server.post(f"/api/play/{sid}/move", {"move": "pass"}), 409, "over")
+    assert_refused(*server.get("/api/saved/nothing.json"), 404)
+    assert_refused(*server.get("/api/saved/..%2f..%2fsecret.json"), (403, 404))
+
+
+# --- pages and assets -----------------------------------------------------------------------------
+def test_pages_and_assets_load_nothing_from_the_network(server: Server) -> None:
+    for page in ("/", "/run", "/game", "/play"):
+        status, headers, body = server.request("GET", page)
+        assert status == 200 and headers["content-type"].startswith("text/html")
+    remote = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?"""
+                        r"""\s*(?:https?:)?//|@import|fetch\(\s*["'](?:https?:)?//""", re.I)
+    for path in STATIC_DIR.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert not remote.search(text), path.name
+        # the only address in any file is the SVG namespace name, which is never fetched
+        for url in re.findall(r"https?://[^\s\"')]+", text):
+            assert url == "http://www.w3.org/2000/svg", (path.name, url)
+        status, _, _ = server.request("GET", f"/static/{path.name}")
+        assert status == 200
+
+
+# --- the engine-side helpers ----------------------------------------------------------------------
+def test_legal_view_is_the_engines_legal_moves() -> None:
+    game = Game.new("edition2", seed=4)
+    view = legal_view(game)
+    moves = game.legal_moves()
+    assert view["pass"] and sum(map(len, view["buys"].values())) == len(moves) - 1
+    assert set(view["buys"]) == {m.patch for m in moves if m.kind == "buy"}
+
+
+def test_patch_colours_differ_within_every_shipped_ruleset() -> None:
+    for name in shipped_rulesets():
+        colours = patch_colours(load_ruleset(name))
+        assert len(set(colours.values())) == len(colours), name
+
+
+def test_evaluation_is_reproducible_and_exact_at_the_end() -> None:
+    record = json.loads(SAMPLE.read_text())
+    a = evaluate_record(record, n_rollouts=16, seed=3)
+    b = evaluate_record(record, n_rollouts=16, seed=3)
+    pd.testing.assert_frame_equal(a, b)
+    final = final_position(GameRecord.from_dict(record))
+    assert len(a) == len(record["moves"]) + 1
+    assert a["win0"].iloc[-1] == (1.0 if final.winner == 0 else 0.0)
+    assert a["margin"].iloc[-1] == final.score(0) - final.score(1)
+    assert a["to_move"].iloc[-1] == -1 and (a["rollouts"].iloc[:-1] == 16).all()
+    start = GameRecord.from_dict(record).start()
+    c = evaluate_game(start, [], n_rollouts=8)
+    assert len(c) == 1 and start.ply == 0  # the start position is left as it was
+    with pytest.raises(BotSpecError, match="non-search"):
+        rollout_bot("mcts")
+    with pytest.raises(RecordError, match="move 1"):
+        evaluate_record(dict(record, moves=["buy P99 a1"]), n_rollouts=2)
+
+
+def test_lead_changes_and_intervals() -> None:
+    table = pd.DataFrame({"win0": [0.5, 0.7, 0.6, 0.5, 0.4, 0.3, 0.8]})
+    out = mark_lead_changes(table)
+    assert out["favourite"].tolist() == [-1, 0, 0, 0, 1, 1, 0]
+    assert out["lead_change"].tolist() == [False, False, False, False, True, False, True]
+    lo, hi = wilson(8, 10)
+    assert 0 < lo < 0.8 < hi < 1
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+
+
+# --- the command ---------------------------------------------------------------------------------
+def test_serve_refuses_a_missing_folder_and_a_bad_evaluation_bot(tmp_path: Path) -> None:
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path / "nothing")])
+    assert done.exit_code == 2 and "no such folder" in done.stderr
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--eval-bot", "mcts"])
+    assert done.exit_code == 2 and "--eval-bot" in done.stderr
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--eval-rollouts", "0"])
+    assert done.exit_code == 2 and "--eval-rollouts" in done.stderr
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp writes them) listening on ``port``."""
+    out = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            addr, state = fields[1], fields[3]
+            if state == "0A" and int(addr.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                out.append(addr.rsplit(":", 1)[0])
+    return out
+
+
+@pytest.mark.slow
+def test_serve_listens_on_loopback_only_by_default(run_dir: Path, tmp_path: Path) -> None:
+    if not os.path.exists("/proc/net/tcp"):
+        pytest.skip("no /proc/net/tcp to read the listening sockets from")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "patchsim.cli", "serve", str(run_dir),
+                             "--port", str(port), "--save-dir", str(tmp_path / "saved")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/api/runs")
+                resp = conn.getresponse()
+                data = json.loads(resp.read())
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, "patchsim serve did not start"
+                time.sleep(0.2)
+        assert resp.status == 200 and data["runs"][0]["error"] is None
+        assert _listening(port) == ["0100007F"]  # 127.0.0.1, nothing else
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    assert f"http://127.0.0.1:{port}/" in out
