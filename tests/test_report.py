@@ -128,6 +128,22 @@ def test_patch_section_is_built_on_a_stored_prices_study(small_run: Path, tmp_pa
     assert "Association:" in section and "looks over" not in section
 
 
+def test_leather_section_answers_the_publishers_question(two_rulesets: Path):
+    """Per ruleset and skill level, the first leather patch's uselessness against 'about
+    half' as a three-way verdict; the patch that moved (20 -> 38) apart from the patch that
+    became first (26)."""
+    write_report(two_rulesets)
+    md = (two_rulesets / "report.md").read_text(encoding="utf-8")
+    section = md.split("## Leather patches", 1)[1].split("\n## ", 1)[0]
+    assert "useless in about half of the games" in section
+    for ruleset, mark in (("edition1", 20), ("edition2", 26)):
+        line = next(ln for ln in section.splitlines() if ln.startswith(f"- {ruleset}, greedy"))
+        assert f"(mark {mark})" in line
+        assert any(k in line for k in ("differs by", "equivalent within", "undecided:"))
+    assert "The patch that moved (20 under edition1 -> 38 under edition2)" in section
+    assert "The patch that became first (mark 26: rank 2 under edition1" in section
+
+
 def test_report_of_a_multi_ruleset_run_compares_them(two_rulesets: Path):
     html_text = write_report(two_rulesets).read_text(encoding="utf-8")
     md = (two_rulesets / "report.md").read_text(encoding="utf-8")

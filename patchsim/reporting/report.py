@@ -35,6 +35,7 @@ from patchsim.analysis.compare import (
     plan,
     split_rulesets,
 )
+from patchsim.analysis.estimators import Estimate, verdict
 from patchsim.analysis.stats import MIN_DEALS, num, pct
 from patchsim.analysis.tables import EventSummary, game_events, game_moves, read_games, scan_events
 from patchsim.atomic import atomic_write
@@ -251,7 +252,7 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
         _ratings(g),
         _scores(g, scores, summary),
         _patches(patches, run),
-        _leather(leather),
+        _leather(leather, _leather_by_skill(g, e)),
         _bonus(bonus, bonus_ev, run),
         _quilts(run),
         _over_the_game(run),
@@ -262,6 +263,9 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     sections.append(_methods(margin, n_boot))
     sections.append(_stamp(run, other))
     return [s for s in sections if s is not None]
+
+
+NAN_SE = float("nan")
 
 
 # --- sections -----------------------------------------------------------------------------------
@@ -493,11 +497,81 @@ def _patches(patches: pd.DataFrame, run: Run) -> Section:
     return s
 
 
-def _leather(leather: pd.DataFrame) -> Section:
+def _leather_by_skill(games: pd.DataFrame, events: Any) -> pd.DataFrame:
+    """The leather table of each pairing (the bots' skill) separately."""
+    parts = []
+    for pairing, g in games.groupby("pairing", sort=False, observed=True):
+        t = st.leather_table(g, events)
+        t.insert(1, "pairing", str(pairing))
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _publisher_question(s: Section, by_skill: pd.DataFrame) -> None:
+    """The publisher's reason for the new edition, as a question the data can answer: was
+    the first leather patch useless (no hole to fill) in about half of the games? Per ruleset
+    and skill level, with a verdict against 50% +- 10 points; and, across rulesets, the patch
+    that moved apart from the patch that became first."""
+    if by_skill.empty:
+        return
+    lines = []
+    for (ruleset, pairing), t in by_skill.groupby(["ruleset", "pairing"], sort=False):
+        first = t.sort_values("rank").iloc[0]
+        if not st.finite(first.useful_rate):
+            continue
+        useless = Estimate(1 - first.useful_rate, NAN_SE, 1 - first.useful_hi,
+                           1 - first.useful_lo, int(first.games) // 2, NAN_SE)
+        v = verdict(_with_se(useless), margin=0.10, center=0.5)
+        lines.append(f"{ruleset}, {pairing}: the first leather patch (mark {first.mark}) was "
+                     f"useless in {pct(useless.value)} {ci(useless.lo, useless.hi)} of games "
+                     f"(no isolated hole to fill); against 'about half': "
+                     f"{v.text(100.0, ' points')}")
+    marks = {r: sorted(t["mark"].unique()) for r, t in by_skill.groupby("ruleset", sort=False)}
+    names = list(marks)
+    if len(names) >= 2:
+        a, b = names[0], names[1]
+        moved_from = [m for m in marks[a] if m not in marks[b]]
+        moved_to = [m for m in marks[b] if m not in marks[a]]
+        pooled = by_skill.groupby(["ruleset", "mark"], sort=False)[["useful_rate"]].mean()
+
+        def rate(r: str, m: int) -> str:
+            return pct(pooled.loc[(r, m), "useful_rate"]) if (r, m) in pooled.index else "—"
+
+        if moved_from and moved_to:
+            lines.append(f"The patch that moved ({', '.join(map(str, moved_from))} under {a} "
+                         f"-> {', '.join(map(str, moved_to))} under {b}): useful in "
+                         f"{rate(a, moved_from[0])} of games at {moved_from[0]}, "
+                         f"{rate(b, moved_to[0])} at {moved_to[0]}.")
+        first_b = marks[b][0] if marks[b] else None
+        if first_b is not None and first_b in marks[a] and marks[a][0] != first_b:
+            lines.append(f"The patch that became first (mark {first_b}: rank "
+                         f"{marks[a].index(first_b) + 1} under {a}, first under {b}): useful "
+                         f"in {rate(a, first_b)} of games under {a}, {rate(b, first_b)} "
+                         f"under {b}. Comparing 'the first leather patch' across the "
+                         "editions mixes these two changes.")
+    if lines:
+        s.p("The publisher's reason for the new edition: the first leather patch was useless "
+            "in about half of the games. Useful means it filled an isolated one-square hole, "
+            "which nothing else can fill (a rule a designer can check on any quilt); rates are "
+            "per game with 95% intervals over deals, per skill level (pairing).")
+        s.bullets(lines)
+
+
+def _with_se(e: Estimate) -> Estimate:
+    """An estimate given by its interval: the standard error and spread the interval
+    implies (normal approximation), for a verdict."""
+    se = (e.hi - e.lo) / (2 * 1.959964) if st.finite(e.lo) and st.finite(e.hi) else NAN_SE
+    sd = se * np.sqrt(max(e.deals, 1))
+    return Estimate(e.value, se, e.lo, e.hi, e.deals, sd)
+
+
+def _leather(leather: pd.DataFrame, by_skill: pd.DataFrame | None = None) -> Section:
     s = Section("Leather patches", "leather")
     if leather.empty:
         s.note("No leather patch was claimed in these games.")
         return s
+    if by_skill is not None:
+        _publisher_question(s, by_skill)
     s.p("The question behind the edition change (docs/rules.md E2): a leather patch is "
         "useful when it fills an isolated one-square hole, which nothing else can fill.")
     s.table(fmt_table(leather, [
