@@ -311,9 +311,11 @@ def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataF
             continue
         lines.append(
             f"Under {r.ruleset}, with {r.pairing}, the 7x7 bonus is claimed in "
-            f"{pct(r.claim_rate)} {ci(r.claim_lo, r.claim_hi)} of games and decides the "
-            f"winner in {pct(r.changed_rate)} {ci(r.changed_lo, r.changed_hi)} (won by "
-            f"fewer points than the bonus is worth).")
+            f"{pct(r.claim_rate)} {ci(r.claim_lo, r.claim_hi)} of games; its holder won by "
+            f"fewer points than it is worth in {pct(r.changed_rate)} "
+            f"{ci(r.changed_lo, r.changed_hi)}. That is not what the game would be without "
+            "it (players would play differently): a run of the same deals with "
+            "bonus=null answers that, paired by deal.")
     s.bullets(lines)
     s.p("These are results for these bots: stronger or different play can change every "
         "number. Intervals are 95%; the unit of analysis is the deal.")
@@ -601,10 +603,10 @@ def _bonus(bonus: pd.DataFrame, bonus_ev: pd.DataFrame, run: Run) -> Section:
         ("seat 0 / 1", lambda r: f"{r.by_seat0} / {r.by_seat1}"),
         ("position median", lambda r: num(r.pos_median, 0)),
         ("holder wins", lambda r: f"{pct(r.holder_win)} {ci(r.holder_lo, r.holder_hi)}"),
-        ("changed the winner",
+        ("holder won by less than the bonus",
          lambda r: f"{r.changed} ({pct(r.changed_rate)} {ci(r.changed_lo, r.changed_hi)})"),
-    ]), "Claims of the 7x7 bonus; it changed the winner when the holder won by fewer points "
-        "than it is worth")
+    ]), "Claims of the 7x7 bonus, and games whose holder won by fewer points than it is worth "
+        "(with play held fixed; the bonus's effect on who wins needs a paired run without it)")
     last = max((r.last_space for r in run.rulesets.values()), default=53)
     s.figure("bonus", plots.bonus_timing(bonus_ev, bonus, last),
              "When the bonus was claimed: the claimer's track position.")
