@@ -703,3 +703,18 @@ def test_run_until_stops_when_precise_enough(tmp_path):
         played.drop(columns="run_id"))
     with pytest.raises(RunError, match="half-width"):
         execute_until(cfg, tmp_path / "bad", 0.0, jobs=1, backend="sequential")
+
+
+def test_run_until_decided_stops_when_the_sequential_test_decides(tmp_path):
+    """--until-decided: a sequential test per pairing of 'first seat within 50% +- m'; random
+    play is close to fair, a wide margin is decided quickly and the run stops before its
+    budget with the decision in the notes."""
+    from patchsim.play.execution import execute_until
+
+    cfg = config(bots=("random",), games=4000, pairings="self")
+    res = execute_until(cfg, tmp_path / "sprt", decide_margin=0.2, step_deals=50, jobs=1,
+                        backend="sequential")
+    assert res.complete and any("within 50% +-20 points" in n for n in res.notes)
+    assert frame(tmp_path / "sprt", "games")["deal"].nunique() < 2000
+    with pytest.raises(RunError, match="not both"):
+        execute_until(cfg, tmp_path / "x", 0.01, decide_margin=0.02, jobs=1)

@@ -136,6 +136,10 @@ def run(
     until: Annotated[float | None, typer.Option(
         help="Stop when the first seat's win rate is known to +-this (0.01: +-1 point) for "
              "every pairing; --games is then the budget (default 20000).")] = None,
+    until_decided: Annotated[float | None, typer.Option(
+        help="Stop when a sequential test (SPRT on deal outcomes, 5% errors) has decided, "
+             "for every pairing, whether the first seat's win rate is within 50% +-this "
+             "(0.02: 2 points); --games is then the budget (default 20000).")] = None,
     keep_batches: Annotated[bool, typer.Option(
         help="Keep the batch files after they are merged into the tables.")] = False,
 ) -> None:
@@ -165,17 +169,21 @@ def run(
                                   overrides=override or (), bot_path=[os.getcwd()])
             run_dir = new_run_dir(cfg, out)
         n_jobs = jobs_count(jobs) if backend != "dask" else jobs
-        if until is not None and games is None and not resume:
+        stopping = until is not None or until_decided is not None
+        if until is not None and until_decided is not None:
+            raise RunError("--until and --until-decided are two stopping rules: give one")
+        if stopping and games is None and not resume:
             cfg.deals = games_to_deals(20000)  # the budget when --games is not given
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
-                   f"pairing(s), {'up to ' if until else ''}{cfg.deals} deals x 2 seats, "
+                   f"pairing(s), {'up to ' if stopping else ''}{cfg.deals} deals x 2 seats, "
                    f"{n_jobs} worker(s) -> {run_dir}")
         stop_on_signals()
         bar = ProgressBar(progress)
         try:
-            if until is not None:
-                result = execute_until(cfg, run_dir, until, echo=typer.echo, jobs=n_jobs,
-                                       backend=backend, scheduler=scheduler, progress=bar,
+            if stopping:
+                result = execute_until(cfg, run_dir, until, decide_margin=until_decided,
+                                       echo=typer.echo, jobs=n_jobs, backend=backend,
+                                       scheduler=scheduler, progress=bar,
                                        command=command_line(), keep_batches=keep_batches)
             else:
                 result = execute(cfg, run_dir, jobs=n_jobs, backend=backend,

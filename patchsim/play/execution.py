@@ -21,7 +21,14 @@ import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 
-from patchsim.analysis.stats import clustered_rate
+from patchsim.analysis.estimators import (
+    CONTINUE,
+    PASS,
+    WIN_BOUNDS,
+    BandTest,
+    deal_values,
+    mean_estimate,
+)
 from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
@@ -38,7 +45,6 @@ from patchsim.play.storage import (
     check_disk,
     check_writable,
     clear_batches,
-    load_games,
     read_manifest,
     split_merged,
     versions,
@@ -388,17 +394,27 @@ def _first_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
-def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_deals: int = 200,
+def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = None, *,
+                  decide_margin: float | None = None, step_deals: int = 200,
                   echo: Callable[[str], None] | None = None, **kw: Any) -> RunResult:
-    """Sequential stopping on precision: play ``step_deals`` more deals at a time (topping
-    the run up) until the 95% interval of the first seat's win rate is at most ``halfwidth``
-    on each side for every ruleset and pairing, or ``config.deals`` (the budget) is reached.
+    """Sequential stopping: play ``step_deals`` more deals at a time (topping the run up)
+    until, for every ruleset and pairing, either
 
-    The stopping rule looks only at the interval's width, which hardly depends on the
-    estimate, so it does not bias the estimate the way stopping on significance would."""
-    if not 0 < halfwidth < 0.5:
-        raise RunError(f"until={halfwidth}: give a half-width between 0 and 0.5 "
-                       "(0.01: +-1 point)")
+    - ``halfwidth``: the 95% interval of the first seat's win rate is at most that wide on
+      each side (the rule looks only at the width, which hardly depends on the estimate, so
+      it does not bias the estimate as stopping on significance would); or
+    - ``decide_margin``: a sequential test (a generalised SPRT on deal outcomes,
+      :class:`~patchsim.analysis.estimators.BandTest`, alpha = beta = 5%) has decided whether
+      the rate lies within 50% +- the margin (fair) or outside it (a seat advantage),
+
+    or ``config.deals`` (the budget) is reached. The result's notes carry the decisions."""
+    if (halfwidth is None) == (decide_margin is None):
+        raise RunError("give either a half-width (until) or an equivalence margin "
+                       "(decide_margin), not both")
+    for name, value in (("until", halfwidth), ("decide_margin", decide_margin)):
+        if value is not None and not 0 < value < 0.5:
+            what = "a half-width" if name == "until" else "a margin"
+            raise RunError(f"{name}={value}: give {what} between 0 and 0.5 (0.01: 1 point)")
     say = echo or (lambda _line: None)
     budget = config.deals
     deals = min(budget, max(step_deals, 1))
@@ -409,15 +425,35 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float, *, step_de
         result = execute(config, run_dir, **kw)
         if not result.complete:
             return result
-        games = load_games(run_dir)
-        widest = 0.0
-        for _, g in games.groupby(["ruleset", "pairing"], sort=False):
-            r = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
-            widest = max(widest, (r["hi"] - r["lo"]) / 2)
-        say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
-             f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
-        if widest <= halfwidth or deals >= budget:
-            if widest > halfwidth:
+        games = pd.read_parquet(Path(run_dir) / "games.parquet",
+                                columns=["ruleset", "pairing", "deal", "winner"])
+        widest, open_groups, notes = 0.0, 0, []
+        for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
+                                                   observed=True):
+            x = deal_values((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
+            if halfwidth is not None:
+                widest = max(widest, mean_estimate(x, 0.95, WIN_BOUNDS).halfwidth)
+                continue
+            assert decide_margin is not None
+            kind, at = BandTest.around(0.5, decide_margin).first_decision(
+                x, range(10, len(x) + 1))
+            if kind == CONTINUE:
+                open_groups += 1
+            else:
+                inside = "within" if kind == PASS else "outside"
+                notes.append(f"{ruleset}, {pairing}: the first seat's win rate is {inside} "
+                             f"50% +-{100 * decide_margin:g} points (sequential test, decided "
+                             f"at deal {at})")
+        if halfwidth is not None:
+            say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
+                f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
+            done = widest <= halfwidth
+        else:
+            say(f"{deals} deals: {len(notes)} decided, {open_groups} still open")
+            done = open_groups == 0
+        if done or deals >= budget:
+            if not done:
                 say(f"stopped at the budget of {budget} deals before reaching the target")
+            result.notes.extend(notes)
             return result
         deals = min(budget, deals + step_deals)
