@@ -80,7 +80,10 @@ def test_several_rulesets_play_common_deals() -> None:
 def test_summary_is_the_run_summary(sim) -> None:
     table = sim.summary()
     pd.testing.assert_frame_equal(table, patchsim.run_summary(sim.games))
-    assert table["games"].tolist() == [GAMES] * 3
+    # deterministic greedy self-play: each deal's swapped game is a copy, counted once
+    expected = [GAMES // 2 if not distinct else GAMES for distinct in table["distinct_games"]]
+    assert table["games"].tolist() == expected
+    assert table["distinct_games"].tolist() == [False, True, True]
 
 
 def test_a_stored_game_replays_from_its_deal_seed(sim) -> None:
