@@ -533,3 +533,10 @@ def test_summary_keeps_the_first_claim_and_the_first_placement():
     assert (s.place_count[0], s.place_hits[0]) == (2, 1)
     assert s.first_hole[0] == 0  # the placement with the lowest seq filled no hole
     assert list(s.bonus_row) == [1] and list(s.bonus_pos) == [40]
+
+
+def test_run_summary_of_the_compact_games_table(small_run: Path):
+    from patchsim.analysis.tables import read_games
+
+    ref = st.run_summary(load_games(small_run))
+    pd.testing.assert_frame_equal(st.run_summary(read_games(small_run)), ref, check_exact=True)

@@ -1,4 +1,4 @@
-"""A run's tables read for analysis, in memory that does not grow with the event log.
+"""A run's tables read for analysis without holding its event log.
 
 A run stores about 65 events per game: a million games make 65 million event rows, several
 gigabytes as a DataFrame. No statistic needs them as rows. :func:`scan_events` reads
@@ -8,14 +8,15 @@ where it went, per patch who bought it and at which track position, the leather 
 the bonus claims, and buy counts per ruleset, patch and bot. :func:`summarize` builds the same
 summary from an events DataFrame through the same code, so that the two cannot disagree.
 
-:func:`read_games` reads the games table without the move lists (only the sample games of a
-report need those: :func:`game_moves`) and with the text columns as categoricals, about 100
-bytes a game.
+Together about 220 bytes a game (a 9x9 run with 33 patches and 5 leather marks: 150 for
+the summary, 70 for the games). :func:`read_games` reads the columns of the games table the
+analyses use (not the move lists: only the sample games of a report need those, see
+:func:`game_moves`), text columns as categoricals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,16 @@ GAMES_FILE = "games.parquet"
 EVENTS_FILE = "events.parquet"
 BATCH_ROWS = 65_536  # events per scanned batch: a few MB whatever the size of the run
 
-# the games table's text columns; the bot columns share one set of categories, so that they
-# can be compared with each other
+# the games columns the analyses use (not the move lists, buttons, empty squares, final
+# positions, leather counts and run id: most of the table's memory)
+GAME_COLUMNS = ("ruleset", "ruleset_hash", "game_id", "deal", "deal_seed", "pairing", "order",
+                "bot0", "bot1", "winner", "winner_bot", "tie_break", "score0", "score1",
+                "bonus0", "bonus1", "first_to_end", "passes0", "passes1", "buys0", "buys1",
+                "plies")
+# text columns become categoricals; the bot columns share one set of categories, so that
+# they can be compared with each other
 GAME_TEXT = ("run_id", "ruleset", "ruleset_hash", "pairing", "bot0", "bot1", "winner_bot")
 BOT_COLUMNS = ("bot0", "bot1", "winner_bot")
-LIST_COLUMNS = ("moves",)
 
 # the event columns the summary reads (of 16: not the squares, amounts and run id)
 EVENT_COLUMNS = ("game_id", "seq", "event", "seat", "bot", "ruleset", "position", "patch",
@@ -47,15 +53,18 @@ NO_SEQ = np.iinfo(np.int32).max
 
 
 # --- the games table --------------------------------------------------------------------------
-def read_games(run_dir: str | Path) -> pd.DataFrame:
-    """games.parquet without the move lists, text columns as categoricals with sorted
-    categories (the bot columns sharing theirs), numbers in their stored types."""
+def read_games(run_dir: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.DataFrame:
+    """games.parquet, only ``columns`` (by default those the analyses use: no move lists),
+    text columns as categoricals with sorted categories (the bot columns sharing theirs),
+    numbers in their stored types."""
     path = Path(run_dir) / GAMES_FILE
-    cols = [f.name for f in pq.read_schema(path) if f.name not in LIST_COLUMNS]
+    wanted = set(columns)
+    cols = [f.name for f in pq.read_schema(path) if f.name in wanted]
     text = [c for c in cols if c in GAME_TEXT]
     table = pq.read_table(path, columns=cols, read_dictionary=text)
     games = table.to_pandas(self_destruct=True, split_blocks=True)
     del table
+    _release()
     return compact_games(games)
 
 
@@ -82,8 +91,7 @@ def _values(s: pd.Series) -> set[str]:
 
 def game_moves(run_dir: str | Path, game_id: int) -> list[int]:
     """One game's move codes, read from games.parquet without loading the others."""
-    t = pq.read_table(Path(run_dir) / GAMES_FILE, columns=["moves"],
-                      filters=[("game_id", "==", int(game_id))])
+    t = _rows_of_game(Path(run_dir) / GAMES_FILE, game_id, ["moves"])
     return [int(x) for x in t.column("moves").to_pylist()[0]] if t.num_rows else []
 
 
@@ -91,9 +99,49 @@ def game_events(run_dir: str | Path, game_id: int,
                 columns: Iterable[str] = ("seq", "event", "seat", "position", "patch"),
                 ) -> pd.DataFrame:
     """One game's events (in their stored order), read without loading the others."""
-    t = pq.read_table(Path(run_dir) / EVENTS_FILE, columns=list(columns),
-                      filters=[("game_id", "==", int(game_id))])
-    return t.to_pandas()
+    return _rows_of_game(Path(run_dir) / EVENTS_FILE, game_id, list(columns)).to_pandas()
+
+
+def _rows_of_game(path: Path, game_id: int, columns: list[str]) -> pa.Table:
+    """The rows of one game, reading one row group at a time and skipping those whose
+    game-id statistics exclude it (a filtered ``read_table`` reads several row groups ahead
+    and keeps their buffers: about 100 MB more on a large run)."""
+    pf = pq.ParquetFile(path)
+    col = pf.schema_arrow.get_field_index("game_id")
+    parts = []
+    for i in range(pf.num_row_groups):
+        stats = pf.metadata.row_group(i).column(col).statistics
+        if stats is not None and stats.has_min_max and not stats.min <= game_id <= stats.max:
+            continue
+        ids = pf.read_row_group(i, columns=["game_id"]).column(0).to_numpy()
+        hit = np.flatnonzero(ids == game_id)
+        if len(hit):
+            parts.append(pf.read_row_group(i, columns=columns).take(pa.array(hit)))
+    _release()
+    if not parts:
+        return pa.schema([pf.schema_arrow.field(c) for c in columns]).empty_table()
+    return pa.concat_tables(parts)
+
+
+def read_rows(path: str | Path, positions: Iterable[int], columns: list[str]) -> pa.Table:
+    """The rows at ``positions`` (row numbers in the file) of a Parquet file, in the order
+    given, reading only the row groups that hold them, one at a time."""
+    pf = pq.ParquetFile(path)
+    pos = np.asarray(list(positions) if not hasattr(positions, "__len__") else positions,
+                     dtype=np.int64)
+    sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.num_row_groups)]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    order = np.argsort(pos, kind="stable")
+    wanted = pos[order]
+    group = np.searchsorted(starts, wanted, side="right") - 1
+    parts = [pf.read_row_group(int(i), columns=columns).take(
+        pa.array(wanted[group == i] - starts[i])) for i in np.unique(group)]
+    _release()
+    if not parts:
+        return pa.schema([pf.schema_arrow.field(c) for c in columns]).empty_table()
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))  # from file order back to the order asked for
+    return pa.concat_tables(parts).take(pa.array(back))
 
 
 # --- the events summary -----------------------------------------------------------------------
@@ -182,7 +230,9 @@ class _Builder:
         self.events = 0
         self.mark_slot: dict[int, int] = {}
         self.claim_seat = np.full((n, 0), -1, dtype=np.int8)
-        self.claim_lead = np.zeros((n, 0), dtype=np.int16)
+        # scores are unbounded (a ruleset may pay a million buttons), positions are at most
+        # 1000 (ruleset.MAX_LAST_SPACE)
+        self.claim_lead = np.zeros((n, 0), dtype=np.int32)
         self.claim_opp = np.zeros((n, 0), dtype=np.int16)
         self.placed = np.zeros((n, 0), dtype=bool)
         self.hole = np.zeros((n, 0), dtype=bool)
@@ -193,7 +243,7 @@ class _Builder:
         self.first_hole = np.full(n, -1, dtype=np.int8)
         self.patch_slot: dict[str, int] = {}
         self.buy_seat = np.full((n, 0), -1, dtype=np.int8)
-        self.buy_pos = np.zeros((n, 0), dtype=np.int16)
+        self.buy_pos = np.zeros((n, 0), dtype=np.int16)  # track positions: at most 1000
         self.patch_cost: dict[tuple[str, str], int] = {}
         self.bot_buys: dict[tuple[str, str, str], list[int]] = {}
         self.bonus: list[tuple[np.ndarray, ...]] = []
@@ -338,7 +388,7 @@ def _widen(a: np.ndarray, k: int, fill: Any) -> np.ndarray:
 
 
 def _fit(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``values`` as ``dtype``; ValueError rather than a silent overflow."""
+    """``values`` as ``dtype``; ValueError (a damaged table) rather than a silent overflow."""
     info = np.iinfo(dtype)
     if len(values) and (values.min() < info.min or values.max() > info.max):
         raise ValueError(f"event values {values.min()}..{values.max()} do not fit {dtype}")
@@ -358,9 +408,25 @@ def scan_events(source: str | Path, games: pd.DataFrame | Iterable[int] | None =
     names = set(pf.schema_arrow.names)
     cols = [c for c in EVENT_COLUMNS if c in names]
     builder = _Builder(_all_game_ids(pf) if games is None else _game_ids(games))
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
+    for batch in _batches(pf, cols, batch_rows):
         builder.add(_from_arrow(batch))
+    _release()
     return builder.finish()
+
+
+def _release() -> None:
+    """Hand Arrow's freed buffers back to the system: its allocator keeps them for reuse,
+    which after reading a large file is as much again as the tables themselves."""
+    pa.default_memory_pool().release_unused()
+
+
+def _batches(pf: pq.ParquetFile, columns: list[str], batch_rows: int,
+             ) -> Iterator[pa.RecordBatch]:
+    """The file's rows in stored order, a row group at a time, cut into batches. (Not
+    ``iter_batches``: it keeps buffers of every row group read, about 170 MB for a million
+    games.)"""
+    for i in range(pf.num_row_groups):
+        yield from pf.read_row_group(i, columns=columns).to_batches(max_chunksize=batch_rows)
 
 
 def summarize(events: pd.DataFrame, games: pd.DataFrame | Iterable[int] | None = None,
@@ -392,7 +458,7 @@ def _game_ids(games: pd.DataFrame | Iterable[int]) -> np.ndarray:
 
 def _all_game_ids(pf: pq.ParquetFile) -> np.ndarray:
     parts = [np.unique(b.column("game_id").to_numpy())
-             for b in pf.iter_batches(batch_size=BATCH_ROWS, columns=["game_id"])]
+             for b in _batches(pf, ["game_id"], BATCH_ROWS)]
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
 

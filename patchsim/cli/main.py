@@ -146,9 +146,10 @@ def run(
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.analysis.stats import format_summary, run_summary
+    from patchsim.analysis.tables import read_games
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.execution import execute, execute_until
-    from patchsim.play.storage import load_games, new_run_dir, read_manifest
+    from patchsim.play.storage import new_run_dir, read_manifest
 
     try:
         if resume:
@@ -197,7 +198,7 @@ def run(
         raise typer.Exit(130) from None
     for note in result.notes:
         typer.echo(f"note: {note}")
-    games_df = load_games(result.run_dir)
+    games_df = read_games(result.run_dir)  # no move lists: flat in memory
     typer.echo(format_summary(run_summary(games_df)))
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
                f"tables in {result.run_dir}")
@@ -227,9 +228,10 @@ def ladder_cmd(
     and Bradley-Terry (Elo) ratings."""
 
     from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
+    from patchsim.analysis.tables import read_games
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.execution import execute
-    from patchsim.play.storage import load_games, new_run_dir
+    from patchsim.play.storage import new_run_dir
 
     try:
         cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
@@ -247,7 +249,7 @@ def ladder_cmd(
             bar.close()
     except RunError as e:
         raise run_failure(e) from None
-    g = load_games(run_dir)
+    g = read_games(run_dir)
     text = format_ladder(ladder(g), head_to_head(g))
     atomic_write(run_dir / "ladder.md", text + "\n")
     typer.echo(text)
