@@ -7,7 +7,7 @@
    - iterations/s: the ``mcts_move`` calls that search (no pending leather, more than one
      root action: each runs exactly N iterations), iterations divided by their summed time.
      The positions are the ones MCTS self-play reaches, not positions from scripted games
-     (those are lighter: about 15% optimistic).
+     (an earlier version timed those, which flattered the search by about 15%).
    - games/s: whole games, every move included (leather placements and forced passes
      too); the driver's own check for a searching position is timed and left out.
 
@@ -15,7 +15,8 @@ One core; the same deals and random streams in every repeat, so every repeat pla
 games and repeats differ only by timing noise.
 
     python benchmarks/bench_bots.py [--repeats 5] [--scripted greedy] [--scripted-games 4000]
-                                    [--mcts-iterations 1000] [--mcts-games 2] [--json]
+                                    [--mcts-iterations 1000] [--mcts-games 2]
+                                    [--rules edition2] [--json]
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def main() -> None:
 
     scripted = make_bot(args.scripted)
     mcts = make_bot(f"mcts(iterations={args.mcts_iterations}{args.mcts_extra})")
+    if mcts.params[search.M_TIME_MS] > 0:
+        ap.error("time_ms would stop searches early: iterations/s needs whole searches")
     header = [
         f"bench_bots: rules {args.rules}, {args.repeats} repeats, one core; "
         f"{datetime.datetime.now().isoformat(timespec='seconds')}, python "

@@ -8,8 +8,8 @@
    played; circles dealt before the clock starts.
 3. warm-up of a second process: a fresh ``python`` process, compiled code loaded from the
    cache that this process has just filled; timed inside the child from before its first
-   ``import patchsim`` to the end of its first 10 compiled random games (the interpreter's own
-   start-up, ~20 ms, is reported separately as part of the wall time).
+   ``import patchsim`` to the end of its first 10 compiled random games; the wall time of the
+   whole process (interpreter start-up included) is reported beside it.
 
 One core; the same deals in every repeat, so repeats differ only by timing noise.
 

@@ -28,10 +28,11 @@ from patchsim.bots.learned import (
 from patchsim.bots.registry import BotSpecError, CompiledBot, make_bot
 from patchsim.cli.main import app
 from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
 from patchsim.engine.ruleset import load_ruleset, ruleset_from_dict
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
-from patchsim.play.match import play_game
+from patchsim.play.match import max_plies, play_game, seat_streams
 from patchsim.play.train import TrainSettings, train
 
 SMALL = {
@@ -139,15 +140,17 @@ def test_learned_bot_plays_legal_games_on_random_rulesets(data, seed, tmp_path):
         result = play_game(rs, seats, circle, seed)
         again = play_game(rs, tuple(make_bot(b.spec) for b in seats), circle, seed)
         assert result.moves.tolist() == again.moves.tolist()
-        # the compiled loop (as the batch runner plays) gives the same, legal game
+        # the compiled loop (as the batch runner plays it) gives the same game
         tables = compile_ruleset(rs)
         bound = [bind_bot(b, rs) for b in seats]
-        idx = np.array([[tables.patch_index[c] for c in circle]], dtype=np.int64)
-        res = playout.play_games(tables.tab, idx,
-                                 np.array([[1, 2]], dtype=np.uint64),
-                                 np.array([b.kind for b in bound], dtype=np.int64),
-                                 np.stack([b.params for b in bound]))
-        assert res[0, playout.R_ERROR] == 0
+        game = Game.new(rs, circle=circle)
+        moves = np.full(max_plies(rs), -9999, dtype=np.int64)
+        out = np.zeros(playout.R_WIDTH, dtype=np.int64)
+        playout.play_game(tables.tab, game.state, np.array([b.kind for b in bound]),
+                          np.stack([b.params for b in bound]), seat_streams(seed),
+                          moves, np.zeros((0, 6), dtype=np.int64), out)
+        assert out[playout.R_ERROR] == 0
+        assert moves[: out[playout.R_PLIES]].tolist() == result.moves.tolist()
 
 
 def test_learned_bot_in_a_batch_run(small, trained):

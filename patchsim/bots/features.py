@@ -23,9 +23,9 @@ from patchsim.bots.heuristics import (
     count_holes,
     income_marks_left,
     leather_square,
-    placement_score,
+    top_placements,
 )
-from patchsim.bots.search import _now_ms
+from patchsim.bots.search import now_ms
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -198,50 +198,10 @@ def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    out: np.ndarray) -> np.int64:
     """Pass, and for each affordable offered patch its ``top_k`` best placements by the
-    packing heuristic (contact, holes, bonus window)."""
-    p = core.to_move(state, tab)
-    out[0] = core.PASS
-    n = 1
-    top_k = max(1, np.int64(params[L_TOP_K]))
-    wc = params[L_CONTACT]
-    wh = params[L_HOLES]
-    ww = params[L_WINDOW]
-    qlo = state[core.S_QLO + p]
-    qhi = state[core.S_QHI + p]
-    holes0 = count_holes(tab, qlo, qhi) if wh != 0.0 else 0
-    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
-    btn = state[core.S_BTN + p]
-    best_g = np.empty(top_k, dtype=np.int64)
-    best_s = np.empty(top_k, dtype=np.float64)
-    for k in range(tab[core.T_OFFER]):
-        patch = core.offer_patch(state, tab, k)
-        if patch < 0:
-            break
-        if tab[tab[core.O_COST] + patch] > btn:
-            continue
-        m = 0
-        first = tab[tab[core.O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
-            if not core.fits(state, tab, p, g):
-                continue
-            s = placement_score(tab, qlo, qhi, holes0, g, wc, wh, ww, bonus_open)
-            if m < top_k:
-                j = m
-                m += 1
-            elif s > best_s[m - 1]:
-                j = m - 1
-            else:
-                continue
-            while j > 0 and best_s[j - 1] < s:
-                best_s[j] = best_s[j - 1]
-                best_g[j] = best_g[j - 1]
-                j -= 1
-            best_s[j] = s
-            best_g[j] = g
-        for j in range(m):
-            out[n] = best_g[j]
-            n += 1
-    return n
+    packing heuristic (contact, holes, bonus window): the shared
+    :func:`patchsim.bots.heuristics.top_placements` with the learned bot's weights."""
+    return top_placements(state, tab, out, max(1, np.int64(params[L_TOP_K])),
+                          params[L_CONTACT], params[L_HOLES], params[L_WINDOW], np.int64(-1))
 
 
 @njit(cache=True)
@@ -262,7 +222,7 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     c = params[L_C]
     top_k = max(1, np.int64(params[L_TOP_K]))
     time_ms = params[L_TIME_MS]
-    t_start = _now_ms() if time_ms > 0 else 0.0
+    t_start = now_ms() if time_ms > 0 else 0.0
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
     n_root = search_actions(params, state, tab, acts)
@@ -283,7 +243,7 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     states[0, :] = state
     nodes = 1
     for it in range(iters):
-        if time_ms > 0 and it % 8 == 7 and _now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % 8 == 7 and now_ms() - t_start > time_ms:
             break
         node = 0
         depth = 0

@@ -178,3 +178,54 @@ def income_marks_left(tab: np.ndarray, pos: np.int64) -> np.int64:
     """Income marks still ahead of a token on ``pos`` (each pays the quilt's income once)."""
     cum = tab[core.O_INCOME_CUM]
     return tab[cum + tab[core.T_LAST]] - tab[cum + pos]
+
+
+@njit(cache=True)
+def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: np.int64,
+                   w_contact: float, w_holes: float, w_window: float,
+                   forbid: np.int64) -> np.int64:
+    """The moves a search considers, written to ``out``: pass, then for each affordable
+    offered patch (but ``forbid``, -1 for none) its ``top_k`` best placements by
+    :func:`placement_score`. Returns how many. Both searches (rollouts and the learned
+    evaluation) branch on these, so they share this one definition."""
+    p = core.to_move(state, tab)
+    out[0] = core.PASS
+    n = 1
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0  # unused when 0
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    btn = state[core.S_BTN + p]
+    best_g = np.empty(top_k, dtype=np.int64)
+    best_s = np.empty(top_k, dtype=np.float64)
+    for k in range(tab[core.T_OFFER]):
+        patch = core.offer_patch(state, tab, k)
+        if patch < 0:
+            break
+        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
+            continue
+        m = 0
+        first = tab[tab[core.O_PATCH_FIRST] + patch]
+        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+            if not core.fits(state, tab, p, g):
+                continue
+            s = placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes, w_window,
+                                bonus_open)
+            # keep the top_k by score (insertion into a short sorted list)
+            if m < top_k:
+                j = m
+                m += 1
+            elif s > best_s[m - 1]:
+                j = m - 1
+            else:
+                continue
+            while j > 0 and best_s[j - 1] < s:
+                best_s[j] = best_s[j - 1]
+                best_g[j] = best_g[j - 1]
+                j -= 1
+            best_s[j] = s
+            best_g[j] = g
+        for j in range(m):
+            out[n] = best_g[j]
+            n += 1
+    return n

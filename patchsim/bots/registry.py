@@ -149,7 +149,7 @@ def register(name: str, description: str, params: dict[str, Param] | None = None
     return deco
 
 
-def _canonical(name: str, given: dict[str, Any]) -> str:
+def canonical_spec(name: str, given: dict[str, Any]) -> str:
     if not given:
         return name
     inner = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(given.items()))
@@ -257,7 +257,7 @@ class ScriptedBot(_Forbidding):
                 self.params[idx] = float(value)
         self.values = values
         self.strategy = strategy
-        self.spec = _canonical(strategy, given)
+        self.spec = canonical_spec(strategy, given)
 
 
 def _scripted_factory(strategy: str) -> Callable[..., Bot]:
@@ -320,20 +320,31 @@ class MCTSBot(_Forbidding):
         shown = dict(given)
         if roll.spec != make_bot(DEFAULT_ROLLOUT).spec:
             shown["rollout"] = roll.spec
-        self.spec = _canonical("mcts", shown)
+        self.spec = canonical_spec("mcts", shown)
+
+
+# Leaf evaluations other than rollouts, registered by the modules that implement them
+# (patchsim.bots.learned registers "learned" when the bots package is imported): name ->
+# (factory taking the search's knobs and models=, the knobs it accepts).
+EVALUATIONS: dict[str, tuple[Callable[..., Bot], tuple[str, ...]]] = {}
+
+
+def register_evaluation(name: str, factory: Callable[..., Bot],
+                        knobs: tuple[str, ...]) -> None:
+    """Make ``mcts(eval=name, ...)`` build its bot with ``factory``."""
+    EVALUATIONS[name] = (factory, knobs)
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, **given: Any) -> Bot:
     """``mcts(...)``: scripted rollouts, or with ``eval=learned`` the search judged by the
     ruleset's trained model (:mod:`patchsim.bots.learned`), which takes no rollout knobs."""
-    if eval == "learned":
-        from patchsim.bots.learned import LEARNED_KNOBS, LearnedBot
-
-        extra = sorted(set(given) - set(LEARNED_KNOBS))
+    if eval in EVALUATIONS:
+        factory, knobs = EVALUATIONS[eval]
+        extra = sorted(set(given) - set(knobs))
         if extra:
-            raise BotSpecError(f"mcts: {', '.join(extra)} do(es) not apply with eval=learned "
-                               f"(parameters: {', '.join(LEARNED_KNOBS)}, models)")
-        return LearnedBot(models=models or "", **given)
+            raise BotSpecError(f"mcts: {', '.join(extra)} do(es) not apply with eval={eval} "
+                               f"(parameters: {', '.join(knobs)}, models)")
+        return factory(models=models or "", **given)
     if models is not None:
         raise BotSpecError("mcts: models= applies only with eval=learned")
     return MCTSBot(**given)
@@ -508,7 +519,7 @@ def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ())
         raise BotSpecError(f"{path} is not a bot: it has no choose(game, moves, rng) method")
     if not isinstance(getattr(bot, "spec", None), str):
         with contextlib.suppress(AttributeError):
-            bot.spec = _canonical(path, params)
+            bot.spec = canonical_spec(path, params)
     return bot
 
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from patchsim.bots.heuristics import count_holes, leather_square, placement_score
+from patchsim.bots.heuristics import leather_square, top_placements
 from patchsim.bots.scripted import P_CONTACT, P_HOLES, P_WINDOW, rollout_move
 from patchsim.engine import core
 
@@ -49,54 +49,15 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     out."""
     p = core.to_move(state, tab)
     forbid = np.int64(params[M_FORBID]) - 1 if p == root else np.int64(-1)
-    out[0] = core.PASS
-    n = 1
-    top_k = max(1, np.int64(params[M_TOP_K]))
     r = ROLLOUT_OFFSET
-    wc = params[r + P_CONTACT]
-    wh = params[r + P_HOLES]
-    ww = params[r + P_WINDOW]
-    qlo = state[core.S_QLO + p]
-    qhi = state[core.S_QHI + p]
-    holes0 = count_holes(tab, qlo, qhi)
-    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
-    btn = state[core.S_BTN + p]
-    best_g = np.empty(top_k, dtype=np.int64)
-    best_s = np.empty(top_k, dtype=np.float64)
-    for k in range(tab[core.T_OFFER]):
-        patch = core.offer_patch(state, tab, k)
-        if patch < 0:
-            break
-        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
-            continue
-        m = 0
-        first = tab[tab[core.O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
-            if not core.fits(state, tab, p, g):
-                continue
-            s = placement_score(tab, qlo, qhi, holes0, g, wc, wh, ww, bonus_open)
-            # keep the top_k by score (insertion into a short sorted list)
-            if m < top_k:
-                j = m
-                m += 1
-            elif s > best_s[m - 1]:
-                j = m - 1
-            else:
-                continue
-            while j > 0 and best_s[j - 1] < s:
-                best_s[j] = best_s[j - 1]
-                best_g[j] = best_g[j - 1]
-                j -= 1
-            best_s[j] = s
-            best_g[j] = g
-        for j in range(m):
-            out[n] = best_g[j]
-            n += 1
-    return n
+    return top_placements(state, tab, out, max(1, np.int64(params[M_TOP_K])),
+                          params[r + P_CONTACT], params[r + P_HOLES], params[r + P_WINDOW],
+                          forbid)
 
 
 @njit(cache=True)
-def _now_ms() -> float:
+def now_ms() -> float:
+    """Milliseconds of a monotonic clock, readable from compiled code (time budgets)."""
     with objmode(t="float64"):
         t = time.perf_counter() * 1000.0
     return t
@@ -118,7 +79,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
     mw = params[M_MARGIN_WEIGHT]
     mscale = params[M_MARGIN_SCALE] if params[M_MARGIN_SCALE] > 0 else 20.0
     time_ms = params[M_TIME_MS]
-    t_start = _now_ms() if time_ms > 0 else 0.0
+    t_start = now_ms() if time_ms > 0 else 0.0
 
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
@@ -141,7 +102,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
     work = np.empty(slen, dtype=np.int64)
 
     for it in range(iters):
-        if time_ms > 0 and it % 32 == 31 and _now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % 32 == 31 and now_ms() - t_start > time_ms:
             break
         node = 0
         depth = 0

@@ -27,8 +27,9 @@ def train(
     fresh: Annotated[bool, typer.Option(help="Ignore a checkpoint and start over.")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
-    """Train the evaluation of the `learned` bot for a ruleset (resumable: rerun the same
-    command after Ctrl-C). Writes <models>/<ruleset hash>/model.json and report.md."""
+    """Train the evaluation of the search bot mcts(eval=learned) for a ruleset, from
+    self-play (resumable: rerun the same command after Ctrl-C). Writes
+    <models>/<ruleset hash>/model.json, manifest.json and report.md."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
     from patchsim.play.train import train as run_train
 
@@ -73,8 +74,8 @@ def train(
         raise typer.Exit(130) from None
     if "bar" in bar:
         bar["bar"].close()
-    last = res.history[-1] if res.history else {}
-    rates = ", ".join(f"{100 * v:.0f}% vs {k}" for k, v in last.get("win_rates", {}).items())
+    strength = res.model.manifest.get("strength") or {}
+    rates = ", ".join(f"{100 * v:.0f}% vs {k}" for k, v in strength.items())
     typer.echo(f"model: {res.model_path} (generation {res.generations}"
                + (f", resumed from {res.resumed_from}" if res.resumed_from else "")
                + f"; {rates})")

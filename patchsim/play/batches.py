@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from patchsim.bots.learned import bind_bot
+from patchsim.bots.learned import ModelError, bind_bot
 from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays, deal_seed
 from patchsim.engine.tables import Tables, compile_ruleset, square_name
 from patchsim.play import loops as playout
-from patchsim.play.config import RunConfig
+from patchsim.play.config import RunConfig, RunError
 from patchsim.play.match import GameResult, bot_error, max_events, max_plies, play_game
 from patchsim.play.storage import EVENTS_SCHEMA, GAMES_SCHEMA
 
@@ -99,8 +99,11 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
     tables = compile_ruleset(rs)
     a, b = config.pairings[batch.pairing]
     # a learned bot carries its ruleset's model in its parameter vector (compiled loop)
-    bot_a = bind_bot(make_bot(config.bots[a], bot_path=config.bot_path), tables)
-    bot_b = bind_bot(make_bot(config.bots[b], bot_path=config.bot_path), tables)
+    try:
+        bot_a = bind_bot(make_bot(config.bots[a], bot_path=config.bot_path), tables)
+        bot_b = bind_bot(make_bot(config.bots[b], bot_path=config.bot_path), tables)
+    except ModelError as e:
+        raise RunError(str(e)) from None
     # a restricted bot (forbid=<patch id>) gets the patch's index in this ruleset
     if isinstance(bot_a, CompiledBot):
         bot_a = bot_a.bind(tables)

@@ -12,7 +12,7 @@ Method: fitted Monte Carlo value iteration with a linear model.
   no learning rate to tune). The features are antisymmetric, so no intercept is fitted.
 * The win-probability scale of the search's squash ``0.5 + 0.5 tanh(margin / scale)`` is
   fitted by a one-parameter logistic regression of the winner on the predicted margin.
-* Validation: every tenth game of the newest generation is held out of the fit (RMSE, R^2
+* Validation: every tenth game of each generation is held out of the fit (RMSE, R^2
   and the share of winners the sign predicts). Strength: after every generation the bot
   plays seat-swapped games against ``greedy`` and ``mcts(iterations=100)``.
 
@@ -52,7 +52,7 @@ from patchsim.engine.tables import compile_ruleset
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
 
-TRAIN_SPEC = "mcts(eval=learned, iterations=24)"  # the search that plays the self-play games
+TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2)"  # plays the self-play games
 EPSILON = 0.08
 WINDOW = 4  # generations of data a fit uses
 RIDGE = 1e-4  # relative to the mean squared feature (the features are standardised)
@@ -70,6 +70,7 @@ class TrainSettings:
     games_per_generation: int = 300
     eval_deals: int = 16  # seat-swapped deals per opponent after each generation
     eval_iterations: int = 100
+    eval_every: int = 3  # generations between strength checks (they cost as much as training)
     train_spec: str = TRAIN_SPEC
     epsilon: float = EPSILON
     window: int = WINDOW
@@ -309,7 +310,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
             buffer = {k: np.concatenate([v[keep], data[k]]) for k, v in buffer.items()}
         else:
             buffer = dict(data)
-        held = (buffer["gen"] == gen) & (buffer["game"] % 10 == 0)
+        held = buffer["game"] % 10 == 0  # every tenth game of each generation: never fitted
         fit_rows = ~held
         w = fit_linear(buffer["x"][fit_rows], buffer["y"][fit_rows])
         scale = fit_scale(buffer["x"][fit_rows] @ w, buffer["win"][fit_rows])
@@ -317,7 +318,9 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
         val = _validation(buffer["x"][held], buffer["y"][held], buffer["win"][held], w)
         train_fit = _validation(buffer["x"][fit_rows], buffer["y"][fit_rows],
                                 buffer["win"][fit_rows], w)
-        strength = evaluate_strength(ruleset, w, scale, settings, gen, jobs)
+        strength = None
+        if gen % settings.eval_every == 0:
+            strength = evaluate_strength(ruleset, w, scale, settings, gen, jobs)
         gen += 1
         total_games += settings.games_per_generation
         elapsed += time.perf_counter() - t0
@@ -332,7 +335,9 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
             "seed": settings.seed, "settings": asdict(settings), "generations": gen,
             "training_games": total_games, "training_positions_last_fit": int(fit_rows.sum()),
             "train_minutes": round(elapsed / 60.0, 3), "jobs": jobs,
-            "validation": val, "strength": strength,
+            "validation": val,
+            "strength": next((r["win_rates"] for r in reversed(history) if r["win_rates"]),
+                             None),
             "strength_spec": f"mcts(eval=learned, iterations={settings.eval_iterations})",
             "strength_games_per_opponent": 2 * settings.eval_deals,
             "patchsim_version": __version__,
@@ -363,9 +368,11 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
 
     man = model.manifest
     mins = [r["minutes"] for r in history]
+    checked = [r for r in history if r["win_rates"]]
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for opp in OPPONENTS:
-        ax.plot(mins, [100 * r["win_rates"][opp] for r in history], marker="o", label=opp)
+        ax.plot([r["minutes"] for r in checked], [100 * r["win_rates"][opp] for r in checked],
+                marker="o", label=opp)
     ax.axhline(50, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("training time (minutes)")
     ax.set_ylabel(f"{man['strength_spec']} wins (%)")
@@ -394,7 +401,8 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
         f"{100 * man['settings']['epsilon']:.0f}% random searched moves; generation 0 plays "
         "`greedy`); a linear model of the final score margin is refit by ridge regression "
         f"on the last {man['settings']['window']} generations.", "",
-        f"Held-out (latest generation): RMSE {man['validation']['rmse']:.2f} points, "
+        "Held out (every tenth game of the last generations): RMSE "
+        f"{man['validation']['rmse']:.2f} points, "
         f"R^2 {man['validation']['r2']:.3f}, winner predicted by the sign in "
         f"{100 * man['validation']['winner_sign_accuracy']:.1f}% of positions.", "",
         "![strength](strength.png)", "", "![loss](loss.png)", "",
@@ -406,7 +414,8 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
         lines.append(f"| {r['generation']} | {r['minutes']:.2f} | {r['games']} | "
                      f"{r['train_rmse']:.2f} | {r['val_rmse']:.2f} | {r['val_r2']:.3f} | "
                      f"{r['scale']:.1f} | "
-                     + " | ".join(f"{100 * r['win_rates'][o]:.0f}%" for o in OPPONENTS)
+                     + " | ".join(f"{100 * r['win_rates'][o]:.0f}%" if r["win_rates"] else ""
+                                  for o in OPPONENTS)
                      + " |")
     lines += ["", "Weights (points of predicted margin per unit of each feature difference):",
               "", "| feature | weight |", "|---|---:|"]
