@@ -718,3 +718,12 @@ def test_run_until_decided_stops_when_the_sequential_test_decides(tmp_path):
     assert frame(tmp_path / "sprt", "games")["deal"].nunique() < 2000
     with pytest.raises(RunError, match="not both"):
         execute_until(cfg, tmp_path / "x", 0.01, decide_margin=0.02, jobs=1)
+
+
+def test_default_line_up_uses_the_learned_search_only_where_a_model_exists():
+    """The shipped editions have trained models: the default line-up is greedy and the
+    learned search. A changed ruleset has none, so it gets the rollout search (asking for the
+    learned bot there explicitly is an error that names patchsim train)."""
+    assert load_run_config("edition2").bots == ["greedy", "mcts(eval=learned, iterations=100)"]
+    changed = load_run_config("edition2", overrides=["starting_buttons=6"])
+    assert changed.bots == ["greedy", "mcts(iterations=200)"]

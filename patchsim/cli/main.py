@@ -177,7 +177,7 @@ def run(
             cfg.deals = games_to_deals(20000)  # the budget when --games is not given
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {'up to ' if stopping else ''}{cfg.deals} deals x 2 seats, "
-                   f"{n_jobs} worker(s) -> {run_dir}")
+                   f"{n_jobs} worker(s) -> {run_dir}\nbots: {'; '.join(cfg.bots)}")
         stop_on_signals()
         bar = ProgressBar(progress)
         try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchsim.bots.learned import ModelError, find_model
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import (
     Ruleset,
@@ -21,6 +22,10 @@ from patchsim.engine.ruleset import (
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
 
+# The default line-up: a scripted bot and the strongest bot that keeps the main job at about
+# a minute. The learned search where every ruleset of the run has a trained model (the
+# shipped editions do); otherwise the rollout search (no model is trained implicitly).
+DEFAULT_BOTS_LEARNED = ["greedy", "mcts(eval=learned, iterations=100)"]
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
 DEFAULT_GAMES = 200
 MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
@@ -113,6 +118,16 @@ def _read_yaml(path: Path, ref: str) -> Any:
         raise RunError("\n".join(e.problems)) from None
 
 
+def default_bots(rulesets: Sequence[Ruleset]) -> list[str]:
+    """The default line-up for these rulesets (see ``DEFAULT_BOTS_LEARNED``)."""
+    try:
+        for rs in rulesets:
+            find_model(rs)
+    except ModelError:
+        return list(DEFAULT_BOTS)
+    return list(DEFAULT_BOTS_LEARNED)
+
+
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
                     seed: int | None = None, overrides: Sequence[str] = (),
                     pairings: str | None = None, batch_deals: int | None = None,
@@ -159,7 +174,7 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             file_bots = [file_bots]  # one bot
         if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
             raise RunError(f"{ref}: bots: expected a list of bot specs, got {file_bots!r}")
-        bot_specs = list(bots) if bots else list(file_bots or DEFAULT_BOTS)
+        bot_specs = list(bots) if bots else list(file_bots or [])
         mode = pairings or str(data.get("pairings", "all"))
         if mode not in ("all", "cross", "self"):
             raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
@@ -179,7 +194,7 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         except RulesetError as e:
             raise RunError(str(e)) from None
         name = rulesets[0].name if not path.exists() else path.stem
-        bot_specs = list(bots) if bots else list(DEFAULT_BOTS)
+        bot_specs = list(bots) if bots else []
         mode = pairings or "all"
         if mode not in ("all", "cross", "self"):
             raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
@@ -203,6 +218,8 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         # changed rules get a name of their own: results must not pass for the edition's
         rulesets = [dataclasses.replace(r, name=f"{r.name}+{r.content_hash()[:6]}")
                     for r in rulesets]
+    if not bot_specs:
+        bot_specs = default_bots(rulesets)
     canonical = []
     for spec in bot_specs:
         try:
