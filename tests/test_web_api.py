@@ -364,12 +364,14 @@ def test_evaluation_over_a_stored_game(server: Server, good: dict, games: pd.Dat
     assert status == 200
     pts = ev["points"]
     row = games[games["game_id"] == gid].iloc[0]
-    assert len(pts) == row["plies"] + 1 and ev["rollouts"] == 10
+    assert len(pts) == row["plies"] + 1
     assert [p["ply"] for p in pts] == list(range(len(pts)))
     assert all(0 <= p["win0_lo"] <= p["win0"] <= p["win0_hi"] <= 1 for p in pts)
     assert pts[-1]["win0"] == (1.0 if row["winner"] == 0 else 0.0)
     assert pts[-1]["margin"] == row["score0"] - row["score1"]
-    assert all(p["rollouts"] == 10 for p in pts[:-1])
+    # edition 2 has a trained model: the strongest available evaluation is the learned one
+    assert ev["rollouts"] == 0 and "learned evaluation" in ev["method"]
+    assert all(p["rollouts"] == 0 for p in pts[:-1])
     for bad in ("0", "abc", "999999"):
         assert_refused(*server.get(f"/api/runs/{good['id']}/games/{gid}/eval?rollouts={bad}"),
                        400, "rollouts")
@@ -659,8 +661,8 @@ def test_patch_colours_differ_within_every_shipped_ruleset() -> None:
 
 def test_evaluation_is_reproducible_and_exact_at_the_end() -> None:
     record = json.loads(SAMPLE.read_text())
-    a = evaluate_record(record, n_rollouts=16, seed=3)
-    b = evaluate_record(record, n_rollouts=16, seed=3)
+    a = evaluate_record(record, n_rollouts=16, seed=3, method="rollouts")
+    b = evaluate_record(record, n_rollouts=16, seed=3, method="rollouts")
     pd.testing.assert_frame_equal(a, b)
     final = final_position(GameRecord.from_dict(record))
     assert len(a) == len(record["moves"]) + 1
@@ -668,12 +670,27 @@ def test_evaluation_is_reproducible_and_exact_at_the_end() -> None:
     assert a["margin"].iloc[-1] == final.score(0) - final.score(1)
     assert a["to_move"].iloc[-1] == -1 and (a["rollouts"].iloc[:-1] == 16).all()
     start = GameRecord.from_dict(record).start()
-    c = evaluate_game(start, [], n_rollouts=8)
+    c = evaluate_game(start, [], n_rollouts=8, method="rollouts")
     assert len(c) == 1 and start.ply == 0  # the start position is left as it was
     with pytest.raises(BotSpecError, match="non-search"):
         rollout_bot("mcts")
     with pytest.raises(RecordError, match="move 1"):
         evaluate_record(dict(record, moves=["buy P99 a1"]), n_rollouts=2)
+
+
+def test_the_learned_evaluation_is_used_where_a_model_exists() -> None:
+    """The strongest available evaluation: edition 2 ships a model, so the curve comes from
+    it (no rollouts, exact at the end); a ruleset without a model falls to rollouts and the
+    table says which method it used."""
+    record = json.loads(SAMPLE.read_text())
+    learned = evaluate_record(record)
+    assert "learned" in learned.attrs["method"] and (learned["rollouts"] == 0).all()
+    assert learned["win0"].between(0, 1).all() and learned["win0"].iloc[:-1].nunique() > 5
+    final = final_position(GameRecord.from_dict(record))
+    assert learned["win0"].iloc[-1] == (1.0 if final.winner == 0 else 0.0)
+    other = Game.new(load_ruleset("edition2").with_overrides({"starting_buttons": 6}), seed=1)
+    rolled = evaluate_game(other, [], n_rollouts=4)
+    assert "rollouts" in rolled.attrs["method"] and rolled["rollouts"].iloc[0] == 4
 
 
 def test_lead_changes_and_intervals() -> None:

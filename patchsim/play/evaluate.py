@@ -10,6 +10,11 @@ search bot (:mod:`patchsim.bots.search`) builds its tree from, taken at every po
 the game instead of at the root of a search. Every rollout is one call of the compiled game
 loop (:func:`patchsim.play.loops.play_game`), so no rule is applied outside the engine.
 
+Where the ruleset has a trained model (:mod:`patchsim.bots.learned`), the strongest available
+evaluation is the learned one: :func:`evaluate_game` with ``method="auto"`` (the default)
+reads each position's win probability and margin from the model instead (no rollouts; the
+interval columns then equal the estimate), and says which it used.
+
 ``lead_change`` marks the positions where the favourite (the seat above 50%) differs from
 the favourite before it.
 """
@@ -22,7 +27,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from patchsim.bots.features import N_FEATURES, predicted_margin, value0
+from patchsim.bots.learned import ModelError, fill_params, model_for
 from patchsim.bots.registry import BotSpecError, CompiledBot, MCTSBot, make_bot
+from patchsim.bots.scripted import N_PARAMS
 from patchsim.engine import core
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError
@@ -88,7 +96,7 @@ def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot =
                   DEFAULT_EVAL_BOT, n_rollouts: int = DEFAULT_ROLLOUTS,
-                  seed: int = 0) -> pd.DataFrame:
+                  seed: int = 0, method: str = "auto") -> pd.DataFrame:
     """Evaluate ``start`` and every position after each of ``codes`` (move codes, played on a
     copy through :meth:`Game.apply`, so an illegal one raises IllegalMoveError).
 
@@ -96,18 +104,51 @@ def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot
     ``win0`` (seat 0's win probability; exactly 0 or 1 once the game is over) with its 95%
     interval ``win0_lo``/``win0_hi``, ``margin`` (mean score0 - score1), ``favourite`` (the
     seat above 50%; a tie keeps the previous one) and ``lead_change``."""
+    params = learned_params(start) if method == "auto" else None
     policy = rollout_bot(bot)
     game = start.copy()
-    rows = [_evaluate_position(game, policy, n_rollouts, seed)]
+
+    def row(g: Game) -> list:
+        if params is not None:
+            return _learned_position(g, params)
+        return _evaluate_position(g, policy, n_rollouts, seed)
+
+    rows = [row(game)]
     for code in codes:
         game.apply(int(code))
-        rows.append(_evaluate_position(game, policy, n_rollouts, seed))
-    table = pd.DataFrame(rows, columns=list(COLUMNS[:-2]))
-    return mark_lead_changes(table)
+        rows.append(row(game))
+    table = mark_lead_changes(pd.DataFrame(rows, columns=list(COLUMNS[:-2])))
+    table.attrs["method"] = ("the learned evaluation of this ruleset's model"
+                             if params is not None else
+                             f"{n_rollouts} rollouts per position by {policy.spec}")
+    return table
+
+
+def learned_params(game: Game) -> np.ndarray | None:
+    """A learned bot's parameter vector with the model of ``game``'s ruleset, or None when
+    the ruleset has no model (the caller then uses rollouts)."""
+    try:
+        model = model_for(game.ruleset)
+    except ModelError:
+        return None
+    return fill_params(np.zeros(N_PARAMS), model)
+
+
+def _learned_position(game: Game, params: np.ndarray) -> list:
+    to_move = game.to_move
+    if game.finished:
+        w = game.winner
+        win0 = 1.0 if w == 0 else 0.0
+        return [game.ply, -1, 0, win0, win0, win0, float(game.score(0) - game.score(1))]
+    scratch = np.zeros(N_FEATURES)
+    win0 = float(value0(params, game.state, game.tab, scratch))
+    margin = float(predicted_margin(params, game.state, game.tab, scratch))
+    return [game.ply, to_move, 0, win0, win0, win0, margin]
 
 
 def evaluate_record(record: GameRecord | dict, bot: str | CompiledBot = DEFAULT_EVAL_BOT,
-                    n_rollouts: int = DEFAULT_ROLLOUTS, seed: int = 0) -> pd.DataFrame:
+                    n_rollouts: int = DEFAULT_ROLLOUTS, seed: int = 0,
+                    method: str = "auto") -> pd.DataFrame:
     """:func:`evaluate_game` over a game record; RecordError if the record does not load or a
     move of it is malformed or illegal."""
 
@@ -122,7 +163,7 @@ def evaluate_record(record: GameRecord | dict, bot: str | CompiledBot = DEFAULT_
         except ValueError as e:  # IllegalMoveError is a ValueError too
             raise RecordError(f"{rec.source}: move {i} ({text!r}): {e}", i) from None
         codes.append(move.code)
-    return evaluate_game(start, codes, bot, n_rollouts, seed)
+    return evaluate_game(start, codes, bot, n_rollouts, seed, method)
 
 
 def _evaluate_position(game: Game, bot: CompiledBot, n: int, seed: int) -> list:

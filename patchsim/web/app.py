@@ -38,7 +38,13 @@ from patchsim.bots.registry import REGISTRY, BotSpecError
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
-from patchsim.play.evaluate import DEFAULT_EVAL_BOT, DEFAULT_ROLLOUTS, evaluate_game, rollout_bot
+from patchsim.play.evaluate import (
+    DEFAULT_EVAL_BOT,
+    DEFAULT_ROLLOUTS,
+    evaluate_game,
+    learned_params,
+    rollout_bot,
+)
 from patchsim.web import STATIC_DIR
 from patchsim.web.play import IllegalMove, PlayManager
 from patchsim.web.runs import (
@@ -80,9 +86,14 @@ class ServerState:
             self.evals[cache_key] = table
             while len(self.evals) > 64:
                 self.evals.popitem(last=False)
-        return {"bot": self.eval_bot.spec, "rollouts": n, "points": table,
-                "method": f"win probability of seat 0 from {n} rollouts per position by "
-                          f"{self.eval_bot.spec} in both seats"}
+        learned = learned_params(start) is not None
+        return {"bot": "mcts(eval=learned)" if learned else self.eval_bot.spec,
+                "rollouts": 0 if learned else n, "points": table,
+                "method": ("win probability of seat 0 from this ruleset's learned evaluation "
+                           "(the strongest available)" if learned else
+                           f"win probability of seat 0 from {n} rollouts per position by "
+                           f"{self.eval_bot.spec} in both seats (no trained model for this "
+                           "ruleset)")}
 
 
 def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games", *,
