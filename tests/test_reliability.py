@@ -274,3 +274,55 @@ def test_killed_main_process_leaves_no_workers_and_resumes(slow_reference, tmp_p
                              capture_output=True, text=True, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert tables(out) == tables(ref)
+
+
+def test_a_disk_that_fills_during_the_report_is_a_message_and_leaves_no_truncated_file(
+        reference, tmp_path, monkeypatch):
+    """The report is written atomically: a full disk part-way leaves the previous report in
+    place (or none), never a truncated one, and the CLI says what happened."""
+    from patchsim import atomic
+    from patchsim.reporting import report as report_module
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    report_module.write_report(run_dir)
+    before = (run_dir / "report.html").read_bytes()
+    real_replace = os.replace
+
+    def full(src, dst):
+        if str(dst).endswith(".md"):
+            raise OSError(28, "No space left on device", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", full)
+    result = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert result.exit_code == 2 and "the disk is full" in result.output
+    assert "Traceback" not in result.output
+    assert (run_dir / "report.html").read_bytes()  # whole: the old one or the new one
+    assert not list(run_dir.glob(".report.*"))  # no temporary file left behind
+    assert len((run_dir / "report.html").read_bytes()) >= 0.5 * len(before)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_ends_the_run_with_the_resume_command(slow_reference, tmp_path):
+    exp, ref = slow_reference
+    out = tmp_path / "run"
+    p = cli("run", str(exp), "--jobs", "2", "--no-report", "--no-progress", "--keep-batches",
+            "--out", str(out), cwd=tmp_path)
+    _wait_for_batches(out, 2)
+    workers = _children(p.pid)
+    assert workers
+    for w in workers:  # the loky workers (and its resource tracker): kill the first worker
+        cmd = (Path("/proc") / str(w) / "cmdline").read_bytes()
+        if b"loky" in cmd and b"resource_tracker" not in cmd:
+            os.kill(w, signal.SIGKILL)
+            break
+    code = p.wait(120)
+    err = p.stderr.read()
+    assert code != 0 and "Traceback" not in err, err
+    assert f"patchsim run --resume {out}" in err
+    resumed = subprocess.run([sys.executable, "-m", "patchsim.cli", "run", "--resume",
+                              str(out), "--jobs", "1", "--no-report", "--no-progress"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert tables(out) == tables(ref)

@@ -11,6 +11,7 @@ version keeps its images in ``figures/``.
 from __future__ import annotations
 
 import base64
+import errno
 import html
 import json
 import re
@@ -208,8 +209,14 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
     out_html = run.run_dir / "report.html"
     out_md = run.run_dir / "report.md"
     # atomic: a full disk part-way leaves the previous report (or none), never a truncated one
-    atomic_write(out_html, render_html(title, sections))
-    atomic_write(out_md, render_markdown(title, sections, run.run_dir))
+    try:
+        atomic_write(out_html, render_html(title, sections))
+        atomic_write(out_md, render_markdown(title, sections, run.run_dir))
+    except OSError as e:
+        what = "the disk is full" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+        raise ReportError(f"cannot write the report in {run.run_dir}: {what}; the run's "
+                          "tables are intact and no half-written report was left: free some "
+                          "space and write the report again") from None
     return out_html
 
 
