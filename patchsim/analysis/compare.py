@@ -4,7 +4,8 @@ Two rulesets played on the same deals (same deal seeds, same bots: common random
 are compared deal by deal: each metric is averaged over a deal's games under each ruleset,
 and the per-deal differences give a paired interval, usually much narrower than the unpaired
 one because the deal's own luck cancels. Winners that flip between the rulesets get an exact
-McNemar test; "the same within +-margin" needs a TOST; many metrics are Holm-corrected.
+McNemar test; "the same within +-margin" needs a TOST; the first-seat win rate (the primary
+question) is Holm-corrected, the other metrics are exploratory (Benjamini-Hochberg).
 Rates get a weak prior (two imaginary deals half a game either way), so that a few deals with
 no spread at all do not pass for certainty.
 """
@@ -25,7 +26,6 @@ from patchsim.analysis.stats import (
     NAN,
     Events,
     first_player_advantage,
-    holm,
     leather_game_values,
     leather_table,
     mcnemar_exact,
@@ -136,15 +136,20 @@ def _difference_words(m: pd.Series, margin: float, alpha: float) -> str:
     if m["deals"] < MIN_DEALS:
         return " Too few deals to say more."
     if math.isfinite(m["p_holm"]) and m["p_holm"] < alpha:
-        return f" That is a clear difference (Holm-adjusted p {_p(m['p_holm'])})."
+        return f" That is a clear difference ({_adj(m)} p {_p(m['p_holm'])})."
     if math.isfinite(m["p"]) and m["p"] < alpha:
-        return (" Taken alone that interval excludes no change, but with every metric tested "
-                f"at once it is not a clear difference (Holm-adjusted p {_p(m['p_holm'])}).")
+        return (" Taken alone that interval excludes no change, but after the multiplicity "
+                f"adjustment it is not a clear difference ({_adj(m)} p {_p(m['p_holm'])}).")
     if m["kind"] == "rate" and math.isfinite(m["tost_holm"]) and m["tost_holm"] < alpha:
         return (f" The two are the same within +-{100 * margin:g} points "
-                f"(equivalence test, Holm-adjusted p {_p(m['tost_holm'])}).")
-    return (f" The data show neither a difference (Holm-adjusted p {_p(m['p_holm'])}) "
+                f"(equivalence test, {_adj(m)} p {_p(m['tost_holm'])}).")
+    return (f" The data show neither a difference ({_adj(m)} p {_p(m['p_holm'])}) "
             f"nor equality within +-{100 * margin:g} points.")
+
+
+def _adj(m: pd.Series) -> str:
+    """How a row's p-values were adjusted: Holm (primary metric) or BH (exploratory)."""
+    return "BH-adjusted" if str(m.get("adjustment", "")).startswith("BH") else "Holm-adjusted"
 
 
 def _p(p: float) -> str:
@@ -282,11 +287,7 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
                          "tost_p": tost})
     metrics = pd.DataFrame(rows)
     if len(metrics):
-        metrics["p_holm"] = holm(metrics["p"])
-        metrics["tost_holm"] = holm(metrics["tost_p"])
-        enough = metrics["deals"] >= MIN_DEALS
-        metrics["different"] = enough & (metrics["p_holm"] < alpha)
-        metrics["equivalent"] = enough & (metrics["tost_holm"] < alpha)
+        _adjust([metrics], alpha)
     flips = _flips(matched, games_a, games_b, pairings)
     fpa = pd.concat([first_player_advantage(games_a[games_a["pairing"].isin(pairings)],
                                             margin, alpha).assign(side="A", label=la),
@@ -363,23 +364,41 @@ def split_rulesets(games: pd.DataFrame, events: Events | None = None
     return out
 
 
-def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
-    """Holm-adjust every comparison's p-values together (in place): with several variants
-    against one reference, a family of tests per variant is not enough."""
-    frames = [c.metrics for c in comparisons if len(c.metrics)]
-    if len(frames) < 2:
-        return
-    sizes = [len(f) for f in frames]
-    p = holm(pd.concat([f["p"] for f in frames], ignore_index=True))
-    tp = holm(pd.concat([f["tost_p"] for f in frames], ignore_index=True))
+PRIMARY = "first-seat win rate"  # the question a comparison is run for
+
+
+def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
+    """Adjust the p-values of these comparisons together, in place: Holm over the primary
+    metric's rows (every pairing and comparison), Benjamini-Hochberg over the others, which
+    are exploratory (``adjustment`` says which). The adjusted columns keep the names
+    ``p_holm`` / ``tost_holm``."""
+    cat = pd.concat(frames, ignore_index=True)
+    prim = (cat["metric"] == PRIMARY).to_numpy() if "metric" in cat else np.ones(len(cat), bool)
+    for raw, out in (("p", "p_holm"), ("tost_p", "tost_holm")):
+        adj = np.full(len(cat), np.nan)
+        adj[prim] = est.holm(cat.loc[prim, raw])
+        adj[~prim] = est.benjamini_hochberg(cat.loc[~prim, raw])
+        cat[out] = adj
+    cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
     start = 0
-    for f, n in zip(frames, sizes, strict=True):
-        f["p_holm"] = np.asarray(p)[start:start + n]
-        f["tost_holm"] = np.asarray(tp)[start:start + n]
+    for f in frames:
+        part = cat.iloc[start:start + len(f)]
+        for col in ("p_holm", "tost_holm", "adjustment"):
+            f[col] = part[col].to_numpy()
         enough = f["deals"] >= MIN_DEALS
         f["different"] = enough & (f["p_holm"] < alpha)
         f["equivalent"] = enough & (f["tost_holm"] < alpha)
-        start += n
+        start += len(f)
+
+
+def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
+    """Adjust every comparison's p-values together (in place): with several variants against
+    one reference, a family of tests per variant is not enough. Holm for the primary metric,
+    Benjamini-Hochberg for the exploratory rest (see ``_adjust``)."""
+    frames = [c.metrics for c in comparisons if len(c.metrics)]
+    if len(frames) < 2:
+        return
+    _adjust(frames, alpha)
 
 
 def compare_rulesets(games: pd.DataFrame, events: Events | None = None,

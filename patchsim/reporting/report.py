@@ -743,11 +743,13 @@ def _comparison(c: Comparison) -> Section:
             ("95% CI (paired)", lambda r: f"[{diff(r.kind, r.lo)}, {diff(r.kind, r.hi)}]"),
             ("95% CI (unpaired)",
              lambda r: f"[{diff(r.kind, r.lo_unpaired)}, {diff(r.kind, r.hi_unpaired)}]"),
-            ("p (Holm)", lambda r: pval(r.p_holm)),
-            (f"same within +-{100 * c.margin:g} (TOST, Holm)", lambda r: pval(r.tost_holm)),
+            ("p (adjusted)", lambda r: pval(r.p_holm)),
+            (f"same within +-{100 * c.margin:g} (TOST, adjusted)", lambda r: pval(r.tost_holm)),
+            ("adjustment", lambda r: str(r.adjustment)),
             ("conclusion", lambda r: "different" if r.different
              else ("equivalent" if r.equivalent else "")),
-        ]), "Paired differences per metric (B - A); p-values Holm-corrected over all rows")
+        ]), "Paired differences per metric (B - A); p-values Holm-corrected for the first-seat "
+            "win rate (the primary question), Benjamini-Hochberg for the exploratory others")
         s.figure(f"compare-{_slug(c.label_b)}", plots.comparison_chart(m, c.margin),
                  "Changes in rates with paired (thick) and unpaired (thin) 95% intervals; "
                  f"grey: +-{100 * c.margin:g} points.")
@@ -814,8 +816,10 @@ def _methods(margin: float, n_boot: int) -> Section:
         "deal-clustered standard error.",
         "Comparisons: each metric is averaged per deal under each ruleset; the paired "
         "difference has a t interval and test (statsmodels), rates also a TOST against "
-        f"+-{100 * margin:g} points; p-values are Holm-corrected over all metrics. Winner "
-        "flips get an exact McNemar test over deals.",
+        f"+-{100 * margin:g} points; p-values are Holm-corrected for the first-seat win rate "
+        "(the primary question, over every comparison and pairing) and Benjamini-Hochberg "
+        "adjusted for the other, exploratory metrics. Winner flips get an exact McNemar test "
+        "over deals.",
         "Planning: deals needed = z^2 variance / half-width^2 with the per-game, per-deal or "
         "per-deal-difference variance of the run.",
     ])
