@@ -25,7 +25,7 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.search import now_ms
+from patchsim.bots.search import now_ms, play_macro
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -182,16 +182,6 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
     return 0.5 + 0.5 * np.tanh(predicted_margin(params, state, tab, scratch) / scale)
-
-
-@njit(cache=True)
-def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
-    """Apply a move, then place any leather it claimed by the leather heuristic (the search
-    does not branch on leather squares)."""
-    core.apply_move(state, tab, code)
-    while state[core.S_PENDING] > 0:
-        p = state[core.S_PENDING_PLAYER]
-        core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))
 
 
 @njit(cache=True)

@@ -31,7 +31,7 @@ ROLLOUT_OFFSET = 16
 
 
 @njit(cache=True)
-def _play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
+def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
     """Apply a move, then place any leather it claimed by the leather heuristic (the search
     does not branch on leather squares)."""
     core.apply_move(state, tab, code)
@@ -122,7 +122,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
                 for a in range(na):
                     ch = nodes + a
                     states[ch, :] = st
-                    _play_macro(states[ch], tab, acts[a])
+                    play_macro(states[ch], tab, acts[a])
                     move[ch] = acts[a]
                     mover[ch] = pm
                 nodes += na
