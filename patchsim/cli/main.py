@@ -303,7 +303,7 @@ def tune(
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
     = None,
 ) -> None:
-    """Search the declared ruleset fields for the variant closest to the declared targets."""
+    """Search the declared ruleset fields for variants shown to meet the declared targets."""
     from patchsim.experiments.tune import run_tune
     from patchsim.play.config import RunError
 
