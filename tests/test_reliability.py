@@ -326,3 +326,26 @@ def test_a_killed_worker_ends_the_run_with_the_resume_command(slow_reference, tm
                              capture_output=True, text=True, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert tables(out) == tables(ref)
+
+
+def test_an_interrupted_study_says_how_to_continue_it(tmp_path, monkeypatch):
+    """A stopped sweep (or tune, or check) continues by running the same study on the same
+    folder, not by resuming one of its runs: the message gives that command."""
+    from patchsim.cli.common import study_again
+    from patchsim.experiments import sweep as sweep_module
+    from patchsim.play.execution import RunInterrupted
+
+    assert study_again("sweep", "exp.yaml")(Path("r/x")) == "patchsim sweep exp.yaml --out r/x"
+    assert study_again("tune", "e.yaml")(Path("t/candidates/ab12")) == \
+        "patchsim tune e.yaml --out t"
+
+    def stopped(*_a, **_k):
+        raise RunInterrupted(tmp_path / "sw", 3, 9, "interrupted")
+
+    monkeypatch.setattr(sweep_module, "run_sweep", stopped)
+    result = CliRunner().invoke(app, ["sweep", "experiments/bonus-value.yaml", "--jobs", "1",
+                                      "--no-progress"])
+    assert result.exit_code == 130
+    assert f"patchsim sweep experiments/bonus-value.yaml --out {tmp_path / 'sw'}" in \
+        result.output
+    assert "Traceback" not in result.output

@@ -9,6 +9,7 @@ import re
 import shlex
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,31 @@ def resume_command(run_dir: str | Path) -> str:
     return f"patchsim run --resume {shlex.quote(str(run_dir))}"
 
 
-def run_failure(e: RunError) -> typer.Exit:
-    """The message and exit status for an error of a run, with what to do next."""
+def study_again(command: str, experiment: str) -> Callable[[Path], str]:
+    """For a study (sweep, tune, check): the same command on the same folder continues it.
+    ``command`` is the study's name; the tuner's runs sit two levels below its folder."""
+    def again(run_dir: Path) -> str:
+        folder = Path(run_dir)
+        if command == "tune" and folder.parent.name in ("candidates", "finalists"):
+            folder = folder.parent.parent
+        return (f"patchsim {command} {shlex.quote(experiment)} --out "
+                f"{shlex.quote(str(folder))}")
+    return again
+
+
+def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> typer.Exit:
+    """The message and exit status for an error of a run, with what to do next. ``again``
+    gives the command that continues from a run folder (default: ``patchsim run --resume``;
+    a study passes its own, e.g. the same sweep with ``--out`` that folder)."""
+    cont = again or resume_command
     if isinstance(e, RunInterrupted):
-        typer.echo(f"\n{e}.\nNothing is lost: resume with\n    {resume_command(e.run_dir)}",
+        typer.echo(f"\n{e}.\nNothing is lost: continue with\n    {cont(e.run_dir)}",
                    err=True)
         codes = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
         return typer.Exit(codes.get(e.cause, 1))
     if isinstance(e, RunStorageError):
-        return fail(f"{e}. Free some space (or fix the folder), then resume with\n"
-                    f"    {resume_command(e.run_dir)}", 1)
+        return fail(f"{e}. Free some space (or fix the folder), then continue with\n"
+                    f"    {cont(e.run_dir)}", 1)
     if isinstance(e, BotFailure):
         return fail(f"{e}\nreplay it with: patchsim replay {shlex.quote(str(e.record_path))}",
                     1)

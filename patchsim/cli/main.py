@@ -20,6 +20,7 @@ from patchsim.cli.common import (
     jobs_count,
     run_failure,
     stop_on_signals,
+    study_again,
 )
 
 app = typer.Typer(
@@ -283,12 +284,15 @@ def sweep(
     exp = _load_experiment(experiment)
     typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
                f"{len(exp.skill or exp.bots)} bot(s)")
+    stop_on_signals()
+    bar = ProgressBar(progress)
     try:
         res = run_sweep(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
-                        progress=ProgressBar(progress), games=games,
-                        command=command_line())
+                        progress=bar, games=games, command=command_line())
     except RunError as e:
-        raise run_failure(e) from None
+        raise run_failure(e, study_again("sweep", experiment)) from None
+    finally:
+        bar.close()
     typer.echo("\n".join(res.report_md.read_text().split("## Variants")[0].splitlines()[2:]))
     typer.echo(f"report: {res.report_html} (and {res.report_md.name})")
 
@@ -310,11 +314,12 @@ def tune(
     exp = _load_experiment(experiment)
     if not exp.tune:
         raise fail(f"{experiment}: no tune section (fields and targets to tune for)")
+    stop_on_signals()
     try:
         res = run_tune(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
                        echo=typer.echo)
     except RunError as e:
-        raise fail(str(e)) from None
+        raise run_failure(e, study_again("tune", experiment)) from None
     text = res.report.read_text()
     typer.echo(text.split("## Search")[0])
     typer.echo(f"report: {res.report}")
@@ -335,6 +340,7 @@ def check(
     from patchsim.experiments.experiment import ExperimentError, load_experiment
     from patchsim.experiments.gate import run_check
     from patchsim.play.config import RunError
+    from patchsim.play.execution import RunInterrupted, RunStorageError
 
     try:
         exp = load_experiment(experiment)
@@ -344,9 +350,12 @@ def check(
     if not exp.tolerances:
         typer.echo(f"error: {experiment}: no check section with tolerances", err=True)
         raise typer.Exit(3)
+    stop_on_signals()
     try:
         res = run_check(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
                         echo=typer.echo)
+    except (RunInterrupted, RunStorageError) as e:
+        raise run_failure(e, study_again("check", experiment)) from None
     except RunError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(3) from None
