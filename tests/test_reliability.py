@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from patchsim.cli.main import app
 from patchsim.engine.ruleset import RulesetError, load_ruleset
-from patchsim.play import execution, storage
+from patchsim.play import execution, storage, worker
 from patchsim.play.config import RunError, load_run_config
-from patchsim.play.execution import RunStorageError, execute
+from patchsim.play.errors import RunStorageError
+from patchsim.play.execution import execute
 from patchsim.play.storage import LOCK, RunFolderBusy, RunLock
 
 KINDS = ("games", "events")
@@ -161,7 +162,7 @@ def test_full_disk_is_a_message_and_resume_elsewhere_matches(reference, tmp_path
             raise OSError(28, "No space left on device", str(path))
         real(table, path)
 
-    monkeypatch.setattr(execution, "write_batch", filling)
+    monkeypatch.setattr(worker, "write_batch", filling)  # the batch files a worker writes
     run_dir = tmp_path / "run"
     with pytest.raises(RunStorageError, match="the disk is full") as info:
         execute(cfg(), run_dir, jobs=1)
@@ -333,7 +334,7 @@ def test_an_interrupted_study_says_how_to_continue_it(tmp_path, monkeypatch):
     folder, not by resuming one of its runs: the message gives that command."""
     from patchsim.cli.common import study_again
     from patchsim.experiments import sweep as sweep_module
-    from patchsim.play.execution import RunInterrupted
+    from patchsim.play.errors import RunInterrupted
 
     assert study_again("sweep", "exp.yaml")(Path("r/x")) == "patchsim sweep exp.yaml --out r/x"
     assert study_again("tune", "e.yaml")(Path("t/candidates/ab12")) == \

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from patchsim.play.config import RunError
-from patchsim.play.execution import BotFailure, RunInterrupted, RunStorageError
+from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.storage import RunFolderBusy
 
 

@@ -146,11 +146,9 @@ def run(
 ) -> None:
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
-    from patchsim.analysis.stats import format_summary, run_summary
-    from patchsim.analysis.tables import read_games
     from patchsim.play.config import RunError, games_to_deals, load_run_config
-    from patchsim.play.execution import execute, execute_until
     from patchsim.play.storage import new_run_dir, read_manifest
+    from patchsim.play.worker import start_workers
 
     try:
         if resume:
@@ -171,6 +169,12 @@ def run(
                                   overrides=override or (), bot_path=[os.getcwd()])
             run_dir = new_run_dir(cfg, out)
         n_jobs = jobs_count(jobs) if backend != "dask" else jobs
+        if backend == "loky":
+            start_workers(n_jobs)  # they start while the rest of patchsim loads
+        from patchsim.analysis.stats import format_summary, run_summary
+        from patchsim.analysis.tables import read_games
+        from patchsim.play.execution import execute, execute_until
+
         stopping = until is not None or until_decided is not None
         if until is not None and until_decided is not None:
             raise RunError("--until and --until-decided are two stopping rules: give one")
@@ -340,7 +344,7 @@ def check(
     from patchsim.experiments.experiment import ExperimentError, load_experiment
     from patchsim.experiments.gate import run_check
     from patchsim.play.config import RunError
-    from patchsim.play.execution import RunInterrupted, RunStorageError
+    from patchsim.play.errors import RunInterrupted, RunStorageError
 
     try:
         exp = load_experiment(experiment)

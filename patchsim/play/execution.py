@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import errno
 import json
 import os
 import platform
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 from joblib.externals.loky.process_executor import TerminatedWorkerError
@@ -29,13 +26,10 @@ from patchsim.analysis.estimators import (
     deal_values,
     mean_estimate,
 )
-from patchsim.bots.registry import CompiledBot, make_bot
-from patchsim.engine.deal import deal_circle
-from patchsim.engine.tables import compile_ruleset
-from patchsim.play import loops as playout
-from patchsim.play.batches import Batch, plan_batches, play_batch
+from patchsim.play.batches import Batch, plan_batches
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
-from patchsim.play.match import BotError, max_events, max_plies, play_game
+from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
+from patchsim.play.match import BotError
 from patchsim.play.storage import (
     MANIFEST,
     RunLock,
@@ -50,6 +44,7 @@ from patchsim.play.storage import (
     versions,
     write_batch,
 )
+from patchsim.play.worker import check_jobs, join_started_workers, run_batch, warm_gate, warm_up
 
 ProgressFn = Callable[[int, int], None]  # (games just finished, games to play this session)
 
@@ -63,37 +58,6 @@ class RunResult:
     complete: bool
     summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)  # things the caller may want to tell
-
-
-class RunInterrupted(RunError):
-    """The run was stopped (Ctrl-C, SIGTERM, SIGHUP) or a worker died; finished batches are
-    kept and the run can be resumed."""
-
-    def __init__(self, run_dir: Path, done: int, total: int, cause: str) -> None:
-        self.run_dir, self.done, self.total, self.cause = run_dir, done, total, cause
-        super().__init__(f"{cause}: {done} of {total} batches are stored in {run_dir}")
-
-
-class RunStorageError(RunError):
-    """The run folder could not be written (full disk, permissions); finished batches are
-    kept and the run can be resumed once the cause is fixed."""
-
-    def __init__(self, run_dir: Path, error: OSError) -> None:
-        self.run_dir, self.error = run_dir, error
-        what = "the disk is full" if error.errno == errno.ENOSPC else (error.strerror or
-                                                                        str(error))
-        where = f" ({error.filename})" if error.filename else ""
-        super().__init__(f"cannot write the run folder {run_dir}: {what}{where}; finished "
-                         "batches are kept")
-
-
-class BotFailure(RunError):
-    """A bot failed during a run; the game up to the failing move is saved as a record."""
-
-    def __init__(self, run_dir: Path, error: BotError, record_path: Path) -> None:
-        self.run_dir, self.error, self.record_path = run_dir, error, record_path
-        super().__init__(f"{error}\nthe game up to the failing move is in {record_path}; "
-                         f"finished batches are kept in {run_dir}")
 
 
 def make_parallel(jobs: int, backend: str, scheduler: str | None):
@@ -123,78 +87,6 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
         return None, contextlib.nullcontext(), None
     return None, parallel_config(backend=backend, n_jobs=jobs), Parallel(
         return_as="generator_unordered")
-
-
-def warm_up(config: RunConfig) -> None:
-    """Compile (or load from the cache) in this process before workers start, so that they
-    do not all compile at once and race on the cache."""
-    rs = config.rulesets[0]
-    bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
-    warm = [b for b in bots if isinstance(b, CompiledBot)]
-    if not warm:
-        return
-    for b in warm:
-        quick = make_bot("mcts(iterations=2)") if getattr(b, "kind", -1) == 4 else b
-        play_game(rs, (quick, quick), deal_circle(rs, 0), 0)
-    tables = compile_ruleset(rs)
-    idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
-    playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
-                       np.zeros(2, dtype=np.int64), np.zeros((2, 32)), max_plies(rs),
-                       max_events(rs))
-
-
-_WATCHDOG: list[int] = []  # the owner pid this worker process watches (set once)
-
-
-def _watch_owner(owner_pid: int) -> None:
-    """In a worker process: exit within a second once the run's main process is gone, so no
-    orphan keeps writing into the folder (the main process may die by SIGKILL, which gives
-    it no chance to stop its workers). A worker whose parent dies is re-parented."""
-    if _WATCHDOG or owner_pid == os.getpid():
-        return
-    _WATCHDOG.append(owner_pid)
-
-    def watch() -> None:
-        while True:
-            time.sleep(0.5)
-            if os.getppid() != owner_pid:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="patchsim-owner-watch", daemon=True).start()
-
-
-def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
-              owner_pid: int | None = None):
-    """Play a batch in a worker. With ``write_to`` (a run folder this worker can write: local
-    backends) the worker stores the batch files itself, so the parent does no per-batch
-    work; otherwise (Dask workers on other machines) the tables travel back. With
-    ``owner_pid`` (local worker processes) the worker stops when that process is gone."""
-    if owner_pid is not None:
-        _watch_owner(owner_pid)
-    t = time.perf_counter()
-    try:
-        games, events = play_batch(config, batch, run_id)
-    except BotError as e:
-        return batch, None, None, e, time.perf_counter() - t, 0
-    if write_to is not None:
-        run_dir = Path(write_to)
-        write_batch(events, batch_path(run_dir, run_id, batch.key, "events"))
-        write_batch(games, batch_path(run_dir, run_id, batch.key, "games"))
-        return batch, None, None, None, time.perf_counter() - t, games.num_rows
-    return batch, games, events, None, time.perf_counter() - t, games.num_rows
-
-
-def check_jobs(jobs: int, backend: str) -> int:
-    """Local workers: at least one, at most one per core (more only slow a run down and
-    multiply its memory)."""
-    cores = os.cpu_count() or 1
-    if jobs < 1:
-        raise RunError(f"jobs={jobs}: give a number of workers of at least 1")
-    if backend in ("loky", "threading") and jobs > cores:
-        raise RunError(f"jobs={jobs}: this machine has {cores} core(s); more workers than "
-                       "cores only slow the run down and multiply its memory (use at most "
-                       f"{cores}, or a Dask cluster for more)")
-    return jobs
 
 
 def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "loky",
@@ -303,8 +195,6 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     })
     atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
     todo_games = sum(2 * b.deals for b in todo)
-    if todo:
-        warm_up(config)
     if progress:
         progress(0, todo_games)
     # the merge runs while batches finish: the batches in final order, merged up to the
@@ -326,11 +216,21 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         advance()
         with ctx:
             write_to = None if backend == "dask" else str(run_dir)
-            owner = os.getpid() if backend == "loky" and parallel is not None else None
-            if parallel is None:
+            if parallel is None:  # in this process: the first batch compiles what it needs
                 results: Iterator = (run_batch(config, bt, run_id, write_to) for bt in todo)
+            elif backend == "loky":
+                join_started_workers()  # those start_workers began, if any: reused now
+                # local workers start (and import) while this process warms up behind the
+                # gate; they play once the compiled code is in the cache
+                with warm_gate() as gate:
+                    results = parallel(delayed(run_batch)(config, bt, run_id, write_to,
+                                                          os.getpid(), gate) for bt in todo)
+                    if todo:
+                        warm_up(config)
             else:
-                results = parallel(delayed(run_batch)(config, bt, run_id, write_to, owner)
+                if todo:
+                    warm_up(config)
+                results = parallel(delayed(run_batch)(config, bt, run_id, write_to)
                                    for bt in todo)
             for bt, games, events, err, _secs, n_games in results:
                 if err is not None:

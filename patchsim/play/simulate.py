@@ -21,14 +21,16 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+from joblib import delayed
 
 from patchsim.analysis.stats import run_summary
 from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
-from patchsim.play.execution import check_jobs, execute, make_parallel, run_batch, warm_up
+from patchsim.play.execution import execute, make_parallel
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
+from patchsim.play.worker import check_jobs, run_batch, warm_gate, warm_up
 
 RulesetRef = str | os.PathLike[str] | Ruleset
 BotRef = str | dict[str, Any] | Bot
@@ -115,9 +117,13 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
         with ctx:
             if parallel is None:
                 results: Any = (run_batch(config, bt, run_id) for bt in batches)
+            elif backend == "loky":
+                # the workers start while this process compiles; they wait at the gate
+                with warm_gate() as gate:
+                    results = parallel(delayed(run_batch)(config, bt, run_id, None, None,
+                                                          gate) for bt in batches)
+                    warm_up(config)
             else:
-                from joblib import delayed
-
                 warm_up(config)  # compile once here, not in every worker at the same time
                 results = parallel(delayed(run_batch)(config, bt, run_id) for bt in batches)
             for bt, games_t, events_t, err, _secs, _n in results:

@@ -11,13 +11,11 @@ import os
 import platform
 import shutil
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import joblib
-import numba
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -25,6 +23,9 @@ from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write
 from patchsim.engine.ruleset import RulesetError
 from patchsim.play.config import RunConfig, RunError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MANIFEST = "manifest.json"
 
@@ -160,9 +161,10 @@ def check_disk(run_dir: Path, games: int) -> None:
 
 
 def versions() -> dict[str, str]:
+    # the installed versions, read without importing pandas into every worker
     return {"patchsim": __version__, "python": platform.python_version(),
-            "numpy": np.__version__, "numba": numba.__version__, "pandas": pd.__version__,
-            "pyarrow": pa.__version__, "joblib": joblib.__version__}
+            "numpy": np.__version__, "numba": version("numba"), "pandas": version("pandas"),
+            "pyarrow": pa.__version__, "joblib": version("joblib")}
 
 
 def new_run_dir(config: RunConfig, out: str | Path | None) -> Path:
@@ -319,8 +321,10 @@ def clear_batches(run_dir: Path) -> None:
 
 
 def load_games(run_dir: str | Path) -> pd.DataFrame:
-    return pd.read_parquet(Path(run_dir) / "games.parquet")
+    """A run's games table, whole, as a DataFrame (pyarrow imports pandas on first use)."""
+    return pq.read_table(Path(run_dir) / "games.parquet").to_pandas()
 
 
 def load_events(run_dir: str | Path) -> pd.DataFrame:
-    return pd.read_parquet(Path(run_dir) / "events.parquet")
+    """A run's events table, whole, as a DataFrame."""
+    return pq.read_table(Path(run_dir) / "events.parquet").to_pandas()

@@ -1,0 +1,183 @@
+"""What a worker process runs: one batch at a time (:func:`run_batch`), after the compiled
+code is ready (:func:`warm_up`, :func:`warm_gate`).
+
+Kept apart from the runner's parent side (:mod:`patchsim.play.execution`) so that a worker
+imports only what playing and storing a batch needs: a worker process starts in about half
+the time it would take if it imported the runner, its statistics and pandas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numba
+import numpy as np
+from joblib import Parallel, delayed, parallel_config
+
+from patchsim.bots.registry import CompiledBot, make_bot
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play import loops as playout
+from patchsim.play.batches import Batch, play_batch
+from patchsim.play.config import RunConfig, RunError
+from patchsim.play.match import BotError, max_events, max_plies, play_game
+from patchsim.play.storage import batch_path, write_batch
+
+
+def warm_up(config: RunConfig) -> None:
+    """Compile the run's code (or load it from the cache) in this process, by playing one
+    game with each compiled bot and one through the compiled loop."""
+    rs = config.rulesets[0]
+    bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
+    warm = [b for b in bots if isinstance(b, CompiledBot)]
+    if not warm:
+        return
+    for b in warm:
+        quick = make_bot("mcts(iterations=2)") if getattr(b, "kind", -1) == 4 else b
+        play_game(rs, (quick, quick), deal_circle(rs, 0), 0)
+    tables = compile_ruleset(rs)
+    idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
+    playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
+                       np.zeros(2, dtype=np.int64), np.zeros((2, 32)), max_plies(rs),
+                       max_events(rs))
+
+
+@contextlib.contextmanager
+def warm_gate() -> Iterator[str]:
+    """Hold the gate closed while the parent warms up; yields the gate's path for
+    :func:`run_batch`. Workers wait at the gate before their first batch, then load the
+    compiled code from the cache.
+
+    So the parent's warm-up and the start of its local workers overlap (a worker process
+    takes about half a second to import), and workers never compile at the same time,
+    racing to write the same cache files. The gate is an ``flock`` on a file in numba's
+    cache folder: the parent holds it exclusively; a worker takes it shared, so all workers
+    pass together once it is free. The kernel frees it when the parent dies, so no worker
+    waits for a parent that is gone."""
+    folder = Path(numba.config.CACHE_DIR or tempfile.gettempdir())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = str(folder / "patchsim-warm.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+_PASSED_GATE: set[str] = set()  # gates this worker process has passed
+
+
+def _wait_at_gate(path: str) -> None:
+    if path in _PASSED_GATE:
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # no access to the parent's cache folder: just go on
+        _PASSED_GATE.add(path)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    _PASSED_GATE.add(path)
+
+
+_WATCHDOG: list[int] = []  # the owner pid this worker process watches (set once)
+
+
+def _watch_owner(owner_pid: int) -> None:
+    """In a worker process: exit within a second once the run's main process is gone, so no
+    orphan keeps writing into the folder (the main process may die by SIGKILL, which gives
+    it no chance to stop its workers). A worker whose parent dies is re-parented."""
+    if _WATCHDOG or owner_pid == os.getpid():
+        return
+    _WATCHDOG.append(owner_pid)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != owner_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="patchsim-owner-watch", daemon=True).start()
+
+
+def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
+              owner_pid: int | None = None, gate: str | None = None):
+    """Play a batch in a worker. With ``write_to`` (a run folder this worker can write: local
+    backends) the worker stores the batch files itself, so the parent does no per-batch
+    work; otherwise (Dask workers on other machines) the tables travel back. With
+    ``owner_pid`` (local worker processes) the worker stops when that process is gone; with
+    ``gate`` (the path :func:`warm_gate` yields) it waits for the parent's warm-up first."""
+    if owner_pid is not None:
+        _watch_owner(owner_pid)
+    if gate is not None:
+        _wait_at_gate(gate)
+    t = time.perf_counter()
+    try:
+        games, events = play_batch(config, batch, run_id)
+    except BotError as e:
+        return batch, None, None, e, time.perf_counter() - t, 0
+    if write_to is not None:
+        run_dir = Path(write_to)
+        write_batch(events, batch_path(run_dir, run_id, batch.key, "events"))
+        write_batch(games, batch_path(run_dir, run_id, batch.key, "games"))
+        return batch, None, None, None, time.perf_counter() - t, games.num_rows
+    return batch, games, events, None, time.perf_counter() - t, games.num_rows
+
+
+def check_jobs(jobs: int, backend: str) -> int:
+    """Local workers: at least one, at most one per core (more only slow a run down and
+    multiply its memory)."""
+    cores = os.cpu_count() or 1
+    if jobs < 1:
+        raise RunError(f"jobs={jobs}: give a number of workers of at least 1")
+    if backend in ("loky", "threading") and jobs > cores:
+        raise RunError(f"jobs={jobs}: this machine has {cores} core(s); more workers than "
+                       "cores only slow the run down and multiply its memory (use at most "
+                       f"{cores}, or a Dask cluster for more)")
+    return jobs
+
+
+_STARTING: list[threading.Thread] = []  # workers being started ahead of a run
+
+
+def start_workers(jobs: int) -> None:
+    """Start ``jobs`` local worker processes (joblib's loky backend) in the background and
+    return at once, so that they import while this process is still loading; the next run
+    with that backend and number of workers reuses them (joblib keeps its worker processes
+    between calls). Fewer than two workers: nothing to start."""
+    check_jobs(jobs, "loky")
+    if jobs < 2 or _STARTING:
+        return
+
+    def start() -> None:
+        with parallel_config(backend="loky", n_jobs=jobs):
+            Parallel()(delayed(_ready)() for _ in range(jobs))
+
+    thread = threading.Thread(target=start, name="patchsim-start-workers", daemon=True)
+    thread.start()
+    _STARTING.append(thread)
+
+
+def join_started_workers() -> None:
+    """Wait until the workers :func:`start_workers` began are up (before a run uses them:
+    two calls must not set up the same worker pool at once)."""
+    while _STARTING:
+        _STARTING.pop().join()
+
+
+def _ready() -> int:
+    """A worker's first task: importing this module is the work."""
+    return os.getpid()
