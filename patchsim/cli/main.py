@@ -170,7 +170,7 @@ def run(
             run_dir = new_run_dir(cfg, out)
         n_jobs = jobs_count(jobs) if backend != "dask" else jobs
         if backend == "loky":
-            start_workers(n_jobs)  # they start while the rest of patchsim loads
+            start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
         from patchsim.analysis.stats import format_summary, run_summary
         from patchsim.analysis.tables import read_games
         from patchsim.play.execution import execute, execute_until

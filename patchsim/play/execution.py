@@ -222,11 +222,9 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                 join_started_workers()  # those start_workers began, if any: reused now
                 # local workers start (and import) while this process warms up behind the
                 # gate; they play once the compiled code is in the cache
-                with warm_gate() as gate:
+                with warm_gate(config) as gate:
                     results = parallel(delayed(run_batch)(config, bt, run_id, write_to,
                                                           os.getpid(), gate) for bt in todo)
-                    if todo:
-                        warm_up(config)
             else:
                 if todo:
                     warm_up(config)

@@ -119,10 +119,9 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
                 results: Any = (run_batch(config, bt, run_id) for bt in batches)
             elif backend == "loky":
                 # the workers start while this process compiles; they wait at the gate
-                with warm_gate() as gate:
+                with warm_gate(config) as gate:
                     results = parallel(delayed(run_batch)(config, bt, run_id, None, None,
                                                           gate) for bt in batches)
-                    warm_up(config)
             else:
                 warm_up(config)  # compile once here, not in every worker at the same time
                 results = parallel(delayed(run_batch)(config, bt, run_id) for bt in batches)

@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -189,9 +190,11 @@ def fresh_dir(name: str, suffix: str = "") -> Path:
 def check_writable(run_dir: Path) -> None:
     try:
         (run_dir / "batches").mkdir(parents=True, exist_ok=True)
-        probe = run_dir / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # a name of its own: two runs started together into one folder must not remove
+        # each other's probe (the second is refused by the run lock, with a clear message)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=run_dir)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
         raise RunError(f"cannot write to the output folder {run_dir}: {e.strerror}") from None
 

@@ -49,25 +49,48 @@ def warm_up(config: RunConfig) -> None:
                        max_events(rs))
 
 
-@contextlib.contextmanager
-def warm_gate() -> Iterator[str]:
-    """Hold the gate closed while the parent warms up; yields the gate's path for
-    :func:`run_batch`. Workers wait at the gate before their first batch, then load the
-    compiled code from the cache.
+WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has filled it
 
-    So the parent's warm-up and the start of its local workers overlap (a worker process
-    takes about half a second to import), and workers never compile at the same time,
-    racing to write the same cache files. The gate is an ``flock`` on a file in numba's
-    cache folder: the parent holds it exclusively; a worker takes it shared, so all workers
-    pass together once it is free. The kernel frees it when the parent dies, so no worker
-    waits for a parent that is gone."""
+
+def _cache_folder() -> Path:
     folder = Path(numba.config.CACHE_DIR or tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def cache_is_warm() -> bool:
+    """Whether a warm-up has already filled numba's cache for this version of patchsim (the
+    cache folder is named after a hash of the sources, so the mark goes with them)."""
+    return (_cache_folder() / WARM_MARK).exists()
+
+
+@contextlib.contextmanager
+def warm_gate(config: RunConfig) -> Iterator[str]:
+    """The gate local workers pass before their first batch (its path goes to
+    :func:`run_batch`). The body starts the workers; on leaving it, this process warms up
+    (:func:`warm_up`) and then opens the gate, so the workers load the compiled code from
+    the cache instead of compiling it at the same time, racing to write the same files.
+    Starting the workers and the warm-up overlap (a worker takes about half a second to
+    import).
+
+    Once a warm-up has filled the cache the gate stays open and there is no warm-up here:
+    each worker loads what it needs (a signature the warm-up did not cover is compiled by
+    the worker; numba writes its cache files atomically, so that is only slower).
+
+    The gate is an ``flock`` on a file in numba's cache folder: held exclusively here,
+    taken shared by the workers, so they pass together; the kernel frees it when this
+    process dies, so no worker waits for a parent that is gone."""
+    folder = _cache_folder()
     path = str(folder / "patchsim-warm.lock")
+    if cache_is_warm():
+        yield path
+        return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield path
+        warm_up(config)
+        (folder / WARM_MARK).touch()
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -153,18 +176,19 @@ def check_jobs(jobs: int, backend: str) -> int:
 _STARTING: list[threading.Thread] = []  # workers being started ahead of a run
 
 
-def start_workers(jobs: int) -> None:
+def start_workers(jobs: int, config: RunConfig | None = None) -> None:
     """Start ``jobs`` local worker processes (joblib's loky backend) in the background and
     return at once, so that they import while this process is still loading; the next run
     with that backend and number of workers reuses them (joblib keeps its worker processes
-    between calls). Fewer than two workers: nothing to start."""
+    between calls). With the run's ``config`` and a warm cache they also load its compiled
+    code meanwhile. Fewer than two workers: nothing to start."""
     check_jobs(jobs, "loky")
     if jobs < 2 or _STARTING:
         return
 
     def start() -> None:
         with parallel_config(backend="loky", n_jobs=jobs):
-            Parallel()(delayed(_ready)() for _ in range(jobs))
+            Parallel()(delayed(_ready)(config) for _ in range(jobs))
 
     thread = threading.Thread(target=start, name="patchsim-start-workers", daemon=True)
     thread.start()
@@ -178,6 +202,9 @@ def join_started_workers() -> None:
         _STARTING.pop().join()
 
 
-def _ready() -> int:
-    """A worker's first task: importing this module is the work."""
+def _ready(config: RunConfig | None) -> int:
+    """A worker's first task: importing this module, and loading the run's compiled code
+    when the cache already holds it (never compiling: that waits for the gate)."""
+    if config is not None and cache_is_warm():
+        warm_up(config)
     return os.getpid()
