@@ -148,7 +148,7 @@ def run(
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.storage import new_run_dir, read_manifest
-    from patchsim.play.worker import start_workers
+    from patchsim.play.worker import start_workers, stop_workers
 
     try:
         if resume:
@@ -201,6 +201,7 @@ def run(
         raise run_failure(e) from None
     except KeyboardInterrupt:  # before the run started: nothing to resume
         raise typer.Exit(130) from None
+    stop_workers()  # the run is over: idle workers need not tear down at exit
     for note in result.notes:
         typer.echo(f"note: {note}")
     games_df = read_games(result.run_dir)  # no move lists: flat in memory

@@ -208,3 +208,17 @@ def _ready(config: RunConfig | None) -> int:
     if config is not None and cache_is_warm():
         warm_up(config)
     return os.getpid()
+
+
+def stop_workers() -> None:
+    """Stop the local worker processes joblib keeps for the next run, now rather than at
+    exit. For a command that exits after its run: at exit, each idle worker would be asked
+    to stop and waited for while it tears its interpreter down (about a third of a second);
+    killing idle workers loses nothing (every batch has been stored). A notebook keeps them:
+    its next run starts faster."""
+    from joblib.externals.loky import reusable_executor
+
+    # loky keeps its one reusable executor in a module variable; there is no public handle
+    executor = getattr(reusable_executor, "_executor", None)
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
