@@ -7,6 +7,9 @@ What it times:
 - run --jobs N: the wall time of a whole `patchsim run` process (start-up, loading compiled
   code from the cache, planning, playing, storing batches, the merge into Parquet, the
   manifest; no report), started afresh each time into a new folder.
+- fixed cost, --jobs N: the same whole process for 20 games (start-up, workers, warm-up,
+  merge, exit; hardly any play). Subtracting it gives the scaling of the per-game part,
+  which is what a longer run approaches.
 Each figure is repeated (--repeats, default 3) and printed as min and median; the scaling is
 the ratio of the medians of --jobs 1 and --jobs 2, measured in the same run (the machine is
 shared: compare ratios, not absolute figures across days). Prints one JSON object.
@@ -78,10 +81,13 @@ def main() -> None:
         # one untimed small run: a changed source tree recompiles into a fresh cache once
         warm = argparse.Namespace(**{**vars(args), "games": 20})
         timed_run(warm, 1, Path(tmp) / "warm")
+        fixed: dict[int, list[float]] = {1: [], 2: []}
         for i in range(args.repeats):
             for jobs in (1, 2):  # interleaved, so both see the same background load
                 out = Path(tmp) / f"r{jobs}-{i}"
                 runs[jobs].append(timed_run(args, jobs, out))
+                shutil.rmtree(out)
+                fixed[jobs].append(timed_run(warm, jobs, out))
                 shutil.rmtree(out)
     med = {j: statistics.median(v) for j, v in runs.items()}
     result = {
@@ -95,6 +101,10 @@ def main() -> None:
         "run_jobs1_games_per_s": games / med[1],
         "run_jobs2_games_per_s": games / med[2],
         "scaling_jobs2_over_jobs1": med[1] / med[2],
+        "fixed_cost_seconds": {"jobs1_median": statistics.median(fixed[1]),
+                               "jobs2_median": statistics.median(fixed[2])},
+        "scaling_of_per_game_part": (med[1] - statistics.median(fixed[1]))
+        / (med[2] - statistics.median(fixed[2])),
         "overhead_jobs1_over_engine": med[1] / statistics.median(eng) - 1,
         "load_average": os.getloadavg()[0],
     }
