@@ -569,3 +569,20 @@ def test_sweep_gives_each_variant_one_of_three_verdicts() -> None:
     assert table.loc["noisy", "verdict_kind"] == "undecided"
     assert "more deals would decide it" in table.loc["noisy", "verdict"]
     assert table.loc["noisy", "more_deals"] > 0
+
+
+def test_a_metric_that_does_not_apply_to_a_variant_is_not_defined_not_undecided() -> None:
+    """Without leather marks there is no first leather patch: the verdict says the metric
+    does not apply, not that more deals would decide it."""
+    from patchsim.experiments.sweep import sweep_table
+
+    metric = "first_leather_useful"
+    rows = [{"ruleset": "base", "pairing": "g vs g", "deal": i, metric: float(i % 3 > 0),
+             "plies": 40.0} for i in range(200)]
+    rows += [{"ruleset": "no-leather", "pairing": "g vs g", "deal": i, metric: np.nan,
+              "plies": 41.0} for i in range(200)]
+    table = sweep_table(pd.DataFrame(), None, metrics=[metric, "plies"], primary=metric,
+                        margin=0.02, deals=pd.DataFrame(rows)).set_index("ruleset")
+    assert table.loc["no-leather", "verdict_kind"] == "undefined"
+    assert table.loc["no-leather", "verdict"] == "not defined: no deal where the metric applies"
+    assert table.loc["no-leather", "more_deals"] == 0

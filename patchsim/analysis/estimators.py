@@ -172,7 +172,9 @@ def deals_for_equivalence(sd: float, margin: float, true_diff: float = 0.0,
 @dataclass(frozen=True)
 class Verdict:
     """One of ``differs``, ``equivalent``, ``undecided``, with the change and its interval;
-    ``more_deals`` says how many more deals would likely decide an undecided one."""
+    ``more_deals`` says how many more deals would likely decide an undecided one. A change
+    with no deals to measure it on (a metric that does not apply, such as the first leather
+    patch of a track without leather) is ``undefined``: more deals would not help."""
 
     kind: str
     estimate: Estimate
@@ -184,6 +186,8 @@ class Verdict:
 
     def text(self, scale: float = 100.0, unit: str = " points", digits: int = 1) -> str:
         e = self.estimate
+        if self.kind == "undefined":
+            return "not defined: no deal where the metric applies"
         x = f"{(e.value - self.center) * scale:+.{digits}f}"
         lo, hi = (e.lo - self.center) * scale, (e.hi - self.center) * scale
         ci = f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
@@ -205,6 +209,8 @@ def verdict(est: Estimate, margin: float = DEFAULT_MARGIN, center: float = 0.0,
     number of further deals a power calculation (80%) gives at the observed change and spread:
     for showing the difference when the change lies outside the margin, for showing
     equivalence when it lies inside."""
+    if est.deals == 0 or not np.isfinite(est.value):
+        return Verdict("undefined", est, margin, center, NAN, NAN)
     p_diff = difference_pvalue(est, center) if p_difference is None else p_difference
     p_eq = tost_pvalue(est, margin, center)
     if np.isfinite(p_diff) and p_diff < alpha:

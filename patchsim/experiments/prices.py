@@ -304,6 +304,8 @@ def _reading(value: Estimate, p_adj: float, margin: float, cross: Crossing) -> s
         return "no measurable value: buying it is worth no more than passing it by"
     if v.kind == "undecided":
         return "undecided"
+    if v.kind == "undefined":
+        return "not measured (no deals)"
     fair = f" (fair price about {cross.fair:.0f})" if cross.in_range and not cross.flat else ""
     if value.value > 0:
         return f"worth having: underpriced for this bot{fair}"
