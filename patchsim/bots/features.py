@@ -9,8 +9,9 @@ player 0, and of player 1 by sign. Every term is defined for any valid ruleset (
 to 128 squares, any track, patch set, offer size, with or without bonus or leather).
 
 The bot's parameter vector (``N_PARAMS`` = 32 floats, like every compiled bot) carries the
-search settings in ``L_*`` and the model weights from ``L_WEIGHTS``: the weights reach the
-compiled search with no change to the game loops and no Python call per node.
+search settings (and its ``L_EPSILON``) in ``L_*`` and the model weights from ``L_WEIGHTS``:
+the weights reach the compiled search with no change to the game loops and no Python call
+per node.
 """
 
 from __future__ import annotations
@@ -41,7 +42,10 @@ L_TIME_MS = 5  # if > 0, stop after this many milliseconds (not reproducible)
 L_CONTACT = 6  # placement ranking of the searched moves (see heuristics.placement_score)
 L_HOLES = 7
 L_WINDOW = 8
-L_BOUND = 9  # 1.0 once model weights are filled in
+# probability of a random move among the root's searched moves (0: deterministic). It took
+# the slot of a "bound" flag that nothing compiled read: a vector carries a model once
+# L_SCALE > 0 (patchsim.bots.learned.fill_params; a model's scale is always positive).
+L_EPSILON = 9
 L_WEIGHTS = 10
 N_FEATURES = 22  # 32 - L_WEIGHTS: every slot of the vector is used
 
@@ -203,7 +207,12 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     iteration is a one-ply look-ahead wherever the tree ends; the expanded node backs up its
     best child (a one-ply max, the mover's view) and UCT decides where to deepen. With one
     iteration the bot is the greedy one-ply player of the model. Returns the most visited
-    root move (ties: the better value). ``rng`` is unused: the search is deterministic.
+    root move (ties: the better value).
+
+    With ``L_EPSILON`` > 0, a share epsilon of the decisions (where there is a choice) is a
+    uniform pick among the root's searched moves instead, drawn from ``rng`` (the seat's
+    splitmix64 stream, as the scripted bots' epsilon). At 0 ``rng`` is never touched and the
+    search is deterministic, as it always was.
     """
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
@@ -218,6 +227,15 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     n_root = search_actions(params, state, tab, acts)
     if n_root == 1:
         return core.PASS
+    # Epsilon picks among the searched root moves, not all legal moves: a uniform legal move
+    # is nearly always some patch at an arbitrary spot and orientation (hundreds of
+    # placements against a handful of decisions), a blunder that wrecks the quilt. The
+    # searched moves are pass and each affordable patch at its best packing, so the variety
+    # is in the decisions a strong player weighs (which patch, or pass), and the bot stays
+    # strong. Training explores the same way (patchsim.play.train.selfplay).
+    eps = params[L_EPSILON]
+    if eps > 0 and core.rng_unit(rng) < eps:
+        return acts[core.rng_below(rng, n_root)]
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, 20000) * max_children
     slen = state.shape[0]

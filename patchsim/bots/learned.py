@@ -4,10 +4,25 @@
 A model is one small JSON file, ``<models>/<ruleset hash>/model.json``: the weights of the
 features of :mod:`patchsim.bots.features`, the squash scale of its win probability and a
 manifest (ruleset hash, feature version, seed, games, time, validation figures), with a
-checksum. The bot looks for it, in order, in the folder given by its ``models`` parameter or
-``$PATCHSIM_MODEL_DIR`` (else ``~/.cache/patchsim/models``), then among the models shipped
-in the package (``patchsim/models``). A ruleset with no model is an error that says how to
-train one; the bot never falls back to another evaluation.
+checksum.
+
+Which model a bot uses (its ``model`` parameter; :func:`find_model`):
+
+* ``model=auto`` (the default): the *user* model wins. The bot looks first in the user
+  models root, the folder given by its ``models`` parameter or ``$PATCHSIM_MODEL_DIR``
+  (else ``~/.cache/patchsim/models``), where ``patchsim train`` writes; only when there is
+  no model for the ruleset there does it take the one shipped in the package
+  (``patchsim/models``). So training a shipped ruleset again replaces the shipped model
+  for every later run on this machine.
+* ``model=shipped``: the shipped model only (the user root is not looked at), so that a
+  run does not depend on what was trained on the machine.
+* ``model=user``: the user root only (no fallback to the shipped model).
+* ``model=<file>``: that model file (checked against the ruleset like any other).
+
+A ruleset with no model is an error that says how to train one; the bot never falls back
+to another evaluation. :func:`model_provenance` (or :func:`bot_model_provenance`, or a
+bound bot's ``provenance``) says which file a bot uses, with the sha256 of its bytes, for
+run manifests.
 """
 
 from __future__ import annotations
@@ -30,6 +45,7 @@ from patchsim.bots.registry import (
     BotSpecError,
     CompiledBot,
     Param,
+    _coerce,
     canonical_spec,
     register_evaluation,
 )
@@ -40,6 +56,7 @@ from patchsim.engine.tables import Tables
 MODEL_FORMAT = "patchsim-learned-model"
 MODEL_FILE = "model.json"
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "models"
+MODEL_CHOICES = ("auto", "user", "shipped")  # or a path to a model file
 
 
 class ModelError(BotSpecError):
@@ -75,6 +92,9 @@ class Model:
     weights: np.ndarray
     scale: float
     manifest: dict[str, Any] = field(default_factory=dict)
+    # set by load_model: the file read and the sha256 of the very bytes parsed (provenance)
+    path: Path | None = None
+    sha256: str = ""
 
     def to_json(self) -> str:
         w = [float(x) for x in self.weights]
@@ -103,6 +123,7 @@ def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) ->
         raw = path.read_bytes()
     except OSError as e:
         raise ModelError(f"model file {path}: cannot read it ({e.strerror})") from None
+    digest = hashlib.sha256(raw).hexdigest()
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -127,21 +148,74 @@ def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) ->
         raise bad("checksum mismatch (the weights were changed or damaged)")
     if ruleset_hash is not None and man.get("ruleset_hash") != ruleset_hash:
         raise bad(f"trained for ruleset hash {man.get('ruleset_hash')}, not {ruleset_hash}")
-    return Model(np.array(w, dtype=np.float64), float(scale), man)
+    return Model(np.array(w, dtype=np.float64), float(scale), man, path.resolve(), digest)
 
 
-def find_model(ruleset: Ruleset, root: str | os.PathLike[str] | None = None) -> Path:
-    """The model file the bot uses for ``ruleset``; ModelError saying how to train one."""
+def check_model_choice(model: str, root: str | os.PathLike[str] | None = None) -> str:
+    """``model`` if it is a valid ``model`` parameter (auto, user, shipped or a file path)
+    that goes with ``root`` (the ``models`` folder, which only auto and user look in);
+    BotSpecError saying what is wrong otherwise."""
+    if not isinstance(model, str) or not model.strip():
+        raise BotSpecError(f"mcts: model={model!r}: give auto, user, shipped or the path of a "
+                           "model file")
+    if root and model not in ("auto", "user"):
+        raise BotSpecError(f"mcts: models={root} is the user models folder, which "
+                           f"model={model} does not look in; give one of them")
+    return model
+
+
+def find_model(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
+               model: str = "auto") -> Path:
+    """The model file a bot with ``models=root, model=model`` uses for ``ruleset``;
+    ModelError saying where it looked and how to train one.
+
+    Precedence with ``model="auto"``: the user root (``root``, else ``$PATCHSIM_MODEL_DIR``,
+    else ``~/.cache/patchsim/models``) wins over the shipped models; ``"shipped"`` and
+    ``"user"`` look in one place only; any other value is the path of a model file."""
     h = ruleset.content_hash()
-    places = [model_path(h, root), SHIPPED_DIR / h / MODEL_FILE]
+    check_model_choice(model, root)
+    if model not in MODEL_CHOICES:
+        p = Path(model).expanduser()
+        if p.is_dir():
+            raise ModelError(f"mcts(eval=learned): model={model} is a folder; give a model "
+                             f"file (such as {p / h / MODEL_FILE}), or models={model} for a "
+                             "models folder")
+        if not p.exists():
+            raise ModelError(f"mcts(eval=learned): model file {p} does not exist")
+        return p
+    places = {"auto": [model_path(h, root), SHIPPED_DIR / h / MODEL_FILE],
+              "user": [model_path(h, root)], "shipped": [SHIPPED_DIR / h / MODEL_FILE]}[model]
     for p in places:
         if p.exists():
             return p
     where = " or ".join(str(p) for p in places)
+    hint = ("" if model != "shipped" else
+            "; patchsim ships models for: "
+            + (", ".join(sorted(_shipped_names())) or "no ruleset")
+            + " (model=auto also takes a trained one)")
     raise ModelError(
-        f"mcts(eval=learned) has no model for ruleset {ruleset.name!r} (hash {h}); looked in "
-        f"{where}. Train one with: patchsim train {_train_ref(ruleset)} --minutes 20 "
-        "(or give the bot models=FOLDER)")
+        f"mcts(eval=learned) has no {'' if model == 'auto' else model + ' '}model for "
+        f"ruleset {ruleset.name!r} (hash {h}); looked in {where}{hint}. Train one with: "
+        f"patchsim train {_train_ref(ruleset)} --minutes 20 (or give the bot models=FOLDER)")
+
+
+def _shipped_names() -> list[str]:
+    """The ruleset names of the shipped models (from their manifests)."""
+    names = []
+    for man in SHIPPED_DIR.glob(f"*/{MODEL_FILE}"):
+        try:
+            names.append(str(json.loads(man.read_text("utf-8"))["manifest"]["ruleset_name"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            names.append(man.parent.name)
+    return names
+
+
+def model_source(path: Path, model: str = "auto") -> str:
+    """Where a model file found by :func:`find_model` comes from: ``shipped`` (the
+    package's), ``file`` (given as ``model=<file>``) or ``user`` (the user models root)."""
+    if model not in MODEL_CHOICES:
+        return "file"
+    return "shipped" if path.resolve().parent.parent == SHIPPED_DIR else "user"
 
 
 def _train_ref(ruleset: Ruleset) -> str:
@@ -164,9 +238,31 @@ def _train_ref(ruleset: Ruleset) -> str:
 _LOADED: dict[tuple[str, str], Model] = {}
 
 
-def model_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None) -> Model:
-    """The checked model of ``ruleset`` (read once per file and process)."""
-    path = find_model(ruleset, root)
+def model_provenance(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
+                     model: str = "auto") -> dict[str, Any]:
+    """Which model a learned bot with ``models=root, model=model`` uses for ``ruleset``:
+    ``ruleset``, ``ruleset_hash``, ``source`` (``user``, ``shipped`` or ``file``; see the
+    module docstring for which wins), ``path`` (absolute), ``sha256`` (of the model file's
+    bytes as the bot read them) and ``created`` (the model manifest's training date, or
+    None). ModelError if there is none. For run manifests: a user-trained model takes
+    precedence silently, and this records which one played."""
+    return provenance_of(model_for(ruleset, root, model), ruleset, model)
+
+
+def provenance_of(m: Model, ruleset: Ruleset, model: str = "auto") -> dict[str, Any]:
+    """The provenance record (see :func:`model_provenance`) of a loaded model."""
+    if m.path is None:
+        raise ModelError("this model was not read from a file: it has no provenance")
+    return {"ruleset": ruleset.name, "ruleset_hash": ruleset.content_hash(),
+            "source": model_source(m.path, model), "path": str(m.path), "sha256": m.sha256,
+            "created": m.manifest.get("created")}
+
+
+def model_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
+              model: str = "auto") -> Model:
+    """The checked model of ``ruleset`` that :func:`find_model` picks (read once per file,
+    version of it and process)."""
+    path = find_model(ruleset, root, model)
     key = (str(path), str(path.stat().st_mtime_ns))
     if key not in _LOADED:
         _LOADED[key] = load_model(path, ruleset.content_hash())
@@ -182,6 +278,8 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "margin_weight": (F.L_MARGIN_WEIGHT, Param(0.2, "finished games: margin share", low=0,
                                                high=1)),
     "time_ms": (F.L_TIME_MS, Param(0.0, "ms per move (0: off)", low=0)),
+    "epsilon": (F.L_EPSILON, Param(0.0, "probability of a random move among the searched "
+                                        "root moves (0: deterministic)", low=0, high=1)),
     "contact": (F.L_CONTACT, Param(1.0, "placement ranking: per side touching")),
     # holes and window off: they double the cost of a node, and at equal time the deeper
     # search wins (200 games: 57.5% for contact-only at twice the iterations)
@@ -189,7 +287,7 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "window": (F.L_WINDOW, Param(0.0, "placement ranking: per bonus-window square")),
 }
 # what a spec may set (mcts's own names; the placement ranking stays at its defaults)
-LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms")
+LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon")
 
 
 class LearnedBot:
@@ -198,17 +296,23 @@ class LearnedBot:
 
     kind = F.LEARNED
 
-    def __init__(self, models: str = "", **given: Any) -> None:
+    def __init__(self, models: str = "", model: str = "auto", **given: Any) -> None:
+        given = {key: _coerce("mcts(eval=learned)", key, value, _learned_param(key))
+                 for key, value in given.items()}
+        # auto, user, shipped or a file (a bound bot's ``model`` is the Model it plays)
+        self.model_choice = check_model_choice(model, models)
         values = {k: p.default for k, (_, p) in LEARNED_PARAMS.items()}
         values.update(given)
         self.params = np.zeros(N_PARAMS, dtype=np.float64)
         for key, value in values.items():
             self.params[LEARNED_PARAMS[key][0]] = float(value)
         self.models = models
-        self.values = {**values, "models": models, "eval": "learned"}
+        self.values = {**values, "models": models, "model": model, "eval": "learned"}
         shown: dict[str, Any] = {**given, "eval": "learned"}
         if models:
             shown["models"] = models
+        if model != "auto":
+            shown["model"] = model
         self.spec = canonical_spec("mcts", shown)
         self._bound: dict[str, BoundLearnedBot] = {}
 
@@ -217,9 +321,13 @@ class LearnedBot:
         rs = ruleset.ruleset if isinstance(ruleset, Tables) else ruleset
         h = rs.content_hash()
         if h not in self._bound:
-            model = model_for(rs, self.models or None)
-            self._bound[h] = BoundLearnedBot(self, model)
+            model = model_for(rs, self.models or None, self.model_choice)
+            self._bound[h] = BoundLearnedBot(self, model, rs)
         return self._bound[h]
+
+    def provenance(self, ruleset: Ruleset | Tables) -> dict[str, Any]:
+        """The model this bot uses for ``ruleset``: see :func:`model_provenance`."""
+        return self.bind(ruleset).provenance
 
     def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
         return self.bind(game.tables).choose_code(game, rng_state)
@@ -237,20 +345,30 @@ class BoundLearnedBot(CompiledBot):
 
     kind = F.LEARNED
 
-    def __init__(self, bot: LearnedBot, model: Model) -> None:
+    def __init__(self, bot: LearnedBot, model: Model, ruleset: Ruleset | None = None) -> None:
         super().__init__()
         self.params = fill_params(bot.params, model)
         self.spec = bot.spec
         self.values = copy.deepcopy(bot.values)
         self.model = model
+        self._provenance = (provenance_of(model, ruleset, bot.model_choice)
+                            if ruleset is not None and model.path is not None else None)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Which model file this bot plays with, and its sha256: see
+        :func:`model_provenance`."""
+        if self._provenance is None:
+            raise ModelError(f"{self.spec}: its model was not read from a model file")
+        return dict(self._provenance)
 
 
 def fill_params(params: np.ndarray, model: Model) -> np.ndarray:
-    """A copy of a learned bot's parameter vector with the model's weights and scale."""
+    """A copy of a learned bot's parameter vector with the model's weights and scale (a
+    vector carries a model once its ``L_SCALE`` is positive, as every model's is)."""
     out = np.array(params, dtype=np.float64, copy=True)
     out[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES] = model.weights
     out[F.L_SCALE] = model.scale
-    out[F.L_BOUND] = 1.0
     return out
 
 
@@ -258,6 +376,23 @@ def bind_bot(bot: Any, ruleset: Ruleset | Tables) -> Any:
     """``bot`` ready for the compiled loops of ``ruleset``: a learned bot gets its model
     (ModelError if there is none); any other bot is returned as it is."""
     return bot.bind(ruleset) if isinstance(bot, LearnedBot) else bot
+
+
+def bot_model_provenance(bot: Any, ruleset: Ruleset | Tables) -> dict[str, Any] | None:
+    """The model provenance (:func:`model_provenance`) of a learned bot, bound or not, for
+    ``ruleset``; None for any other bot. ModelError if a learned bot has no model."""
+    if isinstance(bot, LearnedBot):
+        return bot.provenance(ruleset)
+    if isinstance(bot, BoundLearnedBot):
+        return bot.provenance
+    return None
+
+
+def _learned_param(key: str) -> Param:
+    if key not in LEARNED_PARAMS:
+        raise BotSpecError(f"mcts(eval=learned): unknown parameter {key!r} (parameters: "
+                           f"{', '.join(LEARNED_PARAMS)}, models, model)")
+    return LEARNED_PARAMS[key][1]
 
 
 register_evaluation("learned", LearnedBot, LEARNED_KNOBS)

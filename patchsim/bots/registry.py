@@ -335,7 +335,12 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
     EVALUATIONS[name] = (factory, knobs)
 
 
-def _mcts_factory(eval: str = "rollout", models: str | None = None, **given: Any) -> Bot:
+# mcts parameters that only a registered evaluation (eval=learned) takes
+_EVALUATION_ONLY = ("models", "model", "epsilon")
+
+
+def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
+                  **given: Any) -> Bot:
     """``mcts(...)``: scripted rollouts, or with ``eval=learned`` the search judged by the
     ruleset's trained model (:mod:`patchsim.bots.learned`), which takes no rollout knobs."""
     if eval in EVALUATIONS:
@@ -343,10 +348,14 @@ def _mcts_factory(eval: str = "rollout", models: str | None = None, **given: Any
         extra = sorted(set(given) - set(knobs))
         if extra:
             raise BotSpecError(f"mcts: {', '.join(extra)} do(es) not apply with eval={eval} "
-                               f"(parameters: {', '.join(knobs)}, models)")
-        return factory(models=models or "", **given)
-    if models is not None:
-        raise BotSpecError("mcts: models= applies only with eval=learned")
+                               f"(parameters: {', '.join(knobs)}, models, model)")
+        return factory(models=models or "", model=model or "auto", **given)
+    only = [k for k, v in {"models": models, "model": model, **given}.items()
+            if k in _EVALUATION_ONLY and v is not None]
+    if only:
+        # the rollout search varies already: its rollouts draw from the seat's stream
+        raise BotSpecError(f"mcts: {', '.join(k + '=' for k in only)} "
+                           f"appl{'ies' if len(only) == 1 else 'y'} only with eval=learned")
     return MCTSBot(**given)
 
 
@@ -361,7 +370,13 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                         "(the ruleset's trained model)", str, ("rollout", "learned")),
           "models": Param("", "eval=learned: folder of trained models (default "
                           "$PATCHSIM_MODEL_DIR or ~/.cache/patchsim/models, then the shipped "
-                          "ones)", str)})(_mcts_factory)
+                          "ones)", str),
+          "model": Param("auto", "eval=learned: which model plays: auto (a trained one in "
+                         "the models folder wins over the shipped one), user, shipped, or "
+                         "a model file's path", str),
+          "epsilon": Param(0.0, "eval=learned: probability of a random move among the "
+                           "searched ones (0: deterministic; from the seat's random stream)",
+                           low=0, high=1)})(_mcts_factory)
 
 
 # --- specs ------------------------------------------------------------------------------------
@@ -429,6 +444,8 @@ def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
     if param.kind is str:
         if isinstance(value, dict):  # a nested bot mapping (mcts rollout)
             return value
+        if value is None:  # `key=` with nothing after it (YAML reads it as null)
+            raise BotSpecError(f"{bot}: {key}= has no value")
         return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise BotSpecError(f"{bot}: {key}={value!r} is not a number")

@@ -229,9 +229,13 @@ def ladder_cmd(
     out: Annotated[str | None, typer.Option(help="Run folder (default "
                                             "reports/ladder/<time>-s<seed>).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    timed: Annotated[bool, typer.Option(
+        "--timed", help="Allow bots with a time budget (time_ms) for equal-time matches; the "
+        "results then depend on the machine and its load (the manifest says so). Use at most "
+        "one worker per core.")] = False,
 ) -> None:
     """Seat-swapped round robin between bots on common deals: the ladder with 95% intervals
-    and Bradley-Terry (Elo) ratings."""
+    (per deal) and Bradley-Terry (Elo) ratings."""
 
     from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
     from patchsim.analysis.tables import read_games
@@ -241,8 +245,11 @@ def ladder_cmd(
 
     try:
         cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
-                              seed=seed, pairings="cross")
+                              seed=seed, pairings="cross", allow_time_budgets=timed)
         cfg.name = "ladder"
+        if cfg.timed:
+            typer.echo("timed: bots with time budgets; the results depend on this machine and "
+                       "its load")
         run_dir = new_run_dir(cfg, out)
         n_jobs = jobs_count(jobs)
         typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "

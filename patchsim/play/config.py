@@ -51,6 +51,9 @@ class RunConfig:
     batch_deals: int | None = None  # deals per batch; None: chosen by the bots' speed
     source: str = "<config>"
     bot_path: tuple[str, ...] = ()  # folders searched for import-path bots (see make_bot)
+    # a bot plays to a time budget (time_ms, allowed by load_run_config(allow_time_budgets=
+    # True)): the games depend on the machine and its load, and a rerun plays other games
+    timed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +66,7 @@ class RunConfig:
             "seed": self.seed,
             "batch_deals": self.batch_deals,
             "bot_path": list(self.bot_path),
+            "timed": self.timed,
         }
 
     @classmethod
@@ -71,7 +75,8 @@ class RunConfig:
                     for r in data["rulesets"]]
         return cls(data["name"], rulesets, list(data["bots"]),
                    [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]),
-                   data.get("batch_deals"), bot_path=tuple(data.get("bot_path", ())))
+                   data.get("batch_deals"), bot_path=tuple(data.get("bot_path", ())),
+                   timed=bool(data.get("timed", False)))  # manifests before it: untimed
 
     def pairing_label(self, i: int) -> str:
         a, b = self.pairings[i]
@@ -80,11 +85,12 @@ class RunConfig:
 
 def run_identity(config: RunConfig) -> str:
     """A run's id: a hash of what determines its games (not of the number of deals, so a
-    top-up keeps it; not of the folder, so two identical runs store identical tables)."""
+    top-up keeps it; not of the folder, so two identical runs store identical tables; not of
+    ``timed``, which follows from the bots' specs, so the ids of earlier runs stay)."""
     import hashlib
 
     ident = {k: v for k, v in config.to_dict().items()
-             if k not in ("deals", "rulesets", "batch_deals", "bot_path")}
+             if k not in ("deals", "rulesets", "batch_deals", "bot_path", "timed")}
     ident["rulesets"] = [r.content_hash() for r in config.rulesets]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -131,10 +137,14 @@ def default_bots(rulesets: Sequence[Ruleset]) -> list[str]:
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
                     seed: int | None = None, overrides: Sequence[str] = (),
                     pairings: str | None = None, batch_deals: int | None = None,
-                    bot_path: Sequence[str] = ()) -> RunConfig:
+                    bot_path: Sequence[str] = (), allow_time_budgets: bool = False) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
     mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win. Every
-    problem is a RunError naming the file, key and value, raised before anything runs."""
+    problem is a RunError naming the file, key and value, raised before anything runs.
+
+    A bot with a time budget (``time_ms``) is refused unless ``allow_time_budgets`` (the
+    ladder's ``--timed``, for equal-time matches): its games depend on the machine and its
+    load. Allowed, the config is marked ``timed`` and the run's manifest records it."""
     path = Path(ref)
     data: dict[str, Any] = {}
     if path.is_dir():
@@ -221,15 +231,19 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
     if not bot_specs:
         bot_specs = default_bots(rulesets)
     canonical = []
+    timed = False
     for spec in bot_specs:
         try:
             bot = make_bot(spec, bot_path=bot_path)
         except BotSpecError as e:
             raise RunError(str(e)) from None
         if getattr(bot, "values", {}).get("time_ms", 0):
-            raise RunError(f"bot {bot.spec}: a time budget (time_ms) makes results depend on "
-                           "the machine and its load; runs need reproducible bots (use "
-                           "iterations)")
+            if not allow_time_budgets:
+                raise RunError(f"bot {bot.spec}: a time budget (time_ms) makes results depend "
+                               "on the machine and its load; runs need reproducible bots (use "
+                               "iterations). The ladder accepts time budgets with --timed "
+                               "(equal-time matches, recorded as machine-dependent)")
+            timed = True
         canonical.append(bot.spec)  # one bot, one name, however it was typed
     if len(set(canonical)) != len(canonical):
         raise RunError(f"the same bot is listed twice: {', '.join(canonical)}")
@@ -238,4 +252,4 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         raise RunError(f"pairings {mode!r} with {len(canonical)} bot(s) gives no games "
                        "(cross pairings need at least two bots)")
     return RunConfig(name, rulesets, canonical, pair_list, games_to_deals(games_n), seed_n,
-                     batch_deals, ref, tuple(bot_path))
+                     batch_deals, ref, tuple(bot_path), timed=timed)

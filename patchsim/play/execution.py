@@ -26,6 +26,8 @@ from patchsim.analysis.estimators import (
     deal_values,
     mean_estimate,
 )
+from patchsim.bots.learned import ModelError, bot_model_provenance
+from patchsim.bots.registry import make_bot
 from patchsim.play.batches import Batch, plan_batches
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
@@ -126,6 +128,23 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             client.close()
 
 
+def model_provenance(config: RunConfig) -> list[dict[str, Any]]:
+    """Which learned model each learned bot plays with on each ruleset: where it was found
+    (a user-trained model takes precedence over a shipped one), and its file's sha256, so a
+    run's manifest says exactly which evaluation produced its games."""
+    out = []
+    try:
+        for spec in config.bots:
+            bot = make_bot(spec, bot_path=config.bot_path)
+            for rs in config.rulesets:
+                prov = bot_model_provenance(bot, rs)
+                if prov is not None:
+                    out.append({"bot": spec, **prov})
+    except ModelError as e:
+        raise RunError(str(e)) from None
+    return out
+
+
 def _plan(config: RunConfig, segments: list[int], merged: int) -> list[Batch]:
     """The run's batches: one per (ruleset, pairing) for the ``merged`` deals already in the
     tables (split back into batch files for a top-up), then the planned batches after."""
@@ -185,6 +204,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     manifest.update({
         "run_id": run_id,
         "config": config.to_dict(),
+        "models": model_provenance(config),
         "command": command,
         "versions": versions(),
         "started": manifest.get("started") or _dt.datetime.now().isoformat(timespec="seconds"),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from patchsim.bots.learned import bind_bot
 from patchsim.bots.registry import Bot, CompiledBot, bot_spec
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, decode_move, rules_reference
@@ -97,7 +98,10 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     batch runner uses it so that a bot keeps its stream when the seats are swapped."""
     tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
     rs = tables.ruleset
-    # a restricted bot (forbid=<patch id>) gets the patch's index in this ruleset
+    # a learned bot carries its ruleset's model in its parameters (then it plays, and draws
+    # its epsilon moves from the seat's stream, exactly as in the compiled loop); a
+    # restricted bot (forbid=<patch id>) gets the patch's index in this ruleset
+    bots = [bind_bot(b, tables) for b in bots]
     bots = [b.bind(tables) if isinstance(b, CompiledBot) else b for b in bots]
     game = Game.new(rs, circle=circle)
     streams = seat_streams(seed) if streams is None else np.asarray(streams, dtype=np.uint64)
