@@ -13,6 +13,7 @@ from runs import shared_run
 from scipy import stats as sps
 from typer.testing import CliRunner
 
+from patchsim.analysis import estimators as E
 from patchsim.analysis.compare import (
     CompareError,
     compare,
@@ -28,8 +29,6 @@ from patchsim.play.storage import load_events, load_games
 GAMES = 60
 
 
-
-
 def _experiment(factory: pytest.TempPathFactory) -> str:
     path = factory.getbasetemp() / "two-editions.yaml"
     path.write_text("{name: two, rulesets: [edition1, edition2], games: 60, seed: 3}\n")
@@ -40,7 +39,7 @@ def _experiment(factory: pytest.TempPathFactory) -> str:
 def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """edition1 and edition2 on the same deals, one run."""
     return shared_run(tmp_path_factory, "two-editions", _experiment(tmp_path_factory), GAMES,
-                ["greedy", "income"], seed=3)
+                      ["greedy", "income"], seed=3)
 
 
 @pytest.fixture(scope="session")
@@ -119,36 +118,82 @@ def test_different_seeds_share_no_deals(separate_runs: tuple[Path, Path],
         compare_rulesets(load_games(other))
 
 
-def _synthetic(deals: int, seed: int = 0) -> pd.DataFrame:
-    """Self-play games where the seat-0 winner of each deal is random and both games of a
-    deal agree (as with deterministic bots)."""
+def _synthetic(deals: int, seed: int = 0, flips: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Self-play games A and B on the same deals: the seat-0 winner of each deal is random and
+    both games of a deal agree (as with deterministic bots). Under B the winner flips in
+    ``flips`` deals won by seat 0 under A and as many won by seat 1: the change of every
+    rate is exactly zero, with spread."""
     rng = np.random.default_rng(seed)
-    rows = []
-    for deal in range(deals):
-        w = int(rng.integers(2))
-        for order in (0, 1):
-            rows.append({"ruleset": "r", "ruleset_hash": "h", "game_id": 2 * deal + order,
-                         "deal": deal, "deal_seed": deal, "pairing": "X vs X", "order": order,
-                         "bot0": "X", "bot1": "X", "winner": w, "winner_bot": "X",
-                         "tie_break": False, "score0": 10 + w, "score1": 11 - w,
-                         "bonus0": False, "bonus1": False, "plies": 40})
-    return pd.DataFrame(rows)
+    wa = rng.integers(2, size=deals)
+    wb = wa.copy()
+    for w in (0, 1):
+        wb[np.flatnonzero(wa == w)[:flips]] = 1 - w
+
+    def games(winners: np.ndarray) -> pd.DataFrame:
+        rows = []
+        for deal, w in enumerate(winners):
+            for order in (0, 1):
+                rows.append({"ruleset": "r", "ruleset_hash": "h", "game_id": 2 * deal + order,
+                             "deal": deal, "deal_seed": deal, "pairing": "X vs X",
+                             "order": order, "bot0": "X", "bot1": "X", "winner": int(w),
+                             "winner_bot": "X", "tie_break": False, "score0": 10 + int(w),
+                             "score1": 11 - int(w), "bonus0": False, "bonus1": False,
+                             "plies": 40})
+        return pd.DataFrame(rows)
+
+    return games(wa), games(wb)
+
+
+def test_compare_is_the_estimator_layers_paired_difference():
+    a, b = _synthetic(40, seed=2, flips=6)
+    b.loc[b["deal"] < 12, "winner"] = 0  # B favours seat 0 in a few more deals
+    c = compare(a, b)
+    row = c.metric("first-seat win rate")
+    ra = E.deal_values((a["winner"] == 0).to_numpy(float), a["deal"])
+    rb = E.deal_values((b["winner"] == 0).to_numpy(float), b["deal"])
+    d = E.paired_difference(ra, rb, bounds=E.RATE_DIFF_BOUNDS)
+    assert (row["diff"], row["lo"], row["hi"], row["deals"]) == pytest.approx(
+        (d.value, d.lo, d.hi, d.deals))
+    assert row["p"] == pytest.approx(E.difference_pvalue(d))
+    assert row["tost_p"] == pytest.approx(E.tost_pvalue(d, 0.02))
+    v = E.verdict(d, 0.02, 0.0, 0.05, p_difference=row["p_holm"])
+    assert row["verdict"] == v.text(100.0, " points") and row["verdict_kind"] == v.kind
+    assert bool(row["different"]) == (v.kind == "differs")
+    # the words of the verdict are the estimator layer's
+    assert v.text(100.0, " points") in c.verdict()
+    # deterministic self-play on both sides: each deal's game counts once in the flips
+    assert any("one distinct game per deal" in n for n in c.notes)
+    flips = c.flips.iloc[0]
+    changed = int(((b["winner"] != a["winner"]) & (a["order"] == 0)).sum())
+    assert flips["games"] == 40 and flips["flips"] == changed
+    assert c.fpa["games"].tolist() == [40, 40]
+
+
+def test_other_metrics_get_a_verdict_without_a_margin():
+    a, b = _synthetic(40, seed=3)
+    b["plies"] = 40 + (b["deal"] % 2)  # every other deal's games are a move longer under B
+    m = compare(a, b).metric("plies")
+    assert m["diff"] == pytest.approx(0.5)
+    assert m["verdict"].startswith("differs by +0.50 moves [")
+    assert np.isnan(m["tost_p"])
 
 
 @pytest.mark.slow
 def test_equivalence_needs_the_data():
-    # the same games under A and B: every difference is exactly zero
-    small, big = _synthetic(30), _synthetic(3000)
-    c = compare(small, small)
+    # rates that change in some deals and not on average: 30 deals do not show "the same
+    # within 2 points"; 3000 do
+    small, big = _synthetic(30, flips=2), _synthetic(3000, flips=150)
+    c = compare(*small)
     assert c.label_a != c.label_b
     rates = c.metrics[c.metrics["kind"] == "rate"]
     assert (rates["diff"] == 0).all() and not c.metrics["different"].any()
-    # 30 deals without any spread do not show "the same within 2 points"; 3000 do
-    assert not rates["equivalent"].any()
-    c = compare(big, big)
-    rates = c.metrics[c.metrics["kind"] == "rate"]
-    assert rates["equivalent"].all()
-    assert "same within +-2 points" in c.verdict()
+    row = c.metric("first-seat win rate")
+    assert not row["equivalent"] and row["verdict"].startswith("undecided: +0.0 points")
+    assert "more deals would decide it" in c.verdict()
+    c = compare(*big)
+    row = c.metric("first-seat win rate")
+    assert row["equivalent"] and row["verdict"].startswith("equivalent within +-2.0 points")
+    assert "the change is equivalent within +-2.0 points" in c.verdict()
 
 
 def test_plan_hand_computed():
@@ -234,11 +279,9 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
     from patchsim.analysis.compare import Comparison, correct_jointly
 
     def fake(ps: list[float]) -> Comparison:
-        m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100})
-        from patchsim.analysis.stats import holm
-
-        m["p_holm"] = holm(m["p"])
-        m["tost_holm"] = holm(m["tost_p"])
+        m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100, "kind": "rate", "diff": 0.01,
+                          "se": 0.005, "lo": 0.0, "hi": 0.02, "sd": 0.05})
+        m["p_holm"] = E.holm(m["p"])
         c = Comparison.__new__(Comparison)
         c.metrics = m
         return c
@@ -251,6 +294,9 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
         assert (c.metrics["p_holm"] >= c.metrics["p"] - 1e-12).all()
     # six tests in one family: the smallest p (0.01) is multiplied by 6
     assert np.isclose(a.metrics["p_holm"].iloc[0], 0.06)
+    # the verdicts follow the joint adjustment: 0.01 alone would differ, 0.06 does not
+    assert a.metrics["verdict_kind"].iloc[0] != "differs"
+    assert not a.metrics["different"].any() and b.metrics["verdict_kind"].iloc[0] != "differs"
 
 
 def test_cli_compare_a_run_with_itself_is_an_error(tmp_path) -> None:

@@ -202,3 +202,33 @@ def test_one_sided_band_needs_a_resolution_and_decides():
     rng = np.random.default_rng(16)
     assert bt.first_decision(rng.normal(12.0, 3.0, 2000), range(10, 2001, 10))[0] == E.PASS
     assert bt.first_decision(rng.normal(8.0, 3.0, 2000), range(10, 2001, 10))[0] == E.FAIL
+
+
+def test_a_change_on_the_margin_asks_for_a_finite_number_of_deals() -> None:
+    """0.5 - 0.4 is 0.0999... in floating point, just inside a margin of 0.1: the sample size
+    for equivalence would divide by about 1e-17. On the margin counts as outside."""
+    x = np.array([1.0] * 8 + [0.0] * 12)
+    v = E.verdict(E.mean_estimate(x, bounds=(0.0, 1.0)), margin=0.10, center=0.5)
+    assert v.kind == "undecided" and 0 < v.more_deals < 10_000
+    assert "about" in v.text()
+
+
+def test_more_deals_than_anyone_would_play_is_said_as_such() -> None:
+    x = np.array([1.0] * 4999 + [0.0] * 5001)  # 0.4999: a hair inside a margin of 0.02
+    v = E.verdict(E.mean_estimate(x - 0.4799), margin=0.02)
+    assert v.more_deals <= E.MAX_DEALS_ADVICE
+    if v.more_deals == E.MAX_DEALS_ADVICE:
+        assert "over 10,000,000 more deals" in v.text()
+
+
+def test_thirty_deals_that_agree_do_not_show_a_rate_equivalent() -> None:
+    """Without the prior a paired difference of identical outcomes has no spread: a
+    zero-width interval and "equivalent within +-2 points" from 30 deals."""
+    a = np.zeros(30)
+    bare = E.paired_difference(a, a)
+    assert bare.lo == bare.hi == 0.0
+    d = E.paired_difference(a, a, bounds=E.RATE_DIFF_BOUNDS)
+    assert d.value == 0.0 and d.hi - d.lo > 0.1
+    assert E.verdict(d, margin=0.02).kind == "undecided"
+    big = E.paired_difference(np.zeros(40_000), np.zeros(40_000), bounds=E.RATE_DIFF_BOUNDS)
+    assert E.verdict(big, margin=0.02).kind == "equivalent"  # the prior fades with data

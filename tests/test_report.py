@@ -1,5 +1,6 @@
 """patchsim.reporting.report: the report builds for every kind of run, is self-contained, and its
-images decode."""
+images decode; its intervals are the estimator layer's, deterministic self-play counts once,
+and runs with several skill levels get a verdict on the balance by skill."""
 
 from __future__ import annotations
 
@@ -14,14 +15,17 @@ import pytest
 from matplotlib.figure import Figure
 from runs import shared_run
 
+from patchsim.analysis import estimators as E
+from patchsim.analysis.selfplay import distinct_games
+from patchsim.analysis.stats import pct
+from patchsim.play.storage import load_games
 from patchsim.reporting import plots
-from patchsim.reporting.report import ReportError, load_run, write_report
+from patchsim.reporting.report import ReportError, ci, load_run, write_report
 
 SECTIONS = ["Verdict", "The run", "Seats and pairings", "Scores and game length", "Patches",
             "Leather patches", "The 7x7 bonus", "Sample final quilts", "How many deals?",
             "Methods", "Reproducibility"]
-
-
+DISTINCT = "(deterministic self-play: one distinct game per deal)"
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +37,20 @@ def small_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_rulesets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.getbasetemp() / "two-editions.yaml"
     path.write_text("{name: two, rulesets: [edition1, edition2], games: 60, seed: 3}\n")
-    return shared_run(tmp_path_factory, "two-editions", str(path), 60, ["greedy", "income"], seed=3)
+    return shared_run(tmp_path_factory, "two-editions", str(path), 60, ["greedy", "income"],
+                      seed=3)
+
+
+@pytest.fixture(scope="session")
+def skill_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two skill levels of self-play (and their cross pairing) on the same 50 deals; the
+    epsilon keeps the games of a deal apart."""
+    return shared_run(tmp_path_factory, "skill-levels", "edition2", 100,
+                      ["greedy(epsilon=0.1)", "income(epsilon=0.1)"], seed=5)
+
+
+def section(md: str, title: str) -> str:
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
 
 
 def _check_self_contained(text: str) -> None:
@@ -178,6 +195,73 @@ def test_report_compare_with_another_run(tmp_path_factory: pytest.TempPathFactor
     md = (b / "report.md").read_text(encoding="utf-8")
     assert "## Comparison: edition2 against edition1" in md
     assert "compared with: folder" in md
+
+
+def test_report_counts_deterministic_self_play_once_and_its_intervals_are_per_deal(
+        small_run: Path):
+    """greedy and income are deterministic: their self-play tables count each deal's game
+    once and say so; every first-seat interval is estimators.rate on the same games."""
+    md = (write_report(small_run).parent / "report.md").read_text(encoding="utf-8")
+    games = load_games(small_run)
+    once = distinct_games(games)
+    assert sorted(once.attrs["duplicated_pairings"]) == ["greedy vs greedy", "income vs income"]
+    run_table = section(md, "The run")
+    seats = section(md, "Seats and pairings")
+    for pairing, g in once.groupby("pairing"):
+        label = pairing if pairing == "greedy vs income" else f"{pairing} {DISTINCT}"
+        n = 40 if pairing == "greedy vs income" else 20
+        row = next(ln for ln in run_table.splitlines()
+                   if ln.startswith(f"| edition2 | {label} |"))
+        assert row.split(" | ")[2] == str(n)  # games
+        for title in ("Seats and pairings", "Scores and game length", "The 7x7 bonus"):
+            assert f"| {label} |" in section(md, title), (title, label)
+        won = (g["winner"] == 0).to_numpy(float)
+        e = E.rate(won, g["deal"])
+        assert f"| {label} | 20 | {pct(e.value)} | {ci(e.lo, e.hi)} |" in seats
+        if pairing != "greedy vs income":  # a distinct game is never a split deal
+            wins = int(won.sum())
+            assert f"| {wins} / 0 / {20 - wins} |" in seats
+        full = games[games["pairing"] == pairing]  # copies change counts, not rates
+        e_full = E.rate((full["winner"] == 0).to_numpy(float), full["deal"])
+        assert (e_full.lo, e_full.hi) == pytest.approx((e.lo, e.hi))
+    verdict = md.split("## The run")[0]
+    assert "with greedy vs greedy, the first seat wins" in verdict
+    assert "each played from both seats; deterministic self-play: one distinct game" in verdict
+    assert "Games of greedy vs greedy, income vs income: deterministic self-play" in section(
+        md, "Leather patches")
+
+
+def test_report_states_the_balance_by_skill_level(skill_run: Path):
+    """Two self-play pairings: the first seat's win rate per skill level side by side, and
+    the verdict on the change, paired over the common deals (estimators.paired_difference
+    and estimators.verdict)."""
+    md = (write_report(skill_run).parent / "report.md").read_text(encoding="utf-8")
+    games = load_games(skill_run)
+    weak, strong = "greedy(epsilon=0.1)", "income(epsilon=0.1)"
+
+    def level(bot: str) -> tuple[E.Estimate, pd.Series]:
+        g = games[games["pairing"] == f"{bot} vs {bot}"]
+        won = (g["winner"] == 0).to_numpy(float)
+        return E.rate(won, g["deal"]), E.deal_values(won, g["deal"])
+
+    (rw, xw), (rs, xs) = level(weak), level(strong)
+    change = E.paired_difference(xw, xs, bounds=E.RATE_DIFF_BOUNDS)
+    assert change.deals == 50  # every pairing of the run plays the same deals
+    v = E.verdict(change, 0.02, 0.0, 0.05)  # one change: Holm leaves its p-value alone
+    text = v.text(100.0, " points")
+    line = next(ln for ln in md.split("## The run")[0].splitlines()
+                if "balance by skill level" in ln)
+    assert (f"the first seat wins {pct(rw.value)} {ci(rw.lo, rw.hi)} of games with {weak} and "
+            f"{pct(rs.value)} {ci(rs.lo, rs.hi)} with {strong}") in line
+    assert f"the change over 50 common deals {'' if v.kind == 'differs' else 'is '}{text}" in line
+    table = section(md, "Seats and pairings")
+    header = next(ln for ln in table.splitlines() if ln.startswith("| ruleset | deals |"))
+    assert (f"| first seat wins: {weak} | first seat wins: {strong} | "
+            f"change: {strong} - {weak} |") in header
+    row = next(ln for ln in table.splitlines() if ln.startswith("| edition2 | 50 |"))
+    assert (f"| {pct(rw.value)} {ci(rw.lo, rw.hi)} | {pct(rs.value)} {ci(rs.lo, rs.hi)} | "
+            f"{text}") in row
+    _no_garbage(md)
 
 
 def test_report_errors_are_plain(tmp_path: Path, small_run: Path):

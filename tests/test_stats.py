@@ -1,4 +1,6 @@
-"""patchsim.analysis.stats: estimators against hand-computed cases and against the libraries."""
+"""patchsim.analysis.stats: the report's tables against hand-computed cases, the libraries and
+the estimator layer (every rate and interval is ``estimators.rate`` on the same data), and
+deterministic self-play counted once."""
 
 from __future__ import annotations
 
@@ -12,11 +14,11 @@ import pytest
 import statsmodels.api as sm
 from runs import shared_run
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
-from statsmodels.stats.weightstats import DescrStatsW
 
+from patchsim.analysis import estimators as E
 from patchsim.analysis import stats as st
+from patchsim.analysis.selfplay import distinct_games
 from patchsim.play.storage import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
@@ -47,89 +49,65 @@ def make_games(outcomes: list[tuple[int, int]], bots: tuple[str, str] = ("A", "B
     return pd.DataFrame(rows)
 
 
-# --- basic estimators --------------------------------------------------------------------------
-def test_wilson_matches_statsmodels_and_is_quiet_at_zero():
-    lo, hi = st.wilson(np.array([3, 0]), np.array([10, 0]))
-    elo_, ehi = proportion_confint(3, 10, method="wilson")
-    assert lo[0] == pytest.approx(elo_) and hi[0] == pytest.approx(ehi)
-    assert np.isnan(lo[1]) and np.isnan(hi[1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        st.wilson(0, 0)
-
-
-def test_clustered_rate_hand_computed():
+# --- basic quantities -------------------------------------------------------------------------
+def test_design_effect_is_the_cluster_variance_over_the_binomial_one():
     # four deals of two games: 2, 1, 0, 2 successes
-    y = [1, 1, 1, 0, 0, 0, 1, 1]
-    deal = [0, 0, 1, 1, 2, 2, 3, 3]
-    r = st.clustered_rate(y, deal)
+    y = np.array([1, 1, 1, 0, 0, 0, 1, 1])
+    deal = np.array([0, 0, 1, 1, 2, 2, 3, 3])
     p = 5 / 8
-    assert r["rate"] == pytest.approx(p)
-    resid = np.array([2, 1, 0, 2]) - 2 * p  # 0.75, -0.25, -1.25, 0.75
-    var_deal = 4 / 3 * float(np.sum(resid**2)) / 8  # = 4/3 * 2.75 / 8
-    assert r["var_deal"] == pytest.approx(0.4583333333)
-    assert r["var_deal"] == pytest.approx(var_deal)
-    assert r["var_game"] == pytest.approx(p * (1 - p))
-    assert r["deff"] == pytest.approx(var_deal / (p * (1 - p)))
-    # interval: two pseudo-deals of size 2 (all wins, all losses), p* = 7/12
-    ps = 7 / 12
-    res = np.array([2 - 2 * ps, 1 - 2 * ps, -2 * ps, 2 - 2 * ps, 2 * (1 - ps), -2 * ps])
-    var_mean = 6 / 5 * float(np.sum(res**2)) / 12**2
-    n_eff = ps * (1 - ps) / var_mean
-    assert r["n_eff"] == pytest.approx(n_eff)
-    lo, hi = proportion_confint(p * n_eff, n_eff, method="wilson")
-    assert (r["lo"], r["hi"]) == pytest.approx((lo, hi))
-    glo, ghi = proportion_confint(5, 8, method="wilson")
-    assert (r["lo_game"], r["hi_game"]) == pytest.approx((glo, ghi))
+    # the cluster-robust variance in per-game units, written out by hand
+    resid = np.array([2, 1, 0, 2]) - 2 * p
+    var_deal = 4 / 3 * float(np.sum(resid**2)) / 8
+    assert st.design_effect(E.rate(y, deal), 8) == pytest.approx(var_deal / (p * (1 - p)))
+    # every deal's two games agree: 2; every deal split: 0
+    agree = np.repeat([1, 0, 1, 1, 0], 2)
+    assert st.design_effect(E.rate(agree, np.repeat(np.arange(5), 2)), 10) == pytest.approx(
+        2 * 5 / 4)  # 2 n/(n-1): the per-deal variance has n - 1 degrees of freedom
+    split = np.tile([1, 0], 5)
+    assert st.design_effect(E.rate(split, np.repeat(np.arange(5), 2)), 10) == 0
+    assert math.isnan(st.design_effect(E.rate(np.ones(4), [0, 0, 1, 1]), 4))  # rate 1
 
 
-def test_clustered_rate_extremes_do_not_collapse():
-    all_won = st.clustered_rate(np.ones(20), np.repeat(np.arange(10), 2))
-    assert all_won["rate"] == 1 and all_won["hi"] == pytest.approx(1)
-    assert 0.5 < all_won["lo"] < 1
-    split = st.clustered_rate(np.tile([1, 0], 50), np.repeat(np.arange(50), 2))
-    assert split["rate"] == 0.5 and split["lo"] < 0.5 < split["hi"]
-    one = st.clustered_rate([1, 1], [0, 0])
-    assert np.isnan(one["var_deal"]) and 0 < one["lo"] < one["hi"] <= 1
-
-
-def test_pair_counts_and_tost_and_holm():
+def test_pair_counts_and_one_game_deals():
     win = np.array([1, 1, 1, 0, 0, 0, 1])  # the last deal is incomplete and ignored
     deal = np.array([0, 0, 1, 1, 2, 2, 3])
     assert st.pair_counts(win, deal) == (1, 1, 1)
-    x = np.array([0.5, 1.0, 0.5, 0.0, 0.5, 0.5, 1.0, 0.5])
-    plain = DescrStatsW(x).ttost_mean(0.3, 0.7)[0]
-    assert st.tost_mean(x, 0.3, 0.7, prior=False) == pytest.approx(plain)
-    # the prior: two imaginary deals half a game either side of the mean
-    aug = np.concatenate([x, [x.mean() - 0.5, x.mean() + 0.5]])
-    assert st.tost_mean(x, 0.3, 0.7) == pytest.approx(DescrStatsW(aug).ttost_mean(0.3, 0.7)[0])
-    assert st.tost_mean(x, 0.3, 0.7) > plain
-    assert st.tost_mean(np.full(5, 0.5), 0.48, 0.52, prior=False) == 0.0
-    # ten split deals do not show balance within 2 points; two thousand do
-    assert st.tost_mean(np.full(10, 0.5), 0.48, 0.52) > 0.05
-    assert st.tost_mean(np.full(2000, 0.5), 0.48, 0.52) < 0.05
-    assert np.isnan(st.tost_mean(np.array([0.5]), 0.48, 0.52))
-    p = np.array([0.01, 0.04, np.nan, 0.03])
-    expected = multipletests(p[[0, 1, 3]], method="holm")[1]
-    got = st.holm(p)
-    assert np.isnan(got[2]) and got[[0, 1, 3]] == pytest.approx(expected)
+    # deterministic self-play without its copies: each deal is one game, never split
+    assert st.pair_counts(np.array([1, 0, 1]), np.array([0, 1, 2]), one_game=True) == (2, 0, 1)
+    assert st.pair_counts(np.array([1, 0, 1]), np.array([0, 1, 2])) == (0, 0, 0)
 
 
 def test_first_player_advantage_hand_computed():
     # seat 0 wins both games of 5 deals, seat 1 of 1 deal, 4 deals split
     outcomes = [(0, 0)] * 5 + [(1, 1)] + [(0, 1)] * 4
-    fpa = st.first_player_advantage(make_games(outcomes, ("X", "X")))
+    games = make_games(outcomes, ("X", "X"))
+    fpa = st.first_player_advantage(games)
     r = fpa.iloc[0]
+    assert bool(r.distinct_games) and r.games == 20  # split deals: not copies
     assert (r.seat0_both, r.split, r.seat1_both) == (5, 4, 1)
     assert r.rate == pytest.approx(14 / 20)
     assert r.adv_pp == pytest.approx(20.0)
     assert r.elo == pytest.approx(400 * math.log10(0.7 / 0.3))
     # the exact McNemar test on the deals one seat won twice is a sign test: 5 against 1
-    assert r.p_value == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue)
+    assert r.p_mcnemar == pytest.approx(sps.binomtest(5, 6, 0.5).pvalue)
+    # the interval, the tests and the verdict are the estimator layer's, on per-deal rates
     x = np.array([1.0] * 5 + [0.0] + [0.5] * 4)
-    x = np.concatenate([x, [x.mean() - 0.5, x.mean() + 0.5]])
-    assert r.balanced_p == pytest.approx(DescrStatsW(x).ttost_mean(0.48, 0.52)[0])
+    rate = E.mean_estimate(x, bounds=(0.0, 1.0))
+    assert (r.lo, r.hi, r.se) == pytest.approx((rate.lo, rate.hi, rate.se))
+    assert r.p_value == pytest.approx(E.difference_pvalue(rate, 0.5))
+    assert r.balanced_p == pytest.approx(E.tost_pvalue(rate, 0.02, 0.5))
+    v = E.verdict(rate, 0.02, 0.5)
+    assert r.verdict == v.text(100.0, " points") and r.verdict_kind == v.kind == "undecided"
+    assert r.verdict.startswith("undecided: +20.0 points [")
+    assert r.deff == pytest.approx(2 * x.var(ddof=1) / (0.7 * 0.3))
     assert not r.few  # exactly MIN_DEALS deals is enough
+
+
+def test_first_player_advantage_verdict_differs_with_enough_deals():
+    # seat 0 wins both games of 30 deals and loses both of 10: 75%, clearly not 50%
+    fpa = st.first_player_advantage(make_games([(0, 0)] * 30 + [(1, 1)] * 10 + [(0, 1)] * 10))
+    r = fpa.iloc[0]
+    assert r.verdict_kind == "differs" and r.verdict.startswith("differs by +20.0 points [")
 
 
 def test_first_player_advantage_flags_only_small_runs():
@@ -143,21 +121,139 @@ def test_paired_interval_narrower_on_seat_swapped_data():
     # a strong seat effect: seat 0 wins both games of 40 deals (A and B one each); A wins
     # both games of 6 deals (seat 0, then seat 1), B both of 4
     outcomes = [(0, 0)] * 40 + [(0, 1)] * 6 + [(1, 0)] * 4
-    t = st.pairing_table(make_games(outcomes))
+    games = make_games(outcomes)
+    t = st.pairing_table(games)
     pooled = t[t["line"] == "pooled"].iloc[0]
     assert pooled.wins == 40 + 12
     assert (pooled.pairs_2_0, pooled.pairs_1_1, pooled.pairs_0_2) == (6, 40, 4)
-    assert pooled.hi - pooled.lo < pooled.hi_game - pooled.lo_game
+    a_win = (games["winner"] == games["order"]).to_numpy(float)
+    e = E.rate(a_win, games["deal"])
+    assert (pooled.win_rate, pooled.lo, pooled.hi) == pytest.approx((e.value, e.lo, e.hi))
+    # the seat effect cancels within a deal: narrower than a per-game interval would be
+    glo, ghi = proportion_confint(52, 100, method="wilson")
+    assert pooled.hi - pooled.lo < ghi - glo
     seat = t[t["line"] == "seat 0 vs seat 1"].iloc[0]
     assert seat.win_rate == pytest.approx((80 + 6 + 4) / 100)
     first = t[t["line"] == "first seat"].iloc[0]
     assert first.wins == 46 and first.games == 50
+    first_games = games[games["order"] == 0]
+    e = E.rate((first_games["winner"] == 0).to_numpy(float), first_games["deal"])
+    assert (first.lo, first.hi) == pytest.approx((e.lo, e.hi))
 
 
 def test_pairing_table_self_play_has_no_pooled_line():
-    t = st.pairing_table(make_games([(0, 0), (1, 1)], ("X", "X")))
+    t = st.pairing_table(make_games([(0, 1), (1, 1)], ("X", "X")))
     assert set(t["line"]) == {"first seat", "second seat", "seat 0 vs seat 1"}
+    assert t["distinct_games"].all()
     assert "X in the first seat" in st.format_pairings(t)
+
+
+def test_deterministic_self_play_is_counted_once_in_every_games_table():
+    """Both games of every deal are the same game: each table counts it once, says so, and
+    keeps the per-deal rates (and so every interval) of the full table."""
+    outcomes = [(0, 0)] * 6 + [(1, 1)] * 4
+    games = make_games(outcomes, ("X", "X"))
+    games["tie_break"] = games["deal"] < 2  # the first two deals' games
+    t = st.pairing_table(games)
+    assert list(t["line"]) == ["seat 0 vs seat 1"] and not t["distinct_games"].any()
+    r = t.iloc[0]
+    assert (r.games, r.wins, r.losses) == (10, 6, 4)
+    assert (r.pairs_2_0, r.pairs_1_1, r.pairs_0_2) == (6, 0, 4)  # a copy cannot be split
+    full = E.rate((games["winner"] == 0).to_numpy(float), games["deal"])
+    assert (r.win_rate, r.lo, r.hi) == pytest.approx((full.value, full.lo, full.hi))
+    assert "deterministic self-play: one distinct game per deal" in st.format_pairings(t)
+    fpa = st.first_player_advantage(games).iloc[0]
+    assert (fpa.games, fpa.deals, fpa.seat0_wins) == (10, 10, 6)
+    assert (fpa.seat0_both, fpa.split, fpa.seat1_both) == (6, 0, 4)
+    # McNemar on distinct games: the sign test of 6 against 4, not of 12 against 8
+    assert fpa.p_mcnemar == pytest.approx(sps.binomtest(6, 10, 0.5).pvalue)
+    assert (fpa.lo, fpa.hi) == pytest.approx((full.lo, full.hi))
+    assert math.isnan(fpa.deff) and not fpa.distinct_games
+    summary = st.game_summary(games).iloc[0]
+    assert (summary.games, summary.tie_breaks) == (10, 2) and not summary.distinct_games
+    tie = E.rate(games["tie_break"].to_numpy(float), games["deal"])
+    assert (summary.tie_lo, summary.tie_hi) == pytest.approx((tie.lo, tie.hi))
+    scores = st.score_table(games, n_boot=0)
+    assert (scores["n"] == 10).all() and not scores["distinct_games"].any()
+    bonus = st.bonus_table(games, _events([])).iloc[0]
+    assert bonus.games == 10 and not bonus.distinct_games
+    # a table that has been through distinct() already is not deduplicated again
+    once = st.distinct(games)
+    assert len(once) == 10 and st.copied_pairings(once) == {"X vs X"}
+    assert st.distinct(once) is once
+
+
+# --- balance by skill level ----------------------------------------------------------------------
+def skill_games(levels: dict[str, list[tuple[int, int]]]) -> pd.DataFrame:
+    """Self-play games of several bots (skill levels, in this order) on the same deals."""
+    parts = []
+    for k, (bot, outcomes) in enumerate(levels.items()):
+        g = make_games(outcomes, (bot, bot))
+        parts.append(g.assign(game_id=g["game_id"] + 10_000 * k))
+    return pd.concat(parts, ignore_index=True)
+
+
+def deal_rates(games: pd.DataFrame, pairing: str) -> np.ndarray:
+    g = games[games["pairing"] == pairing]
+    return E.deal_values((g["winner"] == 0).to_numpy(float), g["deal"])
+
+
+def test_skill_balance_is_a_paired_difference_with_a_verdict():
+    # W: seat 0 wins 52.5% over 40 deals; S: 80% on the same deals; M: W's deals again
+    w = [(0, 1)] * 30 + [(0, 0)] * 6 + [(1, 1)] * 4
+    strong = [(0, 0)] * 28 + [(0, 1)] * 8 + [(1, 1)] * 4
+    games = skill_games({"W": w, "S": strong, "M": w})
+    t = st.skill_balance(games)
+    assert list(t["level"]) == ["W", "S", "M"] and (t["reference"] == "W").all()
+    for r in t.itertuples():
+        g = games[games["pairing"] == r.pairing]
+        e = E.rate((g["winner"] == 0).to_numpy(float), g["deal"])
+        assert (r.rate, r.lo, r.hi, r.deals) == pytest.approx((e.value, e.lo, e.hi, e.deals))
+    ref = deal_rates(games, "W vs W")
+    changes = [E.paired_difference(ref, deal_rates(games, p), bounds=E.RATE_DIFF_BOUNDS)
+               for p in ("S vs S", "M vs M")]
+    p_raw = [E.difference_pvalue(c) for c in changes]
+    p_holm = E.holm(p_raw)  # one family over the table's changes
+    for (_, r), c, p, pa in zip(t.iloc[1:].iterrows(), changes, p_raw, p_holm, strict=True):
+        assert (r["diff"], r["diff_lo"], r["diff_hi"]) == pytest.approx((c.value, c.lo, c.hi))
+        assert r["common_deals"] == 40 and r["p"] == pytest.approx(p)
+        assert r["p_holm"] == pytest.approx(pa)
+        assert r["verdict"] == E.verdict(c, 0.02, 0.0, 0.05, p_difference=pa).text(
+            100.0, " points")
+    strong_row, same_row = t.iloc[1], t.iloc[2]
+    assert strong_row["diff"] == pytest.approx(11 / 40)
+    assert strong_row["verdict"].startswith("differs by +27.5 points [")
+    assert strong_row["trend"] == "grows"
+    # no change at all on 40 deals: the weak prior keeps the interval from collapsing, so
+    # 40 deals cannot show the imbalance unchanged within +-2 points
+    assert same_row["diff"] == 0 and same_row["trend"] == "undecided"
+    assert same_row["verdict"].startswith("undecided: +0.0 points [")
+    assert t.iloc[0][["diff", "p"]].isna().all()  # the reference level has no change
+
+
+def test_skill_balance_pairs_only_the_same_deals():
+    w = [(0, 1)] * 30 + [(0, 0)] * 6 + [(1, 1)] * 4
+    strong = [(0, 0)] * 28 + [(0, 1)] * 8 + [(1, 1)] * 4
+    games = skill_games({"W": w, "S": strong})
+    other_seed = (games["pairing"] == "S vs S") & (games["deal"] < 5)
+    games.loc[other_seed, "deal_seed"] += 1  # five deal numbers are different deals
+    r = st.skill_balance(games).iloc[1]
+    assert r["common_deals"] == 35
+    keep = np.arange(5, 40)
+    c = E.paired_difference(deal_rates(games, "W vs W")[keep],
+                            deal_rates(games, "S vs S")[keep])
+    assert r["diff"] == pytest.approx(c.value)
+    # a run with one self-play pairing per ruleset has no skill levels
+    assert st.skill_balance(make_games(w, ("W", "W"))).empty
+    assert st.skill_balance(make_games(w)).empty
+
+
+@pytest.mark.parametrize(("ref", "rate", "kind", "trend"), [
+    (0.55, 0.60, "differs", "grows"), (0.40, 0.45, "differs", "shrinks"),
+    (0.45, 0.55, "differs", "changes side"), (0.5, 0.5, "equivalent", "unchanged"),
+    (0.5, 0.6, "undecided", "undecided")])
+def test_skill_trend_reads_the_distance_from_fair(ref, rate, kind, trend):
+    assert st._trend(kind, ref, rate) == trend
 
 
 def test_describe_by_deal_resamples_deals_like_scipy():
@@ -169,7 +265,7 @@ def test_describe_by_deal_resamples_deals_like_scipy():
     q1, q3 = np.percentile(v, [25, 75])
     assert r["iqr"] == pytest.approx(q3 - q1)
     # for the mean, resampling deals is bootstrapping the per-deal means
-    ref = sps.bootstrap((st.deal_means(v, deal),), np.mean, n_resamples=999,
+    ref = sps.bootstrap((E.deal_values(v, deal),), np.mean, n_resamples=999,
                         method="percentile", rng=np.random.default_rng(7))
     assert r["mean_lo"] == pytest.approx(ref.confidence_interval.low)
     assert r["mean_hi"] == pytest.approx(ref.confidence_interval.high)
@@ -300,13 +396,18 @@ def test_tables_on_a_small_run(small_run: Path):
         bonus = st.bonus_table(g, e)
         summary = st.game_summary(g)
         ratings = st.ratings(g)
-    assert len(fpa) == 3 and (fpa["games"] == 40).all() and (fpa["deals"] == 20).all()
+    # greedy and income are deterministic: their self-play games count once a deal
+    assert fpa.set_index("pairing")["games"].to_dict() == {
+        "greedy vs greedy": 20, "greedy vs income": 40, "income vs income": 20}
+    assert (fpa["deals"] == 20).all()
     assert ((fpa["lo"] <= fpa["rate"]) & (fpa["rate"] <= fpa["hi"])).all()
     assert set(scores["quantity"]) == {"score", "margin", "plies", "passes"}
     ok = scores.dropna(subset=["mean_lo"])
     assert ((ok["mean_lo"] <= ok["mean"]) & (ok["mean"] <= ok["mean_hi"])).all()
-    # the patch table uses the self-play games when the run has them (see patch_table)
-    self_play = g.loc[g["bot0"] == g["bot1"], "game_id"]
+    # the patch table uses the self-play games when the run has them (see patch_table),
+    # each deterministic game once
+    d = distinct_games(g)
+    self_play = d.loc[d["bot0"] == d["bot1"], "game_id"]
     buys = e[(e["event"] == "buy") & e["game_id"].isin(self_play)]
     assert (patches["by_seat0"] + patches["by_seat1"]).sum() == len(buys)
     assert (patches["p_holm"].dropna() >= patches["p_value"].dropna() - 1e-12).all()
@@ -316,10 +417,64 @@ def test_tables_on_a_small_run(small_run: Path):
         (both["buyer_win"] - both["other_win"]).to_numpy())
     assert list(leather["mark"]) == [26, 32, 38, 44, 50]
     assert (leather["useful"] + leather["ordinary"] + leather["lost"] <= leather["games"]).all()
-    assert bonus["claimed"].sum() == int((g["bonus0"] | g["bonus1"]).sum())
-    assert summary["tie_breaks"].sum() == int(g["tie_break"].sum())
+    assert bonus["claimed"].sum() == int((d["bonus0"] | d["bonus1"]).sum())
+    assert summary["tie_breaks"].sum() == int(d["tie_break"].sum())
     assert set(ratings["bot"]) == {"greedy", "income"}
     assert ratings["elo"].sum() == pytest.approx(0, abs=1e-6)
+
+
+def test_every_interval_is_the_estimator_layers_rate(small_run: Path):
+    """The intervals the report prints are estimators.rate on the same (distinct) games."""
+    from patchsim.analysis.tables import read_games, scan_events
+
+    g = read_games(small_run)
+    e = scan_events(small_run, g)
+    d = distinct_games(g)
+
+    def rate(won: np.ndarray, deal: np.ndarray) -> tuple[float, float, float]:
+        r = E.rate(np.asarray(won, dtype=float), np.asarray(deal))
+        return r.value, r.lo, r.hi
+
+    fpa = st.first_player_advantage(g)
+    pairings = st.pairing_table(g)
+    summary = st.game_summary(g)
+    bonus = st.bonus_table(g, e)
+    for (pairing,), gp in st._groups(d, ["pairing"]):
+        deal = gp["deal"].to_numpy()
+        seat0 = rate(gp["winner"] == 0, deal)
+        row = fpa[fpa["pairing"] == pairing].iloc[0]
+        assert (row.rate, row.lo, row.hi) == pytest.approx(seat0)
+        line = pairings[(pairings["pairing"] == pairing)
+                        & (pairings["line"] == "seat 0 vs seat 1")].iloc[0]
+        assert (line.win_rate, line.lo, line.hi) == pytest.approx(seat0)
+        s = summary[summary["pairing"] == pairing].iloc[0]
+        assert (s.tie_rate, s.tie_lo, s.tie_hi) == pytest.approx(rate(gp["tie_break"], deal))
+        b = bonus[bonus["pairing"] == pairing].iloc[0]
+        claimed = (gp["bonus0"] | gp["bonus1"]).to_numpy()
+        assert (b.claim_rate, b.claim_lo, b.claim_hi) == pytest.approx(rate(claimed, deal))
+        # the same per-deal rates as the full table: copies change counts, not rates
+        full = g[g["pairing"] == pairing]
+        assert seat0 == pytest.approx(rate(full["winner"] == 0, full["deal"].to_numpy()))
+    leather = st.leather_table(g, e).set_index("mark")
+    lg = st.leather_games(d, e)
+    for mark, row in leather.iterrows():
+        hit = lg[(lg["mark"] == mark) & lg["useful"]]["game_id"]
+        useful = d["game_id"].isin(hit).to_numpy()
+        assert (row.useful_rate, row.useful_lo, row.useful_hi) == pytest.approx(
+            rate(useful, d["deal"].to_numpy()))
+    useless = st.first_leather_useless(g, e)
+    for r in useless.itertuples():
+        gp = d[d["pairing"] == r.pairing]
+        first = lg[(lg["pairing"] == r.pairing) & (lg["mark"] == r.mark) & lg["useful"]]
+        no_hole = ~gp["game_id"].isin(first["game_id"]).to_numpy()
+        est = E.rate(no_hole.astype(float), gp["deal"].to_numpy())
+        assert (r.rate, r.lo, r.hi) == pytest.approx((est.value, est.lo, est.hi))
+        assert r.verdict == E.verdict(est, 0.10, 0.5).text(100.0, " points")
+    # run_summary, the terminal's table, gives the same first-seat numbers
+    rs = st.run_summary(g).set_index("pairing")
+    for row in fpa.itertuples():
+        assert (rs.loc[row.pairing, "seat0_lo"], rs.loc[row.pairing, "seat0_hi"]) == (
+            pytest.approx((row.lo, row.hi)))
 
 
 def test_run_summary_still_formats(small_run: Path):
@@ -361,6 +516,7 @@ def _ref_leather_games(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFram
 
 
 def _ref_leather_table(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    games = distinct_games(games)
     lg = _ref_leather_games(games, events)
     rows = []
     for (ruleset,), g in st._groups(games, ["ruleset"]):
@@ -368,10 +524,9 @@ def _ref_leather_table(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFram
         deal_of = dict(zip(g["game_id"], g["deal"], strict=False))
         for mark, m in lg[lg["ruleset"] == ruleset].groupby("mark"):
             useful = np.isin(g["game_id"].to_numpy(), m.loc[m["useful"], "game_id"])
-            r = st.clustered_rate(useful.astype(float), g["deal"].to_numpy())
+            r = E.rate(useful.astype(float), g["deal"].to_numpy())
             c = m[m["claimed"]]
-            cw = st.clustered_rate(c["claimer_won"].to_numpy(float),
-                                   c["game_id"].map(deal_of).to_numpy())
+            cw = E.rate(c["claimer_won"].to_numpy(float), c["game_id"].map(deal_of).to_numpy())
             rows.append({
                 "ruleset": ruleset, "mark": int(mark), "rank": int(m["rank"].iloc[0]),
                 "games": n, "claimed": int(len(c)), "claim_rate": len(c) / n,
@@ -380,17 +535,18 @@ def _ref_leather_table(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFram
                 "by_trailer": int((c["score_lead"] < 0).sum()),
                 "by_level": int((c["score_lead"] == 0).sum()),
                 "lead_mean": float(c["score_lead"].mean()) if len(c) else st.NAN,
-                "useful": int(r["successes"]), "useful_rate": r["rate"],
-                "useful_lo": r["lo"], "useful_hi": r["hi"],
+                "useful": int(useful.sum()), "useful_rate": r.value,
+                "useful_lo": r.lo, "useful_hi": r.hi,
                 "useful_of_claimed": float(c["useful"].mean()) if len(c) else st.NAN,
                 "ordinary": int((c["placed"] & ~c["useful"]).sum()),
                 "lost": int(m["lost"].sum()),
-                "claimer_win": cw["rate"], "claimer_lo": cw["lo"], "claimer_hi": cw["hi"]})
+                "claimer_win": cw.value, "claimer_lo": cw.lo, "claimer_hi": cw.hi})
     return pd.DataFrame(rows)
 
 
 def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
                      rulesets: dict | None) -> pd.DataFrame:
+    games = distinct_games(games)
     self_play = games["bot0"] == games["bot1"]
     if self_play.any() and not self_play.all():
         games = games[self_play]
@@ -410,8 +566,8 @@ def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
         for pid in ids:
             b = buys[buys["patch"] == pid]
             bought = np.isin(key, b["game_id"].to_numpy() * 2 + b["seat"].to_numpy())
-            rb = st.clustered_rate(won[bought], deal[bought])
-            ro = st.clustered_rate(won[~bought], deal[~bought])
+            rb = E.rate(won[bought], deal[bought])
+            ro = E.rate(won[~bought], deal[~bought])
             diff, dlo, dhi, p = st._lpm_difference(won, bought, deal, 0.05)
             pos = b["position"].to_numpy(float)
             spec = rs.patch(pid) if rs is not None else None
@@ -425,11 +581,11 @@ def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
                 "pos_median": float(np.median(pos)) if len(pos) else st.NAN,
                 "pos_q1": float(np.percentile(pos, 25)) if len(pos) else st.NAN,
                 "pos_q3": float(np.percentile(pos, 75)) if len(pos) else st.NAN,
-                "buyer_win": rb["rate"], "buyer_lo": rb["lo"], "buyer_hi": rb["hi"],
-                "other_win": ro["rate"], "other_lo": ro["lo"], "other_hi": ro["hi"],
+                "buyer_win": rb.value, "buyer_lo": rb.lo, "buyer_hi": rb.hi,
+                "other_win": ro.value, "other_lo": ro.lo, "other_hi": ro.hi,
                 "diff": diff, "diff_lo": dlo, "diff_hi": dhi, "p_value": p})
         part = pd.DataFrame(part)
-        part["p_holm"] = st.holm(part["p_value"])
+        part["p_holm"] = E.holm(part["p_value"])
         rows.append(part.sort_values("diff", ascending=False, na_position="last"))
     return pd.concat(rows, ignore_index=True)
 
@@ -443,6 +599,7 @@ def _ref_patch_bots(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ref_bonus_events(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    games = distinct_games(games)
     b = events[events["event"] == "bonus"][["game_id", "seat", "position", "seq"]]
     g = games[["game_id", "ruleset", "pairing", "deal"]]
     return b.merge(g, on="game_id", how="inner")[
@@ -494,6 +651,8 @@ def test_event_tables_are_the_in_memory_ones_to_the_bit(which: str,
             ref = _ref_patch_table(g_ref, e_ref, rs)
             same(st.patch_table(g, e, rs), ref)
         same(st.patch_bots(e), _ref_patch_bots(e_ref))
+        once = e_ref[e_ref["game_id"].isin(distinct_games(g_ref)["game_id"])]
+        same(st.patch_bots(e, g), _ref_patch_bots(once))
         same(st.bonus_events(g, e), _ref_bonus_events(g_ref, e_ref))
         same(st.bonus_table(g, e, rulesets), st.bonus_table(g_ref, summarize(e_ref), rulesets))
     # the games-only tables do not care whether the text columns are categorical

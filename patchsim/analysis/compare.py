@@ -3,11 +3,14 @@
 Two rulesets played on the same deals (same deal seeds, same bots: common random numbers)
 are compared deal by deal: each metric is averaged over a deal's games under each ruleset,
 and the per-deal differences give a paired interval, usually much narrower than the unpaired
-one because the deal's own luck cancels. Winners that flip between the rulesets get an exact
-McNemar test; "the same within +-margin" needs a TOST; the first-seat win rate (the primary
-question) is Holm-corrected, the other metrics are exploratory (Benjamini-Hochberg).
-Rates get a weak prior (two imaginary deals half a game either way), so that a few deals with
-no spread at all do not pass for certainty.
+one because the deal's own luck cancels. Every interval, test and verdict comes from
+:mod:`patchsim.analysis.estimators` (the paired difference, its t-test and equivalence test,
+and one of three verdicts: "differs by X [a, b]", "equivalent within +-m", "undecided: about
+N more deals would decide it"), so a comparison gives the answer a sweep gives. The
+first-seat win rate (the primary question) is Holm-corrected, the other metrics are
+exploratory (Benjamini-Hochberg). Winners that flip between the rulesets get an exact McNemar
+test over deals. Deterministic self-play (the same game twice per deal) counts each deal's
+game once.
 """
 
 from __future__ import annotations
@@ -18,26 +21,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from statsmodels.stats.weightstats import DescrStatsW
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.selfplay import duplicated_pairings
 from patchsim.analysis.stats import (
+    DISTINCT_NOTE,
     MIN_DEALS,
     NAN,
     Events,
+    copied_pairings,
     first_player_advantage,
     leather_game_values,
     leather_table,
     mcnemar_exact,
     num,
     pct,
-    tost_mean,
-    with_prior,
 )
 
 ALL_PAIRINGS = "all pairings"
 
-# metric name -> (kind, description); kind "rate" metrics get an equivalence test
+# metric name -> (kind, description); kind "rate" metrics get an equivalence margin
 METRICS: dict[str, tuple[str, str]] = {
     "first-seat win rate": ("rate", "share of games won by seat 0"),
     "first bot win rate": ("rate", "share of games won by the pairing's first bot"),
@@ -97,14 +100,12 @@ class Comparison:
                         f"[{pct(ra['lo'])}, {pct(ra['hi'])}] of games under {a} and "
                         f"{pct(rb['rate'])} [{pct(rb['lo'])}, {pct(rb['hi'])}] under {b}")
             else:
-                text = f"With {pairing}, from {a} to {b} the first seat's win rate changes"
+                text = f"With {pairing}, from {a} to {b} the first seat's win rate"
             m = self.metric("first-seat win rate", pairing)
             if m is not None and math.isfinite(m["diff"]):
-                text += ("; the change is " if restate else " by ")
-                text += (f"{num(100 * m['diff'], 1, True)} points "
-                         f"[{num(100 * m['lo'], 1, True)}, {num(100 * m['hi'], 1, True)}] "
-                         f"over {int(m['deals'])} shared deals")
-                text += "." + _difference_words(m, self.margin, self.alpha)
+                text += (f"; over {int(m['deals'])} shared deals the change " if restate
+                         else f" over {int(m['deals'])} shared deals ")
+                text += _change_words(m) + "."
             elif restate:
                 text += "."
             else:
@@ -122,8 +123,7 @@ class Comparison:
                     f"{pct(ra['useful_hi'])}] under {a} (mark {int(ra['mark'])})")
             m = self.metric("first leather useful")
             if m is not None and math.isfinite(m["diff"]):
-                text += (f"; difference {num(100 * m['diff'], 1, True)} points "
-                         f"[{num(100 * m['lo'], 1, True)}, {num(100 * m['hi'], 1, True)}]")
+                text += f"; the change {_change_words(m)}"
             out.append(text + ".")
         if self.shared_deals < MIN_DEALS:
             out.append(f"Only {self.shared_deals} shared deals: too few games for firm "
@@ -131,20 +131,18 @@ class Comparison:
         return "\n".join(out)
 
 
-def _difference_words(m: pd.Series, margin: float, alpha: float) -> str:
-    """' Clearly different ...' / ' The same within ...' / ' Not settled ...'."""
+def _change_words(m: pd.Series) -> str:
+    """A metrics row's verdict as words that follow "the change": "differs by X [a, b]
+    (Holm-adjusted p ...)", "is equivalent within +-m (...)", "is undecided: ...", or, below
+    MIN_DEALS deals, the change alone."""
     if m["deals"] < MIN_DEALS:
-        return " Too few deals to say more."
-    if math.isfinite(m["p_holm"]) and m["p_holm"] < alpha:
-        return f" That is a clear difference ({_adj(m)} p {_p(m['p_holm'])})."
-    if math.isfinite(m["p"]) and m["p"] < alpha:
-        return (" Taken alone that interval excludes no change, but after the multiplicity "
-                f"adjustment it is not a clear difference ({_adj(m)} p {_p(m['p_holm'])}).")
-    if m["kind"] == "rate" and math.isfinite(m["tost_holm"]) and m["tost_holm"] < alpha:
-        return (f" The two are the same within +-{100 * margin:g} points "
-                f"(equivalence test, {_adj(m)} p {_p(m['tost_holm'])}).")
-    return (f" The data show neither a difference ({_adj(m)} p {_p(m['p_holm'])}) "
-            f"nor equality within +-{100 * margin:g} points.")
+        scale, unit = (100, " points") if m["kind"] == "rate" else (1, f" {m['kind']}")
+        return (f"is {num(scale * m['diff'], 1, True)}{unit} "
+                f"[{num(scale * m['lo'], 1, True)}, {num(scale * m['hi'], 1, True)}]: too few "
+                "deals to say more")
+    if m["verdict_kind"] == "differs":
+        return f"{m['verdict']} ({_adj(m)} p {_p(m['p_holm'])})"
+    return f"is {m['verdict']}"
 
 
 def _adj(m: pd.Series) -> str:
@@ -181,32 +179,37 @@ def game_metrics(games: pd.DataFrame, events: Events | None) -> pd.DataFrame:
     return out
 
 
-def _paired(xa: np.ndarray, xb: np.ndarray, alpha: float,
-            prior: bool = False) -> dict[str, float]:
-    """Mean difference b - a over deals with a paired t interval and p-value (statsmodels),
-    and the unpaired interval the same numbers would give without the pairing. With
-    ``prior`` (rates) the interval and test use the weak prior of ``stats.with_prior``."""
-    d = xb - xa
-    n = len(d)
-    res = {"deals": n, "a": float(xa.mean()) if n else NAN, "b": float(xb.mean()) if n else NAN,
-           "diff": float(d.mean()) if n else NAN, "lo": NAN, "hi": NAN, "p": NAN,
-           "lo_unpaired": NAN, "hi_unpaired": NAN, "corr": NAN}
-    if n < 2:
-        return res
-    if prior:
-        d = with_prior(d)
-    if np.ptp(d) == 0:  # every deal moved by the same amount: nothing left to estimate
-        res.update(lo=res["diff"], hi=res["diff"], p=1.0 if res["diff"] == 0 else 0.0)
-    else:
-        ds = DescrStatsW(d)
-        lo, hi = ds.tconfint_mean(alpha)
-        res.update(lo=float(lo), hi=float(hi), p=float(ds.ttest_mean(0.0)[1]))
-    se_u = math.sqrt(xa.var(ddof=1) / n + xb.var(ddof=1) / n)
-    t = sps.t.ppf(1 - alpha / 2, n - 1)
-    res.update(lo_unpaired=res["diff"] - t * se_u, hi_unpaired=res["diff"] + t * se_u)
-    if xa.std() > 0 and xb.std() > 0:
-        res["corr"] = float(np.corrcoef(xa, xb)[0, 1])
-    return res
+def _unpaired(d: est.Estimate, ea: est.Estimate, eb: est.Estimate,
+              alpha: float) -> tuple[float, float]:
+    """The interval the same per-deal values would give if A and B had not shared deals
+    (their standard errors combined as independent): shown only for contrast with the paired
+    one, which is the interval of the comparison."""
+    if d.deals < 2 or not (np.isfinite(ea.se) and np.isfinite(eb.se)):
+        return NAN, NAN
+    half = float(sps.t.ppf(1 - alpha / 2, d.deals - 1)) * math.hypot(ea.se, eb.se)
+    return d.value - half, d.value + half
+
+
+def _drop_common_copies(games_a: pd.DataFrame, games_b: pd.DataFrame
+                        ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Both runs without the copies of the self-play pairings that are deterministic in both
+    (the same game twice per deal: matched, they would count every flip twice); a pairing
+    with copies in one run only keeps both games on both sides (its per-deal values are the
+    same either way)."""
+
+    def copies(g: pd.DataFrame) -> set[str]:
+        if "duplicated_pairings" in g.attrs:  # already without its copies
+            return copied_pairings(g)
+        return set(duplicated_pairings(g))
+
+    both = sorted(copies(games_a) & copies(games_b))
+    if not both:
+        return games_a, games_b, both
+
+    def drop(g: pd.DataFrame) -> pd.DataFrame:
+        return g[~(g["pairing"].astype(str).isin(both) & (g["order"] == 1)).to_numpy()]
+
+    return drop(games_a), drop(games_b), both
 
 
 def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
@@ -245,10 +248,12 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
     """Compare variant B against reference A on their shared deals (see the module doc).
 
     ``metrics`` has one row per metric and pairing (plus "all pairings" when there are
-    several): the means under A and B, the paired difference B - A with its interval and
-    p-value, the unpaired interval for contrast, a TOST p-value for rates (|B - A| <
-    margin), and Holm-adjusted versions of both. ``flips`` holds exact McNemar tests on
-    games whose winning seat differs between A and B."""
+    several): the means under A and B, the paired difference B - A
+    (:func:`estimators.paired_difference`: ``diff``, ``se``, ``sd``, ``lo``, ``hi``,
+    ``deals``) with its t-test p-value, the unpaired interval for contrast, a TOST p-value
+    for rates (|B - A| < margin), the adjusted p-value and the verdict (see
+    :func:`correct_jointly`). ``flips`` holds exact McNemar tests on games whose winning
+    seat differs between A and B."""
     if games_a.empty or games_b.empty:
         raise CompareError("a run without games cannot be compared")
     la = label_a or _label(games_a)
@@ -256,6 +261,11 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
     if la == lb:
         la, lb = f"A ({la})", f"B ({lb})"
     notes: list[str] = []
+    full_a, full_b = games_a, games_b  # each side's own tables drop their own copies
+    games_a, games_b, copies = _drop_common_copies(games_a, games_b)
+    if copies:
+        notes.append(f"{', '.join(copies)}: {DISTINCT_NOTE} under both; winner flips count "
+                     "each deal's game once")
     matched = match_games(games_a, games_b)
     only = (set(games_a["pairing"]) ^ set(games_b["pairing"]))
     if only:
@@ -278,24 +288,31 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
             if not ok.any():
                 continue
             deal = mg["deal"].to_numpy()[ok]
-            da = pd.Series(xa[ok]).groupby(deal).mean()
-            db = pd.Series(xb[ok]).groupby(deal).mean()
-            r = _paired(da.to_numpy(), db.to_numpy(), alpha, prior=kind == "rate")
-            tost = (tost_mean(db.to_numpy() - da.to_numpy(), -margin, margin)
-                    if kind == "rate" else NAN)
-            rows.append({"group": group, "metric": metric, "kind": kind, **r,
-                         "tost_p": tost})
+            da, db = est.deal_values(xa[ok], deal), est.deal_values(xb[ok], deal)
+            d = est.paired_difference(da, db, 1 - alpha,
+                                      est.RATE_DIFF_BOUNDS if kind == "rate" else None)
+            lo_u, hi_u = _unpaired(d, est.mean_estimate(da, 1 - alpha),
+                                   est.mean_estimate(db, 1 - alpha), alpha)
+            corr = (float(np.corrcoef(da, db)[0, 1])
+                    if len(da) >= 2 and da.std() > 0 and db.std() > 0 else NAN)
+            rows.append({"group": group, "metric": metric, "kind": kind, "deals": d.deals,
+                         "a": float(da.mean()), "b": float(db.mean()), "diff": d.value,
+                         "se": d.se, "sd": d.sd, "lo": d.lo, "hi": d.hi,
+                         "p": est.difference_pvalue(d), "lo_unpaired": lo_u,
+                         "hi_unpaired": hi_u, "corr": corr,
+                         "tost_p": est.tost_pvalue(d, margin) if kind == "rate" else NAN})
     metrics = pd.DataFrame(rows)
     if len(metrics):
+        metrics.attrs.update(margin=margin, alpha=alpha)
         _adjust([metrics], alpha)
     flips = _flips(matched, games_a, games_b, pairings)
-    fpa = pd.concat([first_player_advantage(games_a[games_a["pairing"].isin(pairings)],
+    fpa = pd.concat([first_player_advantage(full_a[full_a["pairing"].isin(pairings)],
                                             margin, alpha).assign(side="A", label=la),
-                     first_player_advantage(games_b[games_b["pairing"].isin(pairings)],
+                     first_player_advantage(full_b[full_b["pairing"].isin(pairings)],
                                             margin, alpha).assign(side="B", label=lb)],
                     ignore_index=True)
     leather = []
-    for side, lab, g, e in (("A", la, games_a, events_a), ("B", lb, games_b, events_b)):
+    for side, lab, g, e in (("A", la, full_a, events_a), ("B", lb, full_b, events_b)):
         if e is not None:
             leather.append(leather_table(g[g["pairing"].isin(pairings)], e, alpha)
                            .assign(side=side, label=lab))
@@ -370,25 +387,49 @@ PRIMARY = "first-seat win rate"  # the question a comparison is run for
 def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     """Adjust the p-values of these comparisons together, in place: Holm over the primary
     metric's rows (every pairing and comparison), Benjamini-Hochberg over the others, which
-    are exploratory (``adjustment`` says which). The adjusted columns keep the names
-    ``p_holm`` / ``tost_holm``."""
+    are exploratory (``adjustment`` says which; the adjusted column keeps the name
+    ``p_holm``); then each row's :func:`estimators.verdict` with that adjusted p-value
+    (``verdict_kind``, ``verdict``, ``more_deals``; ``different`` / ``equivalent`` with at
+    least MIN_DEALS deals). Rates get the frame's equivalence margin (``attrs["margin"]``);
+    the other metrics have none (a margin of 0: differs or undecided)."""
     cat = pd.concat(frames, ignore_index=True)
     prim = (cat["metric"] == PRIMARY).to_numpy() if "metric" in cat else np.ones(len(cat), bool)
-    for raw, out in (("p", "p_holm"), ("tost_p", "tost_holm")):
-        adj = np.full(len(cat), np.nan)
-        adj[prim] = est.holm(cat.loc[prim, raw])
-        adj[~prim] = est.benjamini_hochberg(cat.loc[~prim, raw])
-        cat[out] = adj
+    adj = np.full(len(cat), np.nan)
+    adj[prim] = est.holm(cat.loc[prim, "p"])
+    adj[~prim] = est.benjamini_hochberg(cat.loc[~prim, "p"])
+    cat["p_holm"] = adj
     cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
     start = 0
     for f in frames:
         part = cat.iloc[start:start + len(f)]
-        for col in ("p_holm", "tost_holm", "adjustment"):
+        for col in ("p_holm", "adjustment"):
             f[col] = part[col].to_numpy()
+        margin = float(f.attrs.get("margin", est.DEFAULT_MARGIN))
+        verdicts = [_verdict(r, margin, alpha) for r in f.itertuples(index=False)]
+        f["verdict_kind"] = [v.kind for v in verdicts]
+        f["verdict"] = [_verdict_text(v, r.kind)
+                        for v, r in zip(verdicts, f.itertuples(index=False), strict=True)]
+        f["more_deals"] = [v.more_deals for v in verdicts]
         enough = f["deals"] >= MIN_DEALS
-        f["different"] = enough & (f["p_holm"] < alpha)
-        f["equivalent"] = enough & (f["tost_holm"] < alpha)
+        f["different"] = enough & (f["verdict_kind"] == "differs")
+        f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
         start += len(f)
+
+
+def _verdict(r: tuple, margin: float, alpha: float) -> est.Verdict:
+    """The verdict on one metrics row: its paired difference (the row holds every field of
+    the estimate) with the adjusted p-value."""
+    change = est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha)
+    p = float(r.p_holm)
+    return est.verdict(change, margin if r.kind == "rate" else 0.0, 0.0, alpha,
+                       p_difference=p if math.isfinite(p) else None)
+
+
+def _verdict_text(v: est.Verdict, kind: str) -> str:
+    """A verdict in percentage points for rates, in the metric's unit otherwise."""
+    if kind == "rate":
+        return v.text(100.0, " points", 1)
+    return v.text(1.0, f" {kind}", 2)
 
 
 def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:

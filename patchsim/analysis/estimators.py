@@ -37,6 +37,7 @@ from statsmodels.stats.multitest import multipletests
 
 NAN = float("nan")
 DEFAULT_MARGIN = 0.02  # equivalence margin of the first-seat win rate: +-2 points
+MAX_DEALS_ADVICE = 10_000_000  # "about N more deals" above this says "over" instead
 WIN_BOUNDS = (0.0, 1.0)
 
 
@@ -103,14 +104,22 @@ def rate(won: np.ndarray | pd.Series, deal: np.ndarray | pd.Series,
     return mean_estimate(deal_values(won, deal), level, WIN_BOUNDS)
 
 
+RATE_DIFF_BOUNDS = (-1.0, 1.0)  # a change of a per-deal rate lies between these
+
+
 def paired_difference(a: np.ndarray | Sequence[float], b: np.ndarray | Sequence[float],
-                      level: float = 0.95) -> Estimate:
-    """``b - a`` on the same deals (arrays aligned by deal; pairs with a NaN are dropped)."""
+                      level: float = 0.95,
+                      bounds: tuple[float, float] | None = None) -> Estimate:
+    """``b - a`` on the same deals (arrays aligned by deal; pairs with a NaN are dropped).
+
+    For rates pass ``bounds=RATE_DIFF_BOUNDS``: the weak prior of :func:`mean_estimate` (one
+    imaginary deal at each bound) keeps thirty deals that happen to agree from giving a
+    zero-width interval, and so a verdict of "equivalent" that the data cannot carry."""
     av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if av.shape != bv.shape:
         raise ValueError(f"paired_difference: {len(av)} and {len(bv)} deals do not pair up")
     ok = np.isfinite(av) & np.isfinite(bv)
-    return mean_estimate(bv[ok] - av[ok], level)
+    return mean_estimate(bv[ok] - av[ok], level, bounds)
 
 
 def difference_pvalue(est: Estimate, center: float = 0.0) -> float:
@@ -195,6 +204,9 @@ class Verdict:
             return f"differs by {x}{unit} {ci}"
         if self.kind == "equivalent":
             return f"equivalent within +-{self.margin * scale:.{digits}f}{unit} ({x} {ci})"
+        if self.more_deals >= MAX_DEALS_ADVICE:
+            return (f"undecided: {x}{unit} {ci}; the change lies so close to the margin that "
+                    f"over {MAX_DEALS_ADVICE:,} more deals would be needed to decide it")
         return (f"undecided: {x}{unit} {ci}; about {self.more_deals:,} more deals would "
                 "decide it")
 
@@ -219,12 +231,14 @@ def verdict(est: Estimate, margin: float = DEFAULT_MARGIN, center: float = 0.0,
         return Verdict("equivalent", est, margin, center, p_diff, p_eq)
     sd = est.sd if np.isfinite(est.sd) and est.sd > 0 else 0.5
     gap = abs(est.value - center) if np.isfinite(est.value) else 0.0
-    if gap >= margin:
+    # on the margin (0.5 - 0.4 is 0.0999... against a margin of 0.1) the sample size for
+    # equivalence diverges; count it as outside, where showing the difference is finite
+    if gap >= margin - 1e-9:
         need = deals_for_difference(sd, gap, alpha)
     else:
         need = deals_for_equivalence(sd, margin, gap, alpha)
     return Verdict("undecided", est, margin, center, p_diff, p_eq,
-                   max(1, need - est.deals))
+                   min(MAX_DEALS_ADVICE, max(1, need - est.deals)))
 
 
 # --- multiplicity --------------------------------------------------------------------------------

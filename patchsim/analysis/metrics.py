@@ -2,8 +2,9 @@
 
 The unit of analysis is the deal: a seat-swapped pair of games (and, across rulesets, the same
 deal under each ruleset). A metric is first averaged within each deal, then estimated over
-deals with a t-interval; differences between rulesets are paired by deal. This is what makes
-the intervals honest (games of one deal are not independent) and comparisons precise.
+deals with a t-interval; differences between rulesets are paired by deal (both from
+:mod:`patchsim.analysis.estimators`). This is what makes the intervals honest (games of one
+deal are not independent) and comparisons precise.
 
 Rates (``RATE_METRICS``) and the first-seat edge get a weak prior in their standard error: it is
 computed as if two more deals, one at 0 and one at 1 (for the edge: -0.5 and +0.5), had been
@@ -17,9 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
+from patchsim.analysis import estimators as est
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 METRICS: dict[str, str] = {
@@ -85,34 +85,6 @@ def deal_metrics(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None
     return d.drop(columns=["score_sq", "leather_hits", "leather_placed"])
 
 
-def _t_interval(x: np.ndarray, level: float = 0.95,
-                bounds: tuple[float, float] | None = None,
-                ) -> tuple[float, float, float, float, int]:
-    """Mean, standard error, t-interval and count of ``x`` (NaN ignored).
-
-    With ``bounds`` (a bounded metric: see ``BOUNDS``) the standard error is that of ``x`` with
-    one imaginary observation at each bound added (variance of x and the two bounds, n + 2 in
-    the denominator), the mean stays that of ``x`` and the interval is clipped to the bounds.
-    """
-    x = x[~np.isnan(x)]
-    n = len(x)
-    if n == 0:
-        return np.nan, np.nan, np.nan, np.nan, 0
-    m = float(x.mean())
-    if bounds is not None:
-        lo_b, hi_b = bounds
-        padded = np.concatenate([x, [lo_b, hi_b]])
-        se = float(padded.std(ddof=1) / np.sqrt(n + 2))
-        q = float(sps.t.ppf(0.5 + level / 2, max(n - 1, 1)))
-        return (m, se, float(np.clip(m - q * se, lo_b, hi_b)),
-                float(np.clip(m + q * se, lo_b, hi_b)), n)
-    if n < 2:
-        return m, np.nan, np.nan, np.nan, n
-    se = float(x.std(ddof=1) / np.sqrt(n))
-    q = float(sps.t.ppf(0.5 + level / 2, n - 1))
-    return m, se, m - q * se, m + q * se, n
-
-
 def estimate(deals: pd.DataFrame, metrics: Sequence[str] = ("first_player_win",),
              by: Sequence[str] = ("ruleset", "pairing"), level: float = 0.95) -> pd.DataFrame:
     """Mean of each metric over deals with its standard error and t-interval (for rates and
@@ -121,10 +93,9 @@ def estimate(deals: pd.DataFrame, metrics: Sequence[str] = ("first_player_win",)
     for key, grp in deals.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
         for m in metrics:
-            mean, se, lo, hi, n = _t_interval(grp[m].to_numpy(dtype=float), level,
-                                              BOUNDS.get(m))
-            rows.append({**dict(zip(by, key, strict=True)), "metric": m, "mean": mean,
-                         "se": se, "lo": lo, "hi": hi, "deals": n})
+            e = est.mean_estimate(grp[m].to_numpy(dtype=float), level, BOUNDS.get(m))
+            rows.append({**dict(zip(by, key, strict=True)), "metric": m, "mean": e.value,
+                         "se": e.se, "lo": e.lo, "hi": e.hi, "deals": e.deals})
     return pd.DataFrame(rows)
 
 
@@ -132,7 +103,8 @@ def paired_differences(deals: pd.DataFrame, base: str,
                        metrics: Sequence[str] = ("first_player_win",), level: float = 0.95,
                        ) -> pd.DataFrame:
     """Each ruleset minus ``base``, paired by (pairing, deal): mean difference, t-interval,
-    p-value of a paired t-test, and Holm-adjusted p-values over all rows."""
+    p-value of a paired t-test (:func:`estimators.paired_difference`,
+    :func:`estimators.difference_pvalue`), and Holm-adjusted p-values over all rows."""
     rows = []
     ref = deals[deals["ruleset"] == base].set_index(["pairing", "deal"])
     for ruleset, grp in deals[deals["ruleset"] != base].groupby("ruleset", sort=False):
@@ -140,30 +112,14 @@ def paired_differences(deals: pd.DataFrame, base: str,
                                                           how="inner")
         for pairing, pj in joined.groupby(level=0, sort=False):
             for m in metrics:
-                diff = (pj[m] - pj[f"{m}_base"]).to_numpy(dtype=float)
-                mean, se, lo, hi, n = _t_interval(diff, level)
-                if n >= 2 and se > 0:
-                    p = float(2 * sps.t.sf(abs(mean / se), n - 1))
-                elif n >= 2:
-                    p = 1.0 if mean == 0 else 0.0
-                else:
-                    p = np.nan
+                d = est.paired_difference(pj[f"{m}_base"].to_numpy(dtype=float),
+                                          pj[m].to_numpy(dtype=float), level,
+                                          est.RATE_DIFF_BOUNDS if m in BOUNDS else None)
                 rows.append({"ruleset": ruleset, "pairing": pairing, "metric": m,
-                             "diff": mean, "se": se, "lo": lo, "hi": hi, "deals": n,
-                             "p": p})
+                             "diff": d.value, "se": d.se, "lo": d.lo, "hi": d.hi,
+                             "deals": d.deals, "p": est.difference_pvalue(d)})
     out = pd.DataFrame(rows)
     if len(out):
-        ok = out["p"].notna()
-        out["p_holm"] = np.nan
-        if ok.any():
-            out.loc[ok, "p_holm"] = multipletests(out.loc[ok, "p"], method="holm")[1]
+        out["p_holm"] = est.holm(out["p"])
     return out
 
-
-def tost(mean: float, se: float, df: int, low: float, high: float) -> float:
-    """p-value of the two one-sided tests that the true value lies inside (low, high)."""
-    if not np.isfinite(se) or se <= 0 or df < 1:
-        return 0.0 if low < mean < high and se == 0 else 1.0
-    p_low = sps.t.sf((mean - low) / se, df)
-    p_high = sps.t.cdf((mean - high) / se, df)
-    return float(max(p_low, p_high))

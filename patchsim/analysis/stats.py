@@ -1,14 +1,21 @@
 """Statistics over a run's tables: DataFrame in, DataFrame out.
 
 The unit of analysis is the *deal*: every deal is played twice with the seats swapped, so the
-two games of a deal are not independent (with deterministic bots in self-play they are the
-same game). Rates therefore come with two variances: the per-game (binomial) one and the
-per-deal (cluster-robust) one; their ratio, the design effect, says how much of the outcome
-the deal decides, and intervals use the per-deal one.
+two games of a deal are not independent. Every rate, interval, test and verdict here comes
+from the one estimator layer, :mod:`patchsim.analysis.estimators` (a rate is the mean of the
+per-deal rates with a t-interval over deals and a weak prior at 0 and 1; a change between
+skill levels is a paired difference over deals; verdicts are "differs by X [a, b]",
+"equivalent within +-m" or "undecided: about N more deals would decide it"), so a number here
+is the number a sweep, a comparison or the run summary gives for the same question.
 
-Estimators that statsmodels or scipy provide are taken from there (Wilson intervals, exact
-McNemar tests, TOST, cluster-robust regression, bootstrap, Holm correction). Written here:
-the cluster variance of a rate with a weak prior, the seat-swapped pair counts, and a
+Deterministic self-play: when one deterministic bot plays itself, a deal's seat-swapped game
+is the same game again (:mod:`patchsim.analysis.selfplay`). Every table counts such a copy
+once (game counts, pair counts, tie-breaks, claims), says so in its ``distinct_games`` column,
+and leaves per-deal rates unchanged (both copies give the deal the same value).
+
+Written here rather than taken from a library: the seat-swapped pair counts, an exact McNemar
+test on them (statsmodels), the design effect (from the estimator layer's per-deal spread),
+the deal-weighted linear probability model of the patch table (statsmodels WLS), and a
 penalised Bradley-Terry fit with a seat term (statsmodels has no ridge logit with standard
 errors); each is checked against a hand-computed case or the library in tests/test_stats.py.
 
@@ -30,34 +37,22 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import proportion_confint
-from statsmodels.stats.weightstats import DescrStatsW
 
+from patchsim.analysis import estimators as est
+from patchsim.analysis.estimators import DEFAULT_MARGIN, Estimate
 from patchsim.analysis.selfplay import distinct_games
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysis.tables)
 
-Z95 = 1.959963984540054
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 MIN_DEALS = 10  # below this many deals a table row is flagged "too few games"
 NAN = float("nan")
+# what every table, the report and the run summary say about a pairing whose copies count once
+DISTINCT_NOTE = "deterministic self-play: one distinct game per deal"
 
 
-# --- basic estimators -------------------------------------------------------------------------
-def wilson(successes: float | np.ndarray, n: float | np.ndarray,
-           alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a proportion (vectorised; NaN where n is 0)."""
-    s = np.asarray(successes, dtype=float)
-    nn = np.asarray(n, dtype=float)
-    safe = np.where(nn > 0, nn, 1.0)
-    lo, hi = proportion_confint(np.where(nn > 0, s, 0.0), safe, alpha=alpha, method="wilson")
-    lo = np.where(nn > 0, lo, np.nan)
-    hi = np.where(nn > 0, hi, np.nan)
-    return np.asarray(lo), np.asarray(hi)
-
-
+# --- basic quantities ---------------------------------------------------------------------------
 def elo(p: float | np.ndarray) -> np.ndarray:
     """Elo difference of a score rate p (400 log10(p / (1 - p)); +-inf at 1 and 0)."""
     q = np.asarray(p, dtype=float)
@@ -65,80 +60,16 @@ def elo(p: float | np.ndarray) -> np.ndarray:
         return ELO_PER_LOGIT * np.log(q / (1.0 - q))
 
 
-def clustered_rate(y: np.ndarray | pd.Series, cluster: np.ndarray | pd.Series,
-                   alpha: float = 0.05) -> dict[str, float]:
-    """A rate over games grouped in deals.
-
-    Returns the estimate ``rate``; ``var_game`` = p(1 - p), the per-game variance if the games
-    were independent; ``var_deal``, the cluster-robust variance in the same per-game units
-    (n times the variance of the estimate); their ratio ``deff`` (the design effect: above 1
-    when a deal's games agree, below 1 when they cancel); ``lo``/``hi``, a Wilson interval on
-    the effective number of games n / deff; and ``lo_game``/``hi_game``, the naive per-game
-    Wilson interval. The interval's variance includes a weak prior of two imaginary deals, one
-    all successes and one all failures, so that it neither collapses when every deal is split
-    nor when every game is won.
-    """
-    yv = np.asarray(y, dtype=float)
-    out = {"n": float(len(yv)), "deals": 0.0, "successes": NAN, "rate": NAN, "lo": NAN,
-           "hi": NAN, "lo_game": NAN, "hi_game": NAN, "var_game": NAN, "var_deal": NAN,
-           "deff": NAN, "n_eff": NAN, "se": NAN}
-    n = len(yv)
-    if n == 0:
-        return out
-    codes, uniq = pd.factorize(np.asarray(cluster))
-    d = len(uniq)
-    s = np.bincount(codes, weights=yv, minlength=d)
-    m = np.bincount(codes, minlength=d).astype(float)
-    total = float(yv.sum())
-    p = total / n
-    lo_g, hi_g = wilson(total, n, alpha)
-    out.update(deals=float(d), successes=total, rate=p, lo_game=float(lo_g),
-               hi_game=float(hi_g), var_game=p * (1 - p))
-    if d >= 2:
-        var_deal = d / (d - 1) * float(np.sum((s - p * m) ** 2)) / n
-        out["var_deal"] = var_deal
-        out["se"] = math.sqrt(var_deal / n)
-        if p * (1 - p) > 0:
-            out["deff"] = var_deal / (p * (1 - p))
-    # interval: the same cluster variance with two pseudo-deals of the mean size added
-    mbar = n / d
-    ps = (total + mbar) / (n + 2 * mbar)
-    resid = np.concatenate([s - ps * m, [mbar * (1 - ps), -mbar * ps]])
-    dp = d + 2
-    var_mean = dp / (dp - 1) * float(np.sum(resid**2)) / (n + 2 * mbar) ** 2
-    n_eff = ps * (1 - ps) / var_mean
-    lo, hi = wilson(p * n_eff, n_eff, alpha)
-    out.update(lo=float(lo), hi=float(hi), n_eff=n_eff)
-    return out
-
-
-def deal_means(values: np.ndarray | pd.Series, deal: np.ndarray | pd.Series) -> np.ndarray:
-    """The mean of ``values`` within each deal (one number per deal)."""
-    v = pd.Series(np.asarray(values, dtype=float))
-    return v.groupby(np.asarray(deal), sort=True).mean().to_numpy()
-
-
-def with_prior(x: np.ndarray) -> np.ndarray:
-    """Per-deal rates plus two imaginary deals half a game either side of their mean: the
-    mean is unchanged, but a small sample with no spread no longer looks certain."""
-    x = np.asarray(x, dtype=float)
-    m = float(x.mean()) if len(x) else 0.0
-    return np.concatenate([x, [m - 0.5, m + 0.5]])
-
-
-def tost_mean(x: np.ndarray, low: float, upp: float, prior: bool = True) -> float:
-    """TOST p-value that the mean of per-deal rates x lies in (low, upp) (statsmodels
-    ``ttost_mean``), by default with the weak prior of :func:`with_prior`; NaN with fewer
-    than two deals. Without the prior, equal values give an exact 0 or 1."""
-    x = np.asarray(x, dtype=float)
-    x = x[np.isfinite(x)]
-    if len(x) < 2:
+def design_effect(e: Estimate, games: int) -> float:
+    """How much the deal decides a rate: the variance of the per-deal rates (``e.sd``, from
+    :func:`estimators.rate`) over the variance they would have if a deal's ``games / deals``
+    games were independent, p(1 - p) / (games per deal). With two games a deal: about 2 when
+    they always agree, 1 when independent, below 1 when they cancel. NaN below two deals or at a
+    rate of 0 or 1."""
+    p = e.value
+    if e.deals < 2 or not (np.isfinite(p) and 0 < p < 1 and np.isfinite(e.sd)):
         return NAN
-    if prior:
-        x = with_prior(x)
-    elif np.ptp(x) == 0:  # no spread: the t statistic is infinite, the answer is known
-        return 0.0 if low < x[0] < upp else 1.0
-    return float(DescrStatsW(x).ttost_mean(low, upp)[0])
+    return float(games / e.deals * e.sd**2 / (p * (1 - p)))
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:
@@ -149,17 +80,22 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     return float(mcnemar(table, exact=True).pvalue)
 
 
-def holm(pvalues: np.ndarray | pd.Series) -> np.ndarray:
-    """Holm-adjusted p-values (statsmodels), NaN kept where the input is NaN."""
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(len(p), np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
-    return out
-
-
 # --- helpers over the games table ---------------------------------------------------------------
+def distinct(games: pd.DataFrame) -> pd.DataFrame:
+    """``games`` with the copies of deterministic self-play dropped
+    (:func:`selfplay.distinct_games`); a table that has been through it already (it carries
+    ``attrs["duplicated_pairings"]``) is returned as it is, so that the report detects the
+    copies once and every table it builds agrees."""
+    if "duplicated_pairings" in games.attrs:
+        return games
+    return distinct_games(games)
+
+
+def copied_pairings(games: pd.DataFrame) -> set[str]:
+    """The pairings of a :func:`distinct` table whose copies were dropped."""
+    return {str(p) for p in games.attrs.get("duplicated_pairings", ())}
+
+
 def _groups(games: pd.DataFrame, keys: list[str]):
     """groupby in order of appearance, yielding (key tuple, frame)."""
     for key, g in games.groupby(keys, sort=False, observed=True):
@@ -181,11 +117,22 @@ def is_self_play(g: pd.DataFrame) -> bool:
     return bool((g["bot0"] == g["bot1"]).all())
 
 
-def pair_counts(win: np.ndarray, deal: np.ndarray) -> tuple[int, int, int]:
-    """Over complete seat-swapped deals, how many a side won twice, once, never."""
+def pair_counts(win: np.ndarray, deal: np.ndarray, one_game: bool = False
+                ) -> tuple[int, int, int]:
+    """Over complete seat-swapped deals, how many a side won twice, once, never.
+
+    ``one_game``: the deals of deterministic self-play after their copies were dropped
+    (:func:`distinct`). Such a deal is one distinct game played twice, so it can never be
+    split: it counts as won twice or never by its one result. An exact McNemar test on these
+    counts is then the sign test over the distinct games, which is what the data can say
+    (the copy adds no second observation of the seat)."""
     s = pd.Series(np.asarray(win, dtype=float)).groupby(np.asarray(deal))
     k, n = s.sum(), s.count()
-    full = n == 2
+    if one_game:
+        full = n == 1
+        k = 2 * k
+    else:
+        full = n == 2
     return int((k[full] == 2).sum()), int((k[full] == 1).sum()), int((k[full] == 0).sum())
 
 
@@ -193,38 +140,47 @@ def pair_counts(win: np.ndarray, deal: np.ndarray) -> tuple[int, int, int]:
 def pairing_table(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing, lines like an engine-testing tool: the first bot in the first
     seat, in the second seat, pooled (not for self-play, where it is 50% by construction), and
-    first seat against second seat. Seat lines have Wilson intervals; pooled lines have
-    per-deal (paired) intervals, the seat-swapped pair counts (2-0, 1-1, 0-2), Elo and LOS."""
+    first seat against second seat. Every line's rate and interval is
+    :func:`estimators.rate` over deals; pooled lines add the seat-swapped pair counts (2-0,
+    1-1, 0-2) and Elo.
+
+    Deterministic self-play (``distinct_games`` False) counts each deal's game once and has
+    only the seat 0 vs seat 1 line: the bot in the first and in the second seat are the two
+    sides of that same game."""
+    games = distinct(games)
+    copies = copied_pairings(games)
+    level = 1 - alpha
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
         a, b = first_bot(g), second_bot(g)
         selfp = is_self_play(g)
-        a_win = (g["winner"].to_numpy() == g["order"].to_numpy()).astype(float)
+        one_game = str(pairing) in copies
+        winner, order = g["winner"].to_numpy(), g["order"].to_numpy()
+        a_win = (winner == order).astype(float)
         deal = g["deal"].to_numpy()
-        base = {"ruleset": ruleset, "pairing": pairing, "self_play": selfp}
-        for order, line in ((0, "first seat"), (1, "second seat")):
-            sel = g["order"].to_numpy() == order
-            n, w = int(sel.sum()), int(a_win[sel].sum())
-            lo, hi = wilson(w, n, alpha)
-            rows.append({**base, "line": line, "bot": a, "opponent": b, "games": n,
-                         "wins": w, "losses": n - w, "win_rate": w / n if n else NAN,
-                         "lo": float(lo), "hi": float(hi)})
-        lines = [] if selfp else [("pooled", a, b, a_win)]
-        lines.append(("seat 0 vs seat 1", "seat 0", "seat 1",
-                      (g["winner"].to_numpy() == 0).astype(float)))
-        for line, x, y, win in lines:
-            r = clustered_rate(win, deal, alpha)
-            two, one, zero = pair_counts(win, deal)
-            se = r["se"]
-            los = float(sps.norm.cdf((r["rate"] - 0.5) / se)) if se and se > 0 else NAN
-            rows.append({**base, "line": line, "bot": x, "opponent": y, "games": int(r["n"]),
-                         "wins": int(r["successes"]), "losses": int(r["n"] - r["successes"]),
-                         "win_rate": r["rate"], "lo": r["lo"], "hi": r["hi"],
-                         "lo_game": r["lo_game"], "hi_game": r["hi_game"],
-                         "deals": int(r["deals"]), "pairs_2_0": two, "pairs_1_1": one,
-                         "pairs_0_2": zero, "elo": float(elo(r["rate"])),
-                         "elo_lo": float(elo(r["lo"])), "elo_hi": float(elo(r["hi"])),
-                         "los": los})
+        base = {"ruleset": ruleset, "pairing": pairing, "self_play": selfp,
+                "distinct_games": not one_game}
+        lines: list[tuple[str, str, str, np.ndarray, np.ndarray, bool]] = []
+        if not one_game:
+            for o, line in ((0, "first seat"), (1, "second seat")):
+                sel = order == o
+                lines.append((line, a, b, a_win[sel], deal[sel], False))
+        if not selfp:
+            lines.append(("pooled", a, b, a_win, deal, True))
+        lines.append(("seat 0 vs seat 1", "seat 0", "seat 1", (winner == 0).astype(float),
+                      deal, True))
+        for line, x, y, win, dl, paired in lines:
+            e = est.rate(win, dl, level)
+            n, w = len(win), int(win.sum())
+            row = {**base, "line": line, "bot": x, "opponent": y, "games": n, "wins": w,
+                   "losses": n - w, "win_rate": e.value, "lo": e.lo, "hi": e.hi,
+                   "deals": e.deals}
+            if paired:
+                two, one, zero = pair_counts(win, dl, one_game)
+                row.update(pairs_2_0=two, pairs_1_1=one, pairs_0_2=zero,
+                           elo=float(elo(e.value)), elo_lo=float(elo(e.lo)),
+                           elo_hi=float(elo(e.hi)))
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -232,7 +188,10 @@ def format_pairings(table: pd.DataFrame) -> str:
     """``pairing_table`` as text in the style of an engine-testing tool."""
     out = []
     for (ruleset, pairing), g in _groups(table, ["ruleset", "pairing"]):
-        out.append(f"{ruleset}: {pairing}")
+        head = f"{ruleset}: {pairing}"
+        if not bool(g["distinct_games"].iloc[0]):
+            head += f" ({DISTINCT_NOTE})"
+        out.append(head)
         for r in g.itertuples():
             who = (f"{r.bot} in the {r.line}" if r.line.endswith("seat")
                    else f"{r.bot} vs {r.opponent}")
@@ -246,39 +205,125 @@ def format_pairings(table: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def first_player_advantage(games: pd.DataFrame, margin: float = 0.02,
+def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
                            alpha: float = 0.05) -> pd.DataFrame:
-    """Per ruleset and pairing: the first seat's win rate with a per-deal (paired) 95%
-    interval and the naive per-game one; the advantage in points and Elo; the exact McNemar
-    p-value of "no seat advantage" (deals won twice by seat 0 against deals won twice by seat
-    1; split deals carry no information about the seat); a TOST p-value for "balanced within
-    +-margin" (per-deal rates with the weak prior of ``with_prior``); and how much the deal
-    decides the outcome: per-game and per-deal variances, the design effect and the
-    intra-deal correlation (deff - 1 for pairs)."""
+    """Per ruleset and pairing: the first seat's win rate (:func:`estimators.rate`: per-deal
+    interval) and its verdict against 50% (:func:`estimators.verdict`: "differs by X [a, b]",
+    "equivalent within +-margin" or "undecided: about N more deals would decide it"; ``p_value``
+    its t-test over deals, ``balanced_p`` its equivalence test); the advantage in points and
+    Elo; the seat-swapped pair counts with an exact McNemar p-value on the deals one seat won
+    twice (split deals say nothing about the seat; see :func:`pair_counts` for deterministic
+    self-play, whose game counts are of distinct games); and the design effect (how much the
+    deal decides the outcome; not defined when a deal is one distinct game)."""
+    games = distinct(games)
+    copies = copied_pairings(games)
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
+        one_game = str(pairing) in copies
         win = (g["winner"].to_numpy() == 0).astype(float)
         deal = g["deal"].to_numpy()
-        r = clustered_rate(win, deal, alpha)
-        both0, split, both1 = pair_counts(win, deal)
-        x = deal_means(win, deal)
+        e = est.rate(win, deal, 1 - alpha)
+        v = est.verdict(e, margin, 0.5, alpha)
+        both0, split, both1 = pair_counts(win, deal, one_game)
         rows.append({
             "ruleset": ruleset, "pairing": pairing, "self_play": is_self_play(g),
-            "games": int(r["n"]), "deals": int(r["deals"]), "seat0_wins": int(r["successes"]),
-            "rate": r["rate"], "lo": r["lo"], "hi": r["hi"],
-            "lo_game": r["lo_game"], "hi_game": r["hi_game"],
-            "adv_pp": 100 * (r["rate"] - 0.5), "adv_lo_pp": 100 * (r["lo"] - 0.5),
-            "adv_hi_pp": 100 * (r["hi"] - 0.5),
-            "elo": float(elo(r["rate"])), "elo_lo": float(elo(r["lo"])),
-            "elo_hi": float(elo(r["hi"])),
-            "p_value": mcnemar_exact(both0, both1),
-            "balanced_p": tost_mean(x, 0.5 - margin, 0.5 + margin), "margin": margin,
+            "distinct_games": not one_game, "games": len(g), "deals": e.deals,
+            "seat0_wins": int(win.sum()), "rate": e.value, "lo": e.lo, "hi": e.hi,
+            "se": e.se, "sd_deal": e.sd,
+            "adv_pp": 100 * (e.value - 0.5), "adv_lo_pp": 100 * (e.lo - 0.5),
+            "adv_hi_pp": 100 * (e.hi - 0.5),
+            "elo": float(elo(e.value)), "elo_lo": float(elo(e.lo)), "elo_hi": float(elo(e.hi)),
+            "p_value": v.p_difference, "balanced_p": v.p_equivalence, "margin": margin,
+            "verdict_kind": v.kind, "verdict": v.text(100.0, " points"),
+            "more_deals": v.more_deals,
+            "p_mcnemar": mcnemar_exact(both0, both1),
             "seat0_both": both0, "split": split, "seat1_both": both1,
-            "var_game": r["var_game"], "var_deal": r["var_deal"], "deff": r["deff"],
-            "deal_icc": r["deff"] - 1 if np.isfinite(r["deff"]) else NAN,
-            "few": r["deals"] < MIN_DEALS,
+            "deff": NAN if one_game else design_effect(e, len(g)),
+            "few": e.deals < MIN_DEALS,
         })
     return pd.DataFrame(rows)
+
+
+def _trend(kind: str, ref_rate: float, rate: float) -> str:
+    """What a verdict on the change of the first-seat win rate says about the imbalance."""
+    if kind == "equivalent":
+        return "unchanged"
+    if kind != "differs":
+        return "undecided"
+    before, after = ref_rate - 0.5, rate - 0.5
+    if before * after < 0:
+        return "changes side"
+    return "grows" if abs(after) > abs(before) else "shrinks"
+
+
+def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
+                  alpha: float = 0.05) -> pd.DataFrame:
+    """Does the first seat's advantage change with the bots' skill?
+
+    Per ruleset, each self-play pairing is a skill level, in the order the run lists them;
+    the first is the reference. One row per ruleset and level: the first-seat win rate with
+    its interval (:func:`estimators.rate`, as in :func:`first_player_advantage`); for every
+    later level, the change from the reference on the deals both played (every pairing of a
+    run plays the same deals; deals whose seeds differ are left out) as
+    :func:`estimators.paired_difference` with its t-test p-value, Holm-corrected over the
+    table's comparisons (``p_holm``), and :func:`estimators.verdict` on it (``verdict``
+    text, ``more_deals``). ``trend`` reads the verdict for the imbalance: ``grows`` or
+    ``shrinks`` (the distance from 50%), ``changes side``, ``unchanged`` (equivalent within
+    +-margin) or ``undecided``. Empty when no ruleset has two self-play pairings."""
+    cols = ["ruleset", "level", "pairing", "reference", "distinct_games", "games", "deals",
+            "rate", "lo", "hi", "common_deals", "diff", "diff_lo", "diff_hi", "p", "p_holm",
+            "verdict_kind", "verdict", "more_deals", "trend"]
+    games = distinct(games)
+    copies = copied_pairings(games)
+    level = 1 - alpha
+    rows: list[dict[str, Any]] = []
+    changes: list[tuple[int, Estimate]] = []
+    for (ruleset,), g in _groups(games, ["ruleset"]):
+        sp = g[(g["bot0"] == g["bot1"]).to_numpy()]
+        pairings = list(dict.fromkeys(sp["pairing"]))
+        if len(pairings) < 2:
+            continue
+        per_deal: list[pd.Series] = []
+        seeds: list[pd.Series] = []
+        reference = first_bot(sp[(sp["pairing"] == pairings[0]).to_numpy()])
+        for pairing in pairings:
+            gp = sp[(sp["pairing"] == pairing).to_numpy()]
+            win = (gp["winner"].to_numpy() == 0).astype(float)
+            deal = gp["deal"].to_numpy()
+            e = est.rate(win, deal, level)
+            # est.deal_values lists the deals in sorted order: index them the same way
+            per_deal.append(pd.Series(est.deal_values(win, deal), index=np.unique(deal)))
+            if "deal_seed" in gp.columns:
+                seeds.append(gp.groupby("deal", sort=True)["deal_seed"].first())
+            rows.append({"ruleset": ruleset, "level": first_bot(gp), "pairing": str(pairing),
+                         "reference": reference,
+                         "distinct_games": str(pairing) not in copies, "games": len(gp),
+                         "deals": e.deals, "rate": e.value, "lo": e.lo, "hi": e.hi})
+        ref = per_deal[0]
+        for k in range(1, len(pairings)):
+            common = ref.index.intersection(per_deal[k].index)
+            if seeds:
+                common = common[(seeds[0].loc[common] == seeds[k].loc[common]).to_numpy()]
+            change = est.paired_difference(ref.loc[common].to_numpy(),
+                                           per_deal[k].loc[common].to_numpy(), level,
+                                           est.RATE_DIFF_BOUNDS)
+            changes.append((len(rows) - len(pairings) + k, change))
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    p_raw = [est.difference_pvalue(c) for _, c in changes]
+    p_adj = est.holm(p_raw)  # one family: every level and ruleset of the table
+    ref_rate: dict[Any, float] = {}
+    for r in rows:
+        ref_rate.setdefault(r["ruleset"], r["rate"])
+    for (i, change), p, pa in zip(changes, p_raw, p_adj, strict=True):
+        v = est.verdict(change, margin, 0.0, alpha,
+                        p_difference=float(pa) if np.isfinite(pa) else None)
+        r = rows[i]
+        r.update(common_deals=change.deals, diff=change.value, diff_lo=change.lo,
+                 diff_hi=change.hi, p=p, p_holm=pa, verdict_kind=v.kind,
+                 verdict=v.text(100.0, " points"), more_deals=v.more_deals,
+                 trend=_trend(v.kind, ref_rate[r["ruleset"]], r["rate"]))
+    return pd.DataFrame(rows).reindex(columns=cols)
 
 
 # --- scores and game length -------------------------------------------------------------------
@@ -339,7 +384,10 @@ def describe_by_deal(values: np.ndarray, deal: np.ndarray, n_boot: int = 999,
 def score_table(games: pd.DataFrame, n_boot: int = 999, seed: int = 0) -> pd.DataFrame:
     """Per ruleset and pairing, distributions of scores (per seat and per bot), margins
     (seat 0 - seat 1, and first bot - second bot), game length (plies) and passes: mean,
-    median, quartiles and IQR with deal-resampling bootstrap intervals."""
+    median, quartiles and IQR with deal-resampling bootstrap intervals. Deterministic
+    self-play counts each deal's game once (``n`` is then the number of distinct games)."""
+    games = distinct(games)
+    copies = copied_pairings(games)
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
         deal = g["deal"].to_numpy()
@@ -359,25 +407,30 @@ def score_table(games: pd.DataFrame, n_boot: int = 999, seed: int = 0) -> pd.Dat
         series.append(("passes", "game", (g["passes0"] + g["passes1"]).to_numpy(float), deal))
         for quantity, group, v, dl in series:
             d = describe_by_deal(v, dl, n_boot=n_boot, seed=seed)
-            rows.append({"ruleset": ruleset, "pairing": pairing, "quantity": quantity,
+            rows.append({"ruleset": ruleset, "pairing": pairing,
+                         "distinct_games": str(pairing) not in copies, "quantity": quantity,
                          "group": group, **d})
     return pd.DataFrame(rows)
 
 
 def game_summary(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing: game length, passes, buys, how often the tie-break decided
-    (with a per-deal interval), the bonus rate and who reached the end first."""
+    (:func:`estimators.rate`), the bonus rate and who reached the end first. Deterministic
+    self-play counts each deal's game once (``distinct_games`` False)."""
+    games = distinct(games)
+    copies = copied_pairings(games)
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
-        tie = clustered_rate(g["tie_break"].to_numpy(float), g["deal"].to_numpy(), alpha)
+        tie = est.rate(g["tie_break"].to_numpy(float), g["deal"].to_numpy(), 1 - alpha)
         rows.append({
-            "ruleset": ruleset, "pairing": pairing, "games": len(g),
+            "ruleset": ruleset, "pairing": pairing,
+            "distinct_games": str(pairing) not in copies, "games": len(g),
             "deals": int(g["deal"].nunique()),
             "plies": float(g["plies"].mean()),
             "passes": float((g["passes0"] + g["passes1"]).mean()),
             "buys": float((g["buys0"] + g["buys1"]).mean()),
-            "tie_breaks": int(g["tie_break"].sum()), "tie_rate": tie["rate"],
-            "tie_lo": tie["lo"], "tie_hi": tie["hi"],
+            "tie_breaks": int(g["tie_break"].sum()), "tie_rate": tie.value,
+            "tie_lo": tie.lo, "tie_hi": tie.hi,
             "abs_margin": float((g["score0"] - g["score1"]).abs().mean()),
             "seat0_first_to_end": float((g["first_to_end"] == 0).mean()),
         })
@@ -406,19 +459,28 @@ def _ruleset_lookup(rulesets: Mapping[str, Any] | None, name: str) -> Any | None
 # --- patches ------------------------------------------------------------------------------------
 def _lpm_difference(won: np.ndarray, flag: np.ndarray, groups: np.ndarray,
                     alpha: float) -> tuple[float, float, float, float]:
-    """P(win | flag) - P(win | not flag) with a deal-clustered interval and p-value: the
-    slope of a linear probability model with cluster-robust errors (statsmodels OLS)."""
+    """P(win | flag) - P(win | not flag), each rate as :func:`estimators.rate` measures it
+    (the mean over deals of the per-deal rates), with a deal-clustered interval and p-value.
+
+    The estimator layer has paired differences only, and a seat that bought a patch and one
+    that did not are not pairs, so this is the slope of a linear probability model with
+    cluster-robust errors (statsmodels WLS): each row is weighted by one over the number of
+    rows of its group in its deal, which makes each group's fitted mean its per-deal rate,
+    so that the slope is exactly the difference of the two rates the table shows."""
     import statsmodels.api as sm  # heavy; only the patch table needs it
 
     if flag.all() or not flag.any() or len(np.unique(groups)) < 2:
         return NAN, NAN, NAN, NAN
     x = np.column_stack([np.ones(len(flag)), flag.astype(float)])
     codes = pd.factorize(groups)[0]
+    cell = 2 * codes + flag.astype(np.int64)  # (deal, group)
+    weights = 1.0 / np.bincount(cell)[cell]
     with warnings.catch_warnings():
         # few deals make statsmodels warn about the cluster count; the interval is still
         # the right one to show, and the report flags small runs itself
         warnings.simplefilter("ignore")
-        fit = sm.OLS(won.astype(float), x).fit(cov_type="cluster", cov_kwds={"groups": codes})
+        fit = sm.WLS(won.astype(float), x, weights=weights).fit(
+            cov_type="cluster", cov_kwds={"groups": codes})
     lo, hi = fit.conf_int(alpha)[1]
     p = float(fit.pvalues[1])
     return float(fit.params[1]), float(lo), float(hi), p if np.isfinite(p) else NAN
@@ -428,14 +490,17 @@ def patch_table(games: pd.DataFrame, events: Events,
                 rulesets: Mapping[str, Any] | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and patch (pooled over pairings): how often it is bought, when (track
     position before the buy), by which seat; the win rate of a seat that bought it and of a
-    seat that did not, with per-deal intervals; their difference with a cluster-robust
-    interval and p-value, Holm-corrected over the patches; and a flag: buyers winning more
-    than non-buyers suggests the patch is under-priced, less suggests over-priced. This is an
-    association in the bots' play (they buy for reasons), not a causal effect of the patch.
+    seat that did not (:func:`estimators.rate`); their difference with a cluster-robust
+    interval and p-value (:func:`_lpm_difference`), Holm-corrected over the patches; and a
+    flag: buyers winning more than non-buyers suggests the patch is under-priced, less
+    suggests over-priced. This is an association in the bots' play (they buy for reasons),
+    not a causal effect of the patch.
 
     When the run has self-play games, only those are used: in a game between two different
     bots, the patches the stronger bot prefers would look under-priced for that reason alone.
+    Deterministic self-play counts each deal's game once.
     """
+    games = distinct(games)
     self_play = games["bot0"] == games["bot1"]
     if self_play.any() and not self_play.all():
         games = games[self_play]
@@ -460,8 +525,8 @@ def patch_table(games: pd.DataFrame, events: Events,
             seat = take(ev.buy_seat, at, slot, -1)
             has = seat >= 0
             bought = np.concatenate([seat == 0, seat == 1])
-            rb = clustered_rate(won[bought], deal[bought], alpha)
-            ro = clustered_rate(won[~bought], deal[~bought], alpha)
+            rb = est.rate(won[bought], deal[bought], 1 - alpha)
+            ro = est.rate(won[~bought], deal[~bought], 1 - alpha)
             diff, dlo, dhi, p = _lpm_difference(won, bought, deal, alpha)
             pos = take(ev.buy_pos, at, slot)[has].astype(float)
             k = int(has.sum())
@@ -478,13 +543,13 @@ def patch_table(games: pd.DataFrame, events: Events,
                 "pos_median": float(np.median(pos)) if len(pos) else NAN,
                 "pos_q1": float(np.percentile(pos, 25)) if len(pos) else NAN,
                 "pos_q3": float(np.percentile(pos, 75)) if len(pos) else NAN,
-                "buyer_win": rb["rate"], "buyer_lo": rb["lo"], "buyer_hi": rb["hi"],
-                "other_win": ro["rate"], "other_lo": ro["lo"], "other_hi": ro["hi"],
+                "buyer_win": rb.value, "buyer_lo": rb.lo, "buyer_hi": rb.hi,
+                "other_win": ro.value, "other_lo": ro.lo, "other_hi": ro.hi,
                 "diff": diff, "diff_lo": dlo, "diff_hi": dhi, "p_value": p,
             })
         part = pd.DataFrame(start)
         if len(part):
-            part["p_holm"] = holm(part["p_value"])
+            part["p_holm"] = est.holm(part["p_value"])
             part["flag"] = np.where(part["p_holm"] < alpha,
                                     np.where(part["diff"] > 0, "under-priced?", "over-priced?"),
                                     "")
@@ -498,14 +563,42 @@ def patch_table(games: pd.DataFrame, events: Events,
     return out.reindex(columns=cols)
 
 
-def patch_bots(events: Events) -> pd.DataFrame:
-    """Per ruleset, patch and bot: buys, the bot's share of the patch's buys, mean position."""
-    t = as_summary(events).bot_buys
+def patch_bots(events: Events, games: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per ruleset, patch and bot: buys, the bot's share of the patch's buys, mean position.
+    With ``games``, over those games only, deterministic self-play counting each deal's game
+    once (the report passes them); without, over every game of the events."""
+    cols = ["ruleset", "patch", "bot", "buys", "share", "pos_mean"]
+    if games is None:
+        t = as_summary(events).bot_buys
+    else:
+        t = _bot_buys(distinct(games), as_summary(events, games))
     if t.empty:
-        return pd.DataFrame(columns=["ruleset", "patch", "bot", "buys", "share", "pos_mean"])
+        return pd.DataFrame(columns=cols)
     t = t.assign(pos_mean=t["pos_sum"] / t["buys"])
     t["share"] = t["buys"] / t.groupby(["ruleset", "patch"])["buys"].transform("sum")
-    return t[["ruleset", "patch", "bot", "buys", "share", "pos_mean"]]
+    return t[cols]
+
+
+def _bot_buys(games: pd.DataFrame, ev: EventSummary) -> pd.DataFrame:
+    """``EventSummary.bot_buys`` (buys and the sum of their positions per ruleset, patch and
+    bot) over the given games, from the per-game buy arrays."""
+    at = ev.rows(games["game_id"].to_numpy())
+    rulesets = games["ruleset"].astype(str).to_numpy()
+    bot0, bot1 = games["bot0"].astype(str).to_numpy(), games["bot1"].astype(str).to_numpy()
+    parts = []
+    for pid in ev.patches:
+        slot = ev.patch_slot(pid)
+        seat = take(ev.buy_seat, at, slot, -1)
+        ok = seat >= 0
+        parts.append(pd.DataFrame({
+            "ruleset": rulesets[ok], "patch": pid,
+            "bot": np.where(seat == 0, bot0, bot1)[ok],
+            "pos": take(ev.buy_pos, at, slot)[ok].astype(np.int64)}))
+    if not parts:
+        return pd.DataFrame(columns=["ruleset", "patch", "bot", "buys", "pos_sum"])
+    return (pd.concat(parts, ignore_index=True)
+            .groupby(["ruleset", "patch", "bot"], sort=True)
+            .agg(buys=("pos", "size"), pos_sum=("pos", "sum")).reset_index())
 
 
 # --- leather patches ----------------------------------------------------------------------------
@@ -576,8 +669,11 @@ def leather_table(games: pd.DataFrame, events: Events,
                   alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and leather mark (pooled over pairings): games, how often it was claimed,
     by seat 0, by the player leading / trailing on score at the claim; how often it filled an
-    isolated one-square hole ("useful": per game, lost patches counting as not useful, with
-    a per-deal interval), an ordinary square, or was lost; the claimer's win rate."""
+    isolated one-square hole ("useful": per game, lost patches counting as not useful), an
+    ordinary square, or was lost; the claimer's win rate. Rates and intervals are
+    :func:`estimators.rate` over deals; deterministic self-play counts each deal's game
+    once."""
+    games = distinct(games)
     ev = as_summary(events, games)
     rows = []
     for (ruleset,), g in _groups(games, ["ruleset"]):
@@ -589,11 +685,11 @@ def leather_table(games: pd.DataFrame, events: Events,
         for j, mark in enumerate(mk.marks):
             # every game passes every mark: a game with no row at a mark has no claim there
             useful = mk.row[:, j] & mk.useful[:, j]
-            r = clustered_rate(useful.astype(float), deal, alpha)
+            r = est.rate(useful.astype(float), deal, 1 - alpha)
             ci = by_id[mk.seat[by_id, j] >= 0]
             seat, lead = mk.seat[ci, j], mk.lead[ci, j]
             c_useful, c_placed = mk.useful[ci, j], mk.placed[ci, j]
-            cw = clustered_rate((winner[ci] == seat).astype(float), deal[ci], alpha)
+            cw = est.rate((winner[ci] == seat).astype(float), deal[ci], 1 - alpha)
             k = len(ci)
             rows.append({
                 "ruleset": ruleset, "mark": mark, "rank": j + 1,
@@ -603,17 +699,45 @@ def leather_table(games: pd.DataFrame, events: Events,
                 "by_trailer": int((lead < 0).sum()),
                 "by_level": int((lead == 0).sum()),
                 "lead_mean": float(lead.sum(dtype=np.float64) / k) if k else NAN,
-                "useful": int(r["successes"]), "useful_rate": r["rate"],
-                "useful_lo": r["lo"], "useful_hi": r["hi"],
+                "useful": int(useful.sum()), "useful_rate": r.value,
+                "useful_lo": r.lo, "useful_hi": r.hi,
                 "useful_of_claimed": int(c_useful.sum()) / k if k else NAN,
                 "ordinary": int((c_placed & ~c_useful).sum()),
                 "lost": int((mk.row[:, j] & (mk.seat[:, j] < 0)).sum()),
-                "claimer_win": cw["rate"], "claimer_lo": cw["lo"], "claimer_hi": cw["hi"],
+                "claimer_win": cw.value, "claimer_lo": cw.lo, "claimer_hi": cw.hi,
             })
     cols = ["ruleset", "mark", "rank", "games", "claimed", "claim_rate", "by_seat0",
             "by_leader", "by_trailer", "by_level", "lead_mean", "useful", "useful_rate",
             "useful_lo", "useful_hi", "useful_of_claimed", "ordinary", "lost", "claimer_win",
             "claimer_lo", "claimer_hi"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def first_leather_useless(games: pd.DataFrame, events: Events, center: float = 0.5,
+                          margin: float = 0.10, alpha: float = 0.05) -> pd.DataFrame:
+    """Per ruleset and pairing: how often the first leather patch was useless (it filled no
+    isolated one-square hole, or was lost: rank 1 of :func:`leather_table` on the pairing's
+    games), as :func:`estimators.rate` over deals, with :func:`estimators.verdict` against
+    ``center +- margin`` (the publisher's "about half of the games"). Deterministic
+    self-play counts each deal's game once."""
+    cols = ["ruleset", "pairing", "distinct_games", "mark", "games", "deals", "rate", "lo",
+            "hi", "verdict_kind", "verdict", "more_deals"]
+    games = distinct(games)
+    copies = copied_pairings(games)
+    ev = as_summary(events, games)
+    rows = []
+    for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
+        mk = _marks(ev, g["game_id"].to_numpy())
+        if not mk.marks:
+            continue
+        useless = ~(mk.row[:, 0] & mk.useful[:, 0])
+        e = est.rate(useless.astype(float), g["deal"].to_numpy(), 1 - alpha)
+        v = est.verdict(e, margin, center, alpha)
+        rows.append({"ruleset": ruleset, "pairing": str(pairing),
+                     "distinct_games": str(pairing) not in copies, "mark": mk.marks[0],
+                     "games": len(g), "deals": e.deals, "rate": e.value, "lo": e.lo,
+                     "hi": e.hi, "verdict_kind": v.kind, "verdict": v.text(100.0, " points"),
+                     "more_deals": v.more_deals})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -642,7 +766,8 @@ def leather_game_values(games: pd.DataFrame, events: Events) -> tuple[np.ndarray
 def bonus_events(games: pd.DataFrame, events: Events) -> pd.DataFrame:
     """One row per bonus claim: ruleset, pairing, game_id, deal, seat, track position (of the
     claimer when it was claimed) and the game's ply count (events give no ply: seq is the
-    event's index in the game)."""
+    event's index in the game). Deterministic self-play counts each deal's game once."""
+    games = distinct(games)
     ev = as_summary(events, games)
     # the position of each summary row in ``games``; claims keep their stored order
     where = np.full(len(ev.game_ids), -1, dtype=np.int64)
@@ -660,7 +785,10 @@ def bonus_table(games: pd.DataFrame, events: Events,
     which seat, when (the claimer's track position), the claimer's win rate, and how often it
     changed the winner: the holder won by fewer points than the bonus is worth (margin <
     bonus points), so without it they would have lost (a margin equal to the bonus would have
-    been a tie, left to the tie-break, and is not counted)."""
+    been a tie, left to the tie-break, and is not counted). Rates are :func:`estimators.rate`
+    over deals; deterministic self-play counts each deal's game once."""
+    games = distinct(games)
+    copies = copied_pairings(games)
     be = bonus_events(games, events)
     rows = []
     for (ruleset, pairing), g in _groups(games, ["ruleset", "pairing"]):
@@ -670,25 +798,25 @@ def bonus_table(games: pd.DataFrame, events: Events,
         deal = g["deal"].to_numpy()
         has0, has1 = g["bonus0"].to_numpy(bool), g["bonus1"].to_numpy(bool)
         claimed = has0 | has1
-        r = clustered_rate(claimed.astype(float), deal, alpha)
+        r = est.rate(claimed.astype(float), deal, 1 - alpha)
         holder = np.where(has0, 0, np.where(has1, 1, -1))
         winner = g["winner"].to_numpy()
         margin = np.abs(g["score0"].to_numpy() - g["score1"].to_numpy())
-        hw = clustered_rate((winner[claimed] == holder[claimed]).astype(float),
-                            deal[claimed], alpha)
+        hw = est.rate((winner[claimed] == holder[claimed]).astype(float), deal[claimed],
+                      1 - alpha)
         changed = claimed & (winner == holder) & (margin < points)
-        rc = clustered_rate(changed.astype(float), deal, alpha)
+        rc = est.rate(changed.astype(float), deal, 1 - alpha)
         pos = be.loc[(be["ruleset"] == ruleset) & (be["pairing"] == pairing), "position"]
         rows.append({
             "ruleset": ruleset, "pairing": pairing, "self_play": is_self_play(g),
-            "points": points, "games": len(g),
-            "claimed": int(claimed.sum()), "claim_rate": r["rate"], "claim_lo": r["lo"],
-            "claim_hi": r["hi"], "by_seat0": int(has0.sum()), "by_seat1": int(has1.sum()),
+            "distinct_games": str(pairing) not in copies, "points": points, "games": len(g),
+            "claimed": int(claimed.sum()), "claim_rate": r.value, "claim_lo": r.lo,
+            "claim_hi": r.hi, "by_seat0": int(has0.sum()), "by_seat1": int(has1.sum()),
             "pos_mean": float(pos.mean()) if len(pos) else NAN,
             "pos_median": float(pos.median()) if len(pos) else NAN,
-            "holder_win": hw["rate"], "holder_lo": hw["lo"], "holder_hi": hw["hi"],
-            "changed": int(changed.sum()), "changed_rate": rc["rate"],
-            "changed_lo": rc["lo"], "changed_hi": rc["hi"],
+            "holder_win": hw.value, "holder_lo": hw.lo, "holder_hi": hw.hi,
+            "changed": int(changed.sum()), "changed_rate": rc.value,
+            "changed_lo": rc.lo, "changed_hi": rc.hi,
         })
     return pd.DataFrame(rows)
 
@@ -811,21 +939,21 @@ def run_summary(games: pd.DataFrame) -> pd.DataFrame:
     rate (over both seats), each with a 95% interval that treats the deal (the seat-swapped
     pair) as the unit, mean scores by seat."""
     rows = []
-    games = distinct_games(games)  # deterministic self-play: a deal's copy counts once
-    dup = set(games.attrs.get("duplicated_pairings", []))
+    games = distinct(games)  # deterministic self-play: a deal's copy counts once
+    dup = copied_pairings(games)
     for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
                                                observed=True):
         n = len(g)
-        seat0 = clustered_rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
+        seat0 = est.rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
         bot_a = pairing.split(" vs ")[0]
         self_play = g["bot0"].iloc[0] == g["bot1"].iloc[0]
-        first = clustered_rate((g["winner_bot"] == bot_a).to_numpy(), g["deal"].to_numpy())
+        first = est.rate((g["winner_bot"] == bot_a).to_numpy(), g["deal"].to_numpy())
         rows.append({
             "ruleset": ruleset, "pairing": pairing, "games": n,
-            "seat0_win": seat0["rate"], "seat0_lo": seat0["lo"], "seat0_hi": seat0["hi"],
-            "first_bot_win": np.nan if self_play else first["rate"],
-            "first_bot_lo": np.nan if self_play else first["lo"],
-            "first_bot_hi": np.nan if self_play else first["hi"],
+            "seat0_win": seat0.value, "seat0_lo": seat0.lo, "seat0_hi": seat0.hi,
+            "first_bot_win": np.nan if self_play else first.value,
+            "first_bot_lo": np.nan if self_play else first.lo,
+            "first_bot_hi": np.nan if self_play else first.hi,
             "score0": g["score0"].mean(), "score1": g["score1"].mean(),
             "tie_breaks": int(g["tie_break"].sum()),
             # who wins the ties (docs/rules.md R11.5: the first to reach the last space)
@@ -849,7 +977,7 @@ def format_summary(summary: pd.DataFrame) -> str:
                      f"[{100 * r.first_bot_lo:4.1f}, {100 * r.first_bot_hi:4.1f}]")
         line += f"  mean score {r.score0:6.1f} : {r.score1:6.1f}"
         if not r.distinct_games:
-            line += "  (deterministic self-play: one distinct game per deal)"
+            line += f"  ({DISTINCT_NOTE})"
         lines.append(line)
     return "\n".join(lines)
 

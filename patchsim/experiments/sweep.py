@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.metrics import (
+    BOUNDS,
     METRICS,
     RATE_METRICS,
     deal_metrics,
@@ -110,7 +111,9 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
         rows = deals[(deals["ruleset"] == ruleset) & (deals["pairing"] == pairing)]
         joined = rows.set_index(["pairing", "deal"])[primary].to_frame("v").join(
             base_rows.rename("b"), how="inner")
-        change = est_layer.paired_difference(joined["b"].to_numpy(), joined["v"].to_numpy())
+        change = est_layer.paired_difference(
+            joined["b"].to_numpy(), joined["v"].to_numpy(),
+            bounds=est_layer.RATE_DIFF_BOUNDS if primary in BOUNDS else None)
         v = est_layer.verdict(change, margin, 0.0, 0.05,
                               p_difference=float(out.loc[(ruleset, pairing), f"p_{primary}"]))
         scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")

@@ -64,8 +64,8 @@ def patch_colour(patch_id: str) -> str:
 # --- seats and pairings -------------------------------------------------------------------------
 def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
                   margin: float = 0.02) -> Figure:
-    """First-seat win rate per ruleset and pairing with the per-deal 95% interval (thick) and
-    the naive per-game one (thin), 50% and the +-margin band marked; with ``pairings`` (from
+    """First-seat win rate per ruleset and pairing with its 95% interval over deals, 50% and
+    the +-margin band marked; with ``pairings`` (from
     ``stats.pairing_table``), a second panel: each first bot's win rate in the first seat, the
     second seat and pooled."""
     if fpa.empty:
@@ -80,15 +80,12 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
     rate = fpa["rate"].to_numpy(float)
     ax.axvspan(50 - 100 * margin, 50 + 100 * margin, color="#dddddd", zorder=0)
     ax.axvline(50, color="#888", lw=1)
-    ax.errorbar(100 * rate, y, xerr=100 * _err(rate, fpa["lo_game"].to_numpy(float),
-                                               fpa["hi_game"].to_numpy(float)),
-                fmt="none", ecolor="#999", elinewidth=1, capsize=3)
     ax.errorbar(100 * rate, y, xerr=100 * _err(rate, fpa["lo"].to_numpy(float),
                                                fpa["hi"].to_numpy(float)),
                 fmt="o", color=SEAT_COLOURS[0], elinewidth=3, capsize=0)
     ax.set_yticks(y, [f"{r.pairing}\n{r.ruleset}" for r in fpa.itertuples()], fontsize=8)
     ax.set_xlabel("first seat wins (%)")
-    ax.set_title("First-seat win rate (thick: per-deal 95% CI, thin: per-game)", fontsize=9)
+    ax.set_title("First-seat win rate (95% CI over deals)", fontsize=9)
     if len(cross):
         ax2 = axes[1]
         labels, vals, los, his, cols = [], [], [], [], []

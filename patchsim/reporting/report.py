@@ -33,8 +33,7 @@ from patchsim.analysis.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.analysis.estimators import Estimate, verdict
-from patchsim.analysis.stats import MIN_DEALS, num, pct
+from patchsim.analysis.stats import DISTINCT_NOTE, MIN_DEALS, num, pct
 from patchsim.analysis.tables import (
     EventSummary,
     game_events,
@@ -195,6 +194,20 @@ def integer(x: Any) -> str:
     return str(int(x)) if st.finite(x) else "—"
 
 
+def pairing_label(r: Any) -> str:
+    """A row's pairing, saying so when its deterministic self-play copies count once (the
+    words of the run summary)."""
+    if getattr(r, "distinct_games", True):
+        return str(r.pairing)
+    return f"{r.pairing} ({DISTINCT_NOTE})"
+
+
+def copies_note(games: pd.DataFrame) -> str:
+    """For a table pooled over pairings: which pairings' copies count once ("" if none)."""
+    copies = sorted(st.copied_pairings(games))
+    return f" Games of {', '.join(copies)}: {DISTINCT_NOTE}." if copies else ""
+
+
 # --- the report ---------------------------------------------------------------------------------
 def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
                  margin: float = 0.02) -> Path:
@@ -242,10 +255,13 @@ def comparisons_for(run: Run, other: Run | None, margin: float) -> list[Comparis
 
 def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> list[Section]:
     """Every section of the report, tables and figures computed once."""
-    g, e = run.games, run.events
+    # deterministic self-play: each deal's copy is detected once here and counted once by
+    # every table below (they see the same ``distinct`` table)
+    g, e = st.distinct(run.games), run.events
     n_boot = 999 if len(g) <= 50_000 else 199  # bootstrap cost grows with games x resamples
     pairings = st.pairing_table(g)
     fpa = st.first_player_advantage(g, margin=margin)
+    skill = st.skill_balance(g, margin=margin)
     scores = st.score_table(g, n_boot=n_boot)
     summary = st.game_summary(g)
     patches = st.patch_table(g, e, run.rulesets)
@@ -257,16 +273,16 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     few = int(fpa["deals"].min()) if len(fpa) else 0
 
     sections = [
-        _verdict(run, fpa, leather, bonus, comparisons, margin, few),
+        _verdict(run, fpa, skill, leather, bonus, comparisons, margin, few),
         _overview(run, summary),
-        _seats(pairings, fpa, margin),
-        _ratings(g),
+        _seats(pairings, fpa, skill, margin),
+        _ratings(run.games),
         _scores(g, scores, summary),
-        _patches(patches, run),
-        _leather(leather, _leather_by_skill(g, e)),
+        _patches(patches, run, g),
+        _leather(leather, g, e),
         _bonus(bonus, bonus_ev, run),
         _quilts(run),
-        _over_the_game(run),
+        _over_the_game(run, g),
     ]
     for c in comparisons:
         sections.append(_comparison(c))
@@ -276,35 +292,29 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     return [s for s in sections if s is not None]
 
 
-NAN_SE = float("nan")
-
-
 # --- sections -----------------------------------------------------------------------------------
-def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataFrame,
-             comparisons: list[Comparison], margin: float, few: int) -> Section:
+def _verdict(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: pd.DataFrame,
+             bonus: pd.DataFrame, comparisons: list[Comparison], margin: float,
+             few: int) -> Section:
     s = Section("Verdict", "verdict")
     lines: list[str] = []
     if few < MIN_DEALS:
-        s.note(f"Too few games: the smallest pairing has {plural(few, 'deal')} "
-               f"({plural(2 * few, 'game')}). "
-               f"The numbers below are shown, but intervals are wide or missing and no "
-               f"conclusion should be drawn before at least {MIN_DEALS} deals per pairing.")
+        s.note(f"Too few games: the smallest pairing has {plural(few, 'deal')}, each played "
+               f"from both seats. The numbers below are shown, but intervals are wide or "
+               f"missing and no conclusion should be drawn before at least {MIN_DEALS} deals "
+               "per pairing.")
     for r in (fpa if len(fpa) <= 6 else _headline_rows(fpa)).itertuples():
+        played = ("each played from both seats" if r.distinct_games
+                  else f"each played from both seats; {DISTINCT_NOTE}")
         text = (f"Under {r.ruleset}, with {r.pairing}, the first seat wins {pct(r.rate)} "
-                f"{ci(r.lo, r.hi)} of games ({plural(r.deals, 'deal')}, each played from both "
-                f"seats)")
-        if r.deals >= MIN_DEALS and st.finite(r.p_value):
-            if r.p_value < 0.05:
-                text += (f": an advantage of {num(abs(r.adv_pp), 1)} points "
-                         f"({num(abs(r.elo), 0)} Elo) for the "
-                         f"{'first' if r.adv_pp > 0 else 'second'} seat ({p_is(r.p_value)})")
-            elif st.finite(r.balanced_p) and r.balanced_p < 0.05:
-                text += (f": balanced within +-{100 * margin:g} points "
-                         f"(equivalence test {p_is(r.balanced_p)})")
-            else:
-                text += (f": no clear seat advantage ({p_is(r.p_value)}), but not shown "
-                         f"to be balanced within +-{100 * margin:g} points either")
+                f"{ci(r.lo, r.hi)} of games ({plural(r.deals, 'deal')}, {played})")
+        if r.deals >= MIN_DEALS and isinstance(r.verdict, str) and r.verdict:
+            text += f"; against 50%: {r.verdict}"
+            if r.verdict_kind == "differs":
+                text += (f" ({num(abs(r.elo), 0)} Elo for the "
+                         f"{'first' if r.adv_pp > 0 else 'second'} seat)")
         lines.append(text + ".")
+    lines.extend(_skill_lines(skill))
     for c in comparisons:  # the rates themselves are in the lines above
         lines.extend(c.verdict(restate=False).splitlines())
     if not comparisons and len(leather):
@@ -333,6 +343,39 @@ def _verdict(run: Run, fpa: pd.DataFrame, leather: pd.DataFrame, bonus: pd.DataF
     return s
 
 
+TREND_WORDS = {
+    "grows": "the imbalance grows with skill",
+    "shrinks": "the imbalance shrinks with skill",
+    "changes side": "the advantage changes side with skill",
+    "unchanged": "the imbalance does not change with skill beyond the margin",
+    "undecided": "whether the imbalance changes with skill is not decided yet",
+}
+
+
+def _skill_lines(skill: pd.DataFrame) -> list[str]:
+    """Per ruleset and stronger level: the first-seat win rate at each skill level and the
+    verdict on the change (``stats.skill_balance``)."""
+    out = []
+    for rs, t in skill.groupby("ruleset", sort=False):
+        ref = t.iloc[0]
+        for r in t.iloc[1:].itertuples():
+            out.append(
+                f"Under {rs}, balance by skill level (self-play): the first seat wins "
+                f"{pct(ref.rate)} {ci(ref.lo, ref.hi)} of games with {ref.level} and "
+                f"{pct(r.rate)} {ci(r.lo, r.hi)} with {r.level}; the change over "
+                f"{plural(int(r.common_deals), 'common deal')} {_skill_change(r)}.")
+    return out
+
+
+def _skill_change(r: Any, sentence: bool = True) -> str:
+    """A skill_balance row's verdict, and what it means for the imbalance when decided; in a
+    ``sentence`` after "the change" ("differs by ..." / "is equivalent ...")."""
+    words = f"{'is ' if sentence and r.verdict_kind != 'differs' else ''}{r.verdict}"
+    if r.verdict_kind in ("differs", "equivalent"):
+        words += f": {TREND_WORDS[r.trend]}"
+    return words
+
+
 def _headline_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The rows a verdict names: per ruleset, the self-play pairings (else the first pairing);
     the tables have the rest."""
@@ -352,7 +395,7 @@ def _overview(run: Run, summary: pd.DataFrame) -> Section:
     if len(rs):
         s.table(rs.astype(str), "Rulesets")
     s.table(fmt_table(summary, [
-        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),
         ("games", lambda r: str(r.games)), ("deals", lambda r: str(r.deals)),
         ("plies", lambda r: num(r.plies)), ("passes", lambda r: num(r.passes)),
         ("buys", lambda r: num(r.buys)),
@@ -360,14 +403,16 @@ def _overview(run: Run, summary: pd.DataFrame) -> Section:
         ("mean |margin|", lambda r: num(r.abs_margin)),
         ("seat 0 ends first", lambda r: pct(r.seat0_first_to_end)),
     ]), "Games per ruleset and pairing: length (plies, passes and buys per game), how often "
-        "equal scores left the tie-break to decide")
+        "equal scores left the tie-break to decide. Deterministic self-play plays the same "
+        "game from both seats of a deal: it is counted once.")
     return s
 
 
-def _seats(pairings: pd.DataFrame, fpa: pd.DataFrame, margin: float) -> Section:
+def _seats(pairings: pd.DataFrame, fpa: pd.DataFrame, skill: pd.DataFrame,
+           margin: float) -> Section:
     s = Section("Seats and pairings", "seats")
     s.table(fmt_table(pairings, [
-        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),
         ("line", lambda r: f"{r.bot} in the {r.line}" if r.line.endswith("seat")
          else f"{r.bot} vs {r.opponent}"),
         ("games", lambda r: str(r.games)), ("W - L", lambda r: f"{r.wins} - {r.losses}"),
@@ -379,28 +424,62 @@ def _seats(pairings: pd.DataFrame, fpa: pd.DataFrame, margin: float) -> Section:
         ("Elo", lambda r: num(getattr(r, "elo", None), 0, True)
          if st.finite(getattr(r, "pairs_2_0", None)) else ""),
     ]), "Per pairing, like an engine-testing tool: the first bot in the first seat, in the "
-        "second seat, pooled over both (not for self-play, where it is 50% by construction; "
-        "paired interval), and seat 0 against seat 1 (paired interval). Pairs: deals won "
-        "twice, once, never.")
+        "second seat, pooled over both (not for self-play, where it is 50% by construction), "
+        "and seat 0 against seat 1; every interval is over deals. Pairs: deals won twice, "
+        "once, never. Deterministic self-play counts each deal's one distinct game once (it "
+        "cannot be split) and shows only seat 0 against seat 1.")
     s.table(fmt_table(fpa, [
-        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),
         ("deals", lambda r: str(r.deals)), ("first seat wins", lambda r: pct(r.rate)),
-        ("95% CI (deals)", lambda r: ci(r.lo, r.hi)),
-        ("95% CI (games)", lambda r: ci(r.lo_game, r.hi_game)),
+        ("95% CI", lambda r: ci(r.lo, r.hi)),
         ("advantage", lambda r: f"{num(r.adv_pp, 1, True)} pts"),
         ("Elo", lambda r: f"{num(r.elo, 0, True)} [{num(r.elo_lo, 0, True)}, "
                           f"{num(r.elo_hi, 0, True)}]"),
-        ("p (McNemar)", lambda r: pval(r.p_value)),
-        (f"balanced +-{100 * margin:g} (TOST p)", lambda r: pval(r.balanced_p)),
+        ("against 50%", lambda r: str(r.verdict) if r.deals >= MIN_DEALS else ""),
         ("deals 2-0 / split / 0-2", lambda r: f"{r.seat0_both} / {r.split} / {r.seat1_both}"),
+        ("exact McNemar p", lambda r: pval(r.p_mcnemar)),
         ("design effect", lambda r: num(r.deff, 2)),
         ("note", lambda r: "too few games" if r.few else ""),
-    ]), "First-player advantage. The design effect is the per-deal variance over the per-game "
-        "one: 2 means a deal's two games always agree on the winning seat (the deal decides "
-        "it), 1 that they are as good as independent, below 1 that they cancel.")
+    ]), f"First-player advantage: the first seat's win rate with its interval over deals and "
+        f"the verdict against 50% (equivalence margin +-{100 * margin:g} points). The exact "
+        "McNemar test counts the deals one seat won twice (for deterministic self-play: the "
+        "distinct games by winning seat). The design effect is the per-deal variance over "
+        "the per-game one: 2 means a deal's two games always agree on the winning seat (the "
+        "deal decides it), 1 that they are as good as independent, below 1 that they cancel; "
+        "a deal of deterministic self-play is one game and has none.")
+    if len(skill):
+        _skill_table(s, skill)
     s.figure("seat-win-rates", plots.seat_winrates(fpa, pairings, margin),
-             "First-seat win rate per ruleset and pairing; right: each first bot by seat.")
+             "First-seat win rate per ruleset and pairing with its 95% interval over deals; "
+             "right: each first bot by seat.")
     return s
+
+
+def _skill_table(s: Section, skill: pd.DataFrame) -> None:
+    """The first-seat win rate per skill level side by side, one row per ruleset, and the
+    verdict on each change from the first level (``stats.skill_balance``)."""
+    levels = list(dict.fromkeys(skill["level"]))
+    rows = []
+    for rs, t in skill.groupby("ruleset", sort=False):
+        by = {str(r.level): r for r in t.itertuples()}
+        row = {"ruleset": str(rs), "deals": str(int(t["deals"].max()))}
+        for lv in levels:
+            r = by.get(lv)
+            row[f"first seat wins: {lv}"] = (f"{pct(r.rate)} {ci(r.lo, r.hi)}"
+                                             if r is not None else "—")
+        for lv in levels[1:]:
+            r = by.get(lv)
+            row[f"change: {lv} - {t.iloc[0].level}"] = (
+                f"{_skill_change(r, sentence=False)} "
+                f"({plural(int(r.common_deals), 'common deal')})"
+                if r is not None and isinstance(r.verdict, str) else "—")
+        rows.append(row)
+    s.table(pd.DataFrame(rows),
+            "Balance by skill level: each self-play pairing is a skill level, in the order "
+            "the run lists the bots. The change from the first level is a paired difference "
+            "over the deals every level played (the same deals), Holm-corrected over the "
+            "changes in this table, with its verdict; the imbalance grows with skill when "
+            "the first seat's distance from 50% grows.")
 
 
 def _ratings(games: pd.DataFrame) -> Section | None:
@@ -427,7 +506,7 @@ def _ratings(games: pd.DataFrame) -> Section | None:
 def _scores(games: pd.DataFrame, scores: pd.DataFrame, summary: pd.DataFrame) -> Section:
     s = Section("Scores and game length", "scores")
     s.table(fmt_table(scores, [
-        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),
         ("quantity", lambda r: r.quantity), ("group", lambda r: r.group),
         ("n", lambda r: integer(r.n)),
         ("mean [95% CI]", lambda r: est_ci(r.mean, r.mean_lo, r.mean_hi)),
@@ -435,7 +514,7 @@ def _scores(games: pd.DataFrame, scores: pd.DataFrame, summary: pd.DataFrame) ->
         ("IQR [95% CI]", lambda r: est_ci(r.iqr, r.iqr_lo, r.iqr_hi)),
         ("quartiles", lambda r: f"{num(r.q1)} - {num(r.q3)}"),
     ]), "Distributions with bootstrap intervals that resample whole deals (no interval: too "
-        "few deals)")
+        "few deals); n counts distinct games")
     s.figure("scores", plots.score_distributions(games, scores),
              "Final scores by seat and the margin, per ruleset (dashed: medians from the "
              "table when the ruleset has one pairing).")
@@ -462,7 +541,7 @@ def _causal_prices(s: Section, run_dir: Path) -> None:
         "patch, on common deals; price response: the cost at which that value crosses zero)")
 
 
-def _patches(patches: pd.DataFrame, run: Run) -> Section:
+def _patches(patches: pd.DataFrame, run: Run, games: pd.DataFrame) -> Section:
     s = Section("Patches", "patches")
     _causal_prices(s, run.run_dir)
     if patches.empty:
@@ -495,18 +574,19 @@ def _patches(patches: pd.DataFrame, run: Run) -> Section:
         ("difference", lambda r: f"{pts(r.diff)} [{pts(r.diff_lo)}, {pts(r.diff_hi)}]"),
         ("p (Holm)", lambda r: pval(r.p_holm)),
     ]), "Association: per patch, ranked by the buyers' edge (points) in these bots' play; "
-        "not a causal price")
+        "not a causal price. Win rates are over deals; the difference is a deal-weighted "
+        "linear probability model with deal-clustered errors." + copies_note(games))
     for rs in dict.fromkeys(patches["ruleset"]):
         s.figure(f"patches-{_slug(rs)}", plots.patch_chart(patches, rs),
                  f"Patches under {rs}: buyers' edge with 95% intervals; when and how often "
                  "they were bought.")
-    bots = st.patch_bots(run.events)
+    bots = st.patch_bots(run.events, games)
     if bots["bot"].nunique() > 1:
         s.table(fmt_table(bots, [
             ("ruleset", lambda r: r.ruleset), ("patch", lambda r: r.patch),
             ("bot", lambda r: r.bot), ("buys", lambda r: str(r.buys)),
             ("share", lambda r: pct(r.share, 0)), ("mean position", lambda r: num(r.pos_mean)),
-        ]), "Who bought each patch")
+        ]), "Who bought each patch." + copies_note(games))
     return s
 
 
@@ -520,25 +600,20 @@ def _leather_by_skill(games: pd.DataFrame, events: Any) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def _publisher_question(s: Section, by_skill: pd.DataFrame) -> None:
+def _publisher_question(s: Section, useless: pd.DataFrame, by_skill: pd.DataFrame) -> None:
     """The publisher's reason for the new edition, as a question the data can answer: was
     the first leather patch useless (no hole to fill) in about half of the games? Per ruleset
-    and skill level, with a verdict against 50% +- 10 points; and, across rulesets, the patch
-    that moved apart from the patch that became first."""
+    and skill level, with a verdict against 50% +- 10 points (``stats.first_leather_useless``);
+    and, across rulesets, the patch that moved apart from the patch that became first."""
     if by_skill.empty:
         return
     lines = []
-    for (ruleset, pairing), t in by_skill.groupby(["ruleset", "pairing"], sort=False):
-        first = t.sort_values("rank").iloc[0]
-        if not st.finite(first.useful_rate):
+    for r in useless.itertuples():
+        if not st.finite(r.rate):
             continue
-        useless = Estimate(1 - first.useful_rate, NAN_SE, 1 - first.useful_hi,
-                           1 - first.useful_lo, int(first.games) // 2, NAN_SE)
-        v = verdict(_with_se(useless), margin=0.10, center=0.5)
-        lines.append(f"{ruleset}, {pairing}: the first leather patch (mark {first.mark}) was "
-                     f"useless in {pct(useless.value)} {ci(useless.lo, useless.hi)} of games "
-                     f"(no isolated hole to fill); against 'about half': "
-                     f"{v.text(100.0, ' points')}")
+        lines.append(f"{r.ruleset}, {pairing_label(r)}: the first leather patch (mark "
+                     f"{r.mark}) was useless in {pct(r.rate)} {ci(r.lo, r.hi)} of games "
+                     f"(no isolated hole to fill); against 'about half': {r.verdict}")
     marks = {r: sorted(t["mark"].unique()) for r, t in by_skill.groupby("ruleset", sort=False)}
     names = list(marks)
     if len(names) >= 2:
@@ -570,21 +645,15 @@ def _publisher_question(s: Section, by_skill: pd.DataFrame) -> None:
         s.bullets(lines)
 
 
-def _with_se(e: Estimate) -> Estimate:
-    """An estimate given by its interval: the standard error and spread the interval
-    implies (normal approximation), for a verdict."""
-    se = (e.hi - e.lo) / (2 * 1.959964) if st.finite(e.lo) and st.finite(e.hi) else NAN_SE
-    sd = se * np.sqrt(max(e.deals, 1))
-    return Estimate(e.value, se, e.lo, e.hi, e.deals, sd)
-
-
-def _leather(leather: pd.DataFrame, by_skill: pd.DataFrame | None = None) -> Section:
+def _leather(leather: pd.DataFrame, games: pd.DataFrame | None = None,
+             events: Any = None) -> Section:
     s = Section("Leather patches", "leather")
     if leather.empty:
         s.note("No leather patch was claimed in these games.")
         return s
-    if by_skill is not None:
-        _publisher_question(s, by_skill)
+    if games is not None and events is not None:
+        _publisher_question(s, st.first_leather_useless(games, events),
+                            _leather_by_skill(games, events))
     s.p("The question behind the edition change (docs/rules.md E2): a leather patch is "
         "useful when it fills an isolated one-square hole, which nothing else can fill.")
     s.table(fmt_table(leather, [
@@ -598,7 +667,8 @@ def _leather(leather: pd.DataFrame, by_skill: pd.DataFrame | None = None) -> Sec
         ("ordinary", lambda r: str(r.ordinary)), ("lost", lambda r: str(r.lost)),
         ("claimer wins", lambda r: f"{pct(r.claimer_win)} {ci(r.claimer_lo, r.claimer_hi)}"),
     ]), "Per leather mark: who claimed it (leader / trailer on score at the claim) and where "
-        "it went")
+        "it went; rates with 95% intervals over deals." + ("" if games is None
+                                                          else copies_note(games)))
     s.figure("leather", plots.leather_chart(leather),
              "Leather patches by track position: useful (filled a hole, with 95% interval), "
              "ordinary square, lost.")
@@ -608,7 +678,7 @@ def _leather(leather: pd.DataFrame, by_skill: pd.DataFrame | None = None) -> Sec
 def _bonus(bonus: pd.DataFrame, bonus_ev: pd.DataFrame, run: Run) -> Section:
     s = Section("The 7x7 bonus", "bonus")
     s.table(fmt_table(bonus, [
-        ("ruleset", lambda r: r.ruleset), ("pairing", lambda r: r.pairing),
+        ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),
         ("games", lambda r: str(r.games)),
         ("claimed", lambda r: f"{r.claimed} ({pct(r.claim_rate)} {ci(r.claim_lo, r.claim_hi)})"),
         ("seat 0 / 1", lambda r: f"{r.by_seat0} / {r.by_seat1}"),
@@ -663,12 +733,18 @@ def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
 CURVE_GAMES = 200  # games per ruleset and pairing replayed for the curves
 
 
-def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES) -> pd.DataFrame:
+def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES,
+                      game_ids: np.ndarray | None = None) -> pd.DataFrame:
     """The first ``per_group`` games (by game id) of each ruleset and pairing, with their
-    moves, read group by group from games.parquet (never the whole moves column)."""
+    moves, read group by group from games.parquet (never the whole moves column); only
+    games in ``game_ids`` if given (the report passes the distinct games, so that a
+    deterministic self-play copy is not drawn twice)."""
     path = run_dir / "games.parquet"
     cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
-    keys = read_games(run_dir, columns=["ruleset", "pairing"])  # categorical: 2 bytes a game
+    # categorical: 2 bytes a game
+    keys = read_games(run_dir, columns=["ruleset", "pairing", "game_id"])
+    if game_ids is not None:
+        keys = keys[keys["game_id"].isin(game_ids).to_numpy()]  # the index stays the row
     # the first games of each group in file order, groups in order of appearance; only the
     # row groups holding them are read (a filtered dataset scan reads ahead through the
     # moves of the whole file: 700 MB for a million games)
@@ -679,14 +755,16 @@ def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES) -> pd.DataFra
     return read_rows(path, np.concatenate(rows), cols).to_pandas()
 
 
-def _over_the_game(run: Run) -> Section | None:
+def _over_the_game(run: Run, distinct: pd.DataFrame | None = None) -> Section | None:
     """Curves over the game per ruleset, bot and seat (mean score, buttons and income by
-    time-track position, with bands), and a self-contained replay of a few sample games."""
+    time-track position, with bands), and a self-contained replay of a few sample games;
+    over the ``distinct`` games if given."""
     if not run.rulesets:
         return None
     s = Section("Over the game", "curves")
     try:
-        games = sample_with_moves(run.run_dir)
+        ids = None if distinct is None else distinct["game_id"].to_numpy()
+        games = sample_with_moves(run.run_dir, game_ids=ids)
         states = game_states(games, run.rulesets, per_group=CURVE_GAMES)
         last = {name: rs.last_space for name, rs in run.rulesets.items()}
         curves = curve_table(states, by="position", last_space=last)
@@ -694,9 +772,10 @@ def _over_the_game(run: Run) -> Section | None:
         s.note(f"The curves could not be drawn: {e}")
         return s
     s.p(f"Each seat's mean score, buttons and income by position on the time track, per "
-        f"ruleset and bot, over the first {CURVE_GAMES} games of each pairing (replayed by the "
-        "engine), with the 95% interval of the mean (shaded) and the 10-90% spread of the "
-        "games (dotted). Where the curves of the two seats part is where the game is won.")
+        f"ruleset and bot, over the first {CURVE_GAMES} distinct games of each pairing "
+        "(replayed by the engine), with the 95% interval of the mean (shaded) and the "
+        "10-90% spread of the games (dotted). Where the curves of the two seats part is "
+        "where the game is won.")
     s.figure("curves", plot_curves(curves), "Score, buttons and income over the game, by "
              "seat and bot")
     try:
@@ -744,12 +823,14 @@ def _comparison(c: Comparison) -> Section:
             ("95% CI (unpaired)",
              lambda r: f"[{diff(r.kind, r.lo_unpaired)}, {diff(r.kind, r.hi_unpaired)}]"),
             ("p (adjusted)", lambda r: pval(r.p_holm)),
-            (f"same within +-{100 * c.margin:g} (TOST, adjusted)", lambda r: pval(r.tost_holm)),
+            (f"same within +-{100 * c.margin:g} (TOST p)", lambda r: pval(r.tost_p)),
             ("adjustment", lambda r: str(r.adjustment)),
-            ("conclusion", lambda r: "different" if r.different
-             else ("equivalent" if r.equivalent else "")),
-        ]), "Paired differences per metric (B - A); p-values Holm-corrected for the first-seat "
-            "win rate (the primary question), Benjamini-Hochberg for the exploratory others")
+            ("verdict", lambda r: str(r.verdict) if r.deals >= MIN_DEALS
+             else "too few deals"),
+        ]), "Paired differences per metric (B - A) over shared deals; p-values Holm-corrected "
+            "for the first-seat win rate (the primary question), Benjamini-Hochberg for the "
+            f"exploratory others; the verdict uses the adjusted p-value and, for rates, the "
+            f"+-{100 * c.margin:g}-point equivalence margin (other metrics have none)")
         s.figure(f"compare-{_slug(c.label_b)}", plots.comparison_chart(m, c.margin),
                  "Changes in rates with paired (thick) and unpaired (thin) 95% intervals; "
                  f"grey: +-{100 * c.margin:g} points.")
@@ -786,25 +867,33 @@ def _methods(margin: float, n_boot: int) -> Section:
     s.bullets([
         "Every deal (a shuffled patch circle with its random streams) is played twice with "
         "the seats swapped, and every ruleset of a run gets the same deals. The deal is the "
-        "unit of analysis: a deal's games are dependent, and with deterministic bots in "
-        "self-play they are the same game.",
-        "Rates: the estimate is the share of games; its variance is the deal-clustered "
-        "(cluster-robust) one, turned into a Wilson interval on the effective number of games "
-        "(games / design effect). A weak prior of two imaginary deals, one won twice by each "
-        "side, keeps the interval from collapsing at 0%, 100% or when every deal is split. "
-        "Naive per-game Wilson intervals are shown for contrast.",
-        "First-player advantage: the p-value is an exact McNemar test on the deals that the "
-        "same seat won twice (split deals say nothing about the seat); 'balanced within "
-        f"+-{100 * margin:g} points' needs a TOST equivalence test on the per-deal rates at "
-        "the 5% level, with at least " + str(MIN_DEALS) + " deals. Equivalence tests and "
-        "paired intervals of rates add two imaginary deals half a game either side of the "
-        "mean, so that a few deals without any spread do not pass for certainty.",
+        "unit of analysis: a deal's games are dependent. With a deterministic bot in "
+        f"self-play they are the same game: every table counts it once ({DISTINCT_NOTE}).",
+        "Every interval, test and verdict comes from one estimator layer "
+        "(patchsim.analysis.estimators), the one sweeps, comparisons and the run summary use. "
+        "Rates: the mean over deals of each deal's rate (the share of games when every deal "
+        "is complete) with a t-interval over deals; a weak prior of one imaginary deal at 0% "
+        "and one at 100% in the standard error keeps the interval from collapsing when every "
+        "deal went the same way.",
+        "Verdicts: 'differs by X [a, b]' when the t-test over deals is significant at 5% "
+        "(after the stated multiplicity correction), 'equivalent within +-m' when the two "
+        "one-sided tests put the change within the margin, otherwise 'undecided', with the "
+        "number of further deals a power calculation (80%) gives at the observed spread.",
+        f"First-player advantage: the verdict of the first seat's win rate against 50% "
+        f"(margin +-{100 * margin:g} points), with at least {MIN_DEALS} deals. The exact "
+        "McNemar test on the deals that the same seat won twice (split deals say nothing about "
+        "the seat) is shown beside it; a deal of deterministic self-play is one game, counted "
+        "by its winning seat.",
+        "Balance by skill level: each self-play pairing is a skill level; the change of the "
+        "first seat's win rate from the first level is a paired difference over the deals "
+        "both played, Holm-corrected over the levels and rulesets, with its verdict.",
         f"Scores, margins, game length: mean, median and IQR with percentile bootstrap "
         f"intervals ({n_boot} resamples of whole deals, scipy).",
         "Patches: per seat and game, whether the seat bought the patch and whether it won; the "
-        "difference in win rates is the slope of a linear probability model with "
-        "deal-clustered errors (statsmodels), Holm-corrected over the patches. It measures an "
-        "association in the bots' play, not the effect of the price.",
+        "difference in win rates is the slope of a linear probability model weighted so that "
+        "each side's mean is its rate over deals, with deal-clustered errors (statsmodels), "
+        "Holm-corrected over the patches. It measures an association in the bots' play, not "
+        "the effect of the price.",
         "Leather: per mark, the claim (the claimer's score lead at that moment) and whether "
         "the placed patch filled an isolated one-square hole (every orthogonal neighbour "
         "covered or off the board).",
@@ -815,11 +904,11 @@ def _methods(margin: float, n_boot: int) -> Section:
         "results stay finite; intervals use the larger of the model-based and the "
         "deal-clustered standard error.",
         "Comparisons: each metric is averaged per deal under each ruleset; the paired "
-        "difference has a t interval and test (statsmodels), rates also a TOST against "
+        "difference has a t interval and test, rates also a TOST against "
         f"+-{100 * margin:g} points; p-values are Holm-corrected for the first-seat win rate "
         "(the primary question, over every comparison and pairing) and Benjamini-Hochberg "
-        "adjusted for the other, exploratory metrics. Winner flips get an exact McNemar test "
-        "over deals.",
+        "adjusted for the other, exploratory metrics, and each change gets a verdict. Winner "
+        "flips get an exact McNemar test over deals.",
         "Planning: deals needed = z^2 variance / half-width^2 with the per-game, per-deal or "
         "per-deal-difference variance of the run.",
     ])
