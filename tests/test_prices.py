@@ -176,3 +176,31 @@ def test_command_errors_are_messages(tmp_path, args: list[str], needle: str) -> 
     assert r.exit_code == 2, r.output
     assert needle in r.output and "Traceback" not in r.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_report_prices_measures_the_runs_ruleset_and_shows_it(tmp_path) -> None:
+    """`patchsim report RUN --prices`: a prices study of the run's first ruleset and bot,
+    on the run's seed, written to RUN/prices and shown in the report's patch section with
+    what it measured; a second --prices keeps the first study."""
+    import json
+
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["run", "edition2", "--bots", "greedy(epsilon=0.1)", "--games",
+                                 "20", "--seed", "5", "--jobs", "1", "--no-report",
+                                 "--no-progress", "--out", str(run)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["report", str(run), "--prices", "--prices-games", "2",
+                                 "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    header = json.loads((run / "prices" / "study.json").read_text())
+    assert header["bot"] == "greedy(epsilon=0.1)" and header["seed"] == 5
+    assert header["ruleset_hash"] == load_ruleset("edition2").content_hash()
+    assert len(header["patches"]) == len(load_ruleset("edition2").patches)
+    md = (run / "report.md").read_text()
+    assert "Causal prices (edition2, bot greedy(epsilon=0.1), 2 games per patch and cost" in md
+    assert "a ruleset this run did not play" not in md
+    again = CliRunner().invoke(app, ["report", str(run), "--prices"])
+    assert again.exit_code == 2 and "already holds a prices study" in again.output
+    bad = CliRunner().invoke(app, ["report", str(run / "nothing"), "--prices"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

@@ -47,6 +47,16 @@ def report(
         "to compare with; it is the reference.")] = None,
     margin: Annotated[float, typer.Option(
         help="Equivalence margin for 'balanced' and 'the same' (0.02: +-2 points).")] = 0.02,
+    prices: Annotated[bool, typer.Option(
+        "--prices", help="First measure causal patch prices (restricted play and price "
+        "response) for the run's first ruleset and bot, into RUN/prices, and show them.")]
+    = False,
+    prices_bot: Annotated[str | None, typer.Option(
+        help="The bot of the prices study (default: the run's first bot).")] = None,
+    prices_games: Annotated[int, typer.Option(
+        help="Games per patch and cost in the prices study.")] = 400,
+    jobs: Annotated[int, typer.Option(help="Parallel workers for --prices (-1: all "
+                                      "cores).")] = -1,
 ) -> None:
     """Write report.html (self-contained) and report.md into a run folder."""
     from patchsim.reporting.report import ReportError, write_report
@@ -55,12 +65,35 @@ def report(
     if compare_with is not None and Path(compare_with).resolve() == Path(run_dir).resolve():
         raise _fail(f"--compare-with {compare_with} is the run being reported: compare a run "
                     "with another run folder")
+    if prices:
+        _measure_prices(run_dir, prices_bot, prices_games, jobs)
     try:
         path = write_report(run_dir, compare_with=compare_with, margin=margin)
     except ReportError as e:
         raise _fail(str(e)) from None
     typer.echo(f"report: {path}")
     typer.echo(f"markdown: {path.with_suffix('.md')}")
+
+
+def _measure_prices(run_dir: str, bot: str | None, games: int, jobs: int) -> None:
+    from patchsim.bots.registry import BotSpecError
+    from patchsim.engine.ruleset import RulesetError
+    from patchsim.experiments.prices import PricesError, prices_for_run
+    from patchsim.play.config import RunError
+    from patchsim.play.match import BotError
+
+    try:
+        res = prices_for_run(run_dir, bot, games=games, jobs=jobs_count(jobs), echo=typer.echo)
+    except PricesError as e:
+        raise _fail(str(e).replace("games:", "--prices-games:").replace(
+            "bots:", "--prices-bot:")) from None
+    except (RulesetError, BotSpecError, RunError) as e:
+        raise _fail(str(e)) from None
+    except BotError as e:
+        raise _fail(str(e), 1) from None
+    except KeyboardInterrupt:
+        raise _fail("interrupted; no prices study was written", 130) from None
+    typer.echo(f"prices: {res.folder}/prices.md")
 
 
 def compare(

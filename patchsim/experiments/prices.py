@@ -23,6 +23,7 @@ says the bot buys X when it should not (X is a trap for this bot at this price).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -30,6 +31,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -427,11 +429,43 @@ class PricesResult:
     markdown: str
 
 
+STUDY_FILE = "study.json"  # what a prices folder measured: ruleset, bot, games, seed
+
+
+def study_header(study: PriceStudy) -> dict[str, Any]:
+    """What a study measured, for whoever reads its folder later (e.g. a report)."""
+    return {"ruleset": study.ruleset.name, "ruleset_hash": study.ruleset.content_hash(),
+            "bot": study.bot, "games": study.games, "seed": study.seed,
+            "deltas": list(study.deltas), "margin": study.margin,
+            "patches": list(study.patches)}
+
+
+def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
+                   games: int = 400, deltas: Sequence[int] = DEFAULT_DELTAS, jobs: int = 1,
+                   echo: Callable[[str], None] | None = None) -> PricesResult:
+    """A prices study for a run, written to ``run_dir/prices`` where its report finds it:
+    the run's first ruleset, ``bot`` (default the run's first bot), the run's seed. Raises
+    PricesError when the folder already holds a study (it is kept, never overwritten)."""
+    from patchsim.play.storage import read_manifest
+
+    _, config = read_manifest(Path(run_dir))
+    target = Path(run_dir) / PRICES_FOLDER
+    if target.exists():
+        raise PricesError(f"{target} already holds a prices study; the report shows it (remove "
+                          "the folder to measure again)")
+    study = measure_prices(config.rulesets[0], bot or config.bots[0], deltas=deltas,
+                           games=games, seed=config.seed, jobs=jobs, echo=echo)
+    return write_prices(study, target)
+
+
+PRICES_FOLDER = "prices"  # a run's prices study, which its report shows
+
+
 def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesResult:
-    """Write prices.csv (every patch and cost), patches.csv (one row per patch), prices.md
-    and prices.png into ``out_dir``, a folder that must not exist yet: the files are written
-    into a temporary folder beside it, which is renamed into place when complete, so the
-    folder appears whole or not at all."""
+    """Write prices.csv (every patch and cost), patches.csv (one row per patch), prices.md,
+    prices.png and study.json (what was measured) into ``out_dir``, a folder that must not
+    exist yet: the files are written into a temporary folder beside it, which is renamed into
+    place when complete, so the folder appears whole or not at all."""
     from patchsim.reporting.plots import png_bytes
 
     target = Path(out_dir)
@@ -449,6 +483,8 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
         summary.to_csv(tmp / "patches.csv", index=False)
         (tmp / "prices.md").write_text(text, encoding="utf-8")
         (tmp / "prices.png").write_bytes(png_bytes(plot_prices(study, table, fits)))
+        (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),
+                                      encoding="utf-8")
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp leaves 0700
         os.rename(tmp, target)
     except BaseException:
@@ -464,5 +500,5 @@ def _umask() -> int:
 
 
 __all__ = ["Crossing", "PriceStudy", "PricesError", "PricesResult", "crossings", "fit_crossing",
-           "measure_prices", "patch_summary", "plot_prices", "price_table", "prices_markdown",
-           "restricted_spec", "write_prices"]
+           "measure_prices", "patch_summary", "plot_prices", "price_table", "prices_for_run",
+           "prices_markdown", "restricted_spec", "study_header", "write_prices"]

@@ -521,37 +521,51 @@ def _scores(games: pd.DataFrame, scores: pd.DataFrame, summary: pd.DataFrame) ->
     return s
 
 
-def _causal_prices(s: Section, run_dir: Path) -> None:
-    """The causal prices of a prices study stored in the run folder (``prices/``), if any:
-    restricted-play value with its interval and verdict, and the fair price."""
-    path = run_dir / "prices" / "patches.csv"
+def _causal_prices(s: Section, run: Run) -> None:
+    """The causal prices of a prices study stored in the run folder (``prices/``, written by
+    ``patchsim report --prices`` or ``patchsim prices --out RUN/prices``), if any:
+    restricted-play value with its interval and verdict, and the fair price; with the
+    study's ruleset, bot and games (its ``study.json``) and a warning when the study was made
+    on a ruleset this run did not play."""
+    folder = run.run_dir / "prices"
+    path = folder / "patches.csv"
     if not path.exists():
         return
     try:
         study = pd.read_csv(path)
+        header = (json.loads((folder / "study.json").read_text(encoding="utf-8"))
+                  if (folder / "study.json").exists() else {})
     except (OSError, ValueError) as e:
-        s.note(f"The prices study in {path.parent} could not be read: {e}")
+        s.note(f"The prices study in {folder} could not be read: {e}")
         return
+    what = (f"{header['ruleset']}, bot {header['bot']}, {header['games']:,} games per patch "
+            f"and cost, seed {header['seed']}" if header else "ruleset and bot not recorded")
     s.table(fmt_table(study, [
         ("patch", lambda r: r.patch), ("cost", lambda r: integer(r.cost)),
         ("value [95%]", lambda r: f"{pts(r.value)} [{pts(r.value_lo)}, {pts(r.value_hi)}]"),
         ("verdict", lambda r: str(r.verdict)), ("fair price", lambda r: str(r.fair_text)),
         ("reading", lambda r: str(r.reading)),
-    ]), "Causal prices (restricted play: the win-rate points a bot loses when forbidden the "
-        "patch, on common deals; price response: the cost at which that value crosses zero)")
+    ]), f"Causal prices ({what}; restricted play: the win-rate points the bot loses when "
+        "forbidden the patch, on common deals; price response: the cost at which that value "
+        "crosses zero)")
+    hashes = {str(h) for h in run.games["ruleset_hash"].unique()} \
+        if "ruleset_hash" in run.games.columns else set()
+    if header and hashes and header.get("ruleset_hash") not in hashes:
+        s.note(f"This prices study was made on {header['ruleset']} "
+               f"({header.get('ruleset_hash')}), a ruleset this run did not play.")
 
 
 def _patches(patches: pd.DataFrame, run: Run, games: pd.DataFrame) -> Section:
     s = Section("Patches", "patches")
-    _causal_prices(s, run.run_dir)
+    _causal_prices(s, run)
     if patches.empty:
         s.note("No patches were bought.")
         return s
     s.p("Buyers against non-buyers (below) is an association in these bots' play, not a "
         "price verdict: cheap patches are bought by the player who is behind, and a patch "
         "one seat bought is one the other did not. Whether a patch is over- or underpriced is "
-        "a causal question, answered by restricted play and price response (the prices study: "
-        "patchsim prices; a study written to this run's prices/ folder is shown above).")
+        "a causal question, answered by restricted play and price response: "
+        "`patchsim report RUN --prices` measures it for this run and shows it above.")
     flagged = patches[patches["flag"] != ""]
     if len(flagged):
         s.bullets([f"{r.ruleset}: buyers of {r.patch} (cost {integer(r.cost)}, time "
