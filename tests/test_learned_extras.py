@@ -194,7 +194,8 @@ def test_provenance_names_the_model_file_and_its_sha256(e2, monkeypatch, tmp_pat
     assert prov == {"ruleset": "edition2", "ruleset_hash": e2.content_hash(),
                     "source": "shipped", "path": str(shipped.resolve()),
                     "sha256": sha256_of(shipped),
-                    "created": load_model(shipped).manifest.get("created")}
+                    "created": load_model(shipped).manifest.get("created"),
+                    "trained_for": "edition2", "trained_for_hash": e2.content_hash()}
     # a user-trained model takes precedence (model=auto), and provenance says so
     mine = user_model(e2, tmp_path)
     prov = model_provenance(e2)
@@ -257,11 +258,16 @@ def test_model_choice_errors(e2, tmp_path):
         make_bot(f"mcts(eval=learned, models={tmp_path}, model=shipped)")
     with pytest.raises(BotSpecError, match="model= applies only with eval=learned"):
         make_bot("mcts(model=shipped)")
-    # a model file of another ruleset is refused by its hash
+    # a model found by hash must be the ruleset's own (see test_learned); a file named
+    # explicitly may come from another ruleset, and its provenance says which
     other = tmp_path / "other.json"
     other.write_bytes((SHIPPED_DIR / e2.content_hash() / "model.json").read_bytes())
-    with pytest.raises(ModelError, match="trained for ruleset hash"):
-        make_bot(f"mcts(eval=learned, model={other})").bind(odd)
+    bot = make_bot(f"mcts(eval=learned, iterations=4, model={other})")
+    prov = bot_model_provenance(bot, odd)
+    assert prov["source"] == "file" and prov["ruleset_hash"] == odd.content_hash()
+    assert (prov["trained_for"], prov["trained_for_hash"]) == ("edition2", e2.content_hash())
+    r = play_game(odd, (bot, make_bot("greedy")), deal_circle(odd, 0), 0)
+    assert r.plies > 0
 
 
 # --- time budgets in runs ---------------------------------------------------------------------

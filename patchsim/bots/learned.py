@@ -255,7 +255,9 @@ def provenance_of(m: Model, ruleset: Ruleset, model: str = "auto") -> dict[str, 
         raise ModelError("this model was not read from a file: it has no provenance")
     return {"ruleset": ruleset.name, "ruleset_hash": ruleset.content_hash(),
             "source": model_source(m.path, model), "path": str(m.path), "sha256": m.sha256,
-            "created": m.manifest.get("created")}
+            "created": m.manifest.get("created"),
+            "trained_for": m.manifest.get("ruleset_name"),
+            "trained_for_hash": m.manifest.get("ruleset_hash")}
 
 
 def model_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
@@ -265,7 +267,11 @@ def model_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
     path = find_model(ruleset, root, model)
     key = (str(path), str(path.stat().st_mtime_ns))
     if key not in _LOADED:
-        _LOADED[key] = load_model(path, ruleset.content_hash())
+        # a model found by hash must be the ruleset's own; a file named explicitly may have
+        # been trained on another ruleset (a variant evaluated with its base game's model:
+        # the features are defined for any ruleset), which its provenance then records
+        explicit = model not in MODEL_CHOICES
+        _LOADED[key] = load_model(path, None if explicit else ruleset.content_hash())
     return _LOADED[key]
 
 
