@@ -190,3 +190,23 @@ def test_sample_records_replay_to_the_stored_games(run_dir: Path, rulesets: dict
     data = _embedded(snippet)
     assert [g["title"] for g in data["games"]] == [s["title"] for s in samples]
     assert data["games"][0]["players"] == samples[0]["players"]
+
+
+def test_curve_intervals_are_over_deals() -> None:
+    """A bot that plays a deal from the same seat in two pairings contributes one value per
+    deal to the interval: the estimator layer's t-interval of the per-deal means."""
+    from patchsim.analysis import estimators as E
+    from patchsim.reporting.curves import curve_table
+
+    rows = []
+    values = {0: (3, 5), 1: (10, 10), 2: (7, 1), 3: (4, 4)}  # deal -> the two games' scores
+    for deal, pair in values.items():
+        for k, score in enumerate(pair):
+            rows.append({"game_id": 10 * deal + k, "deal_seed": 100 + deal, "ruleset": "r",
+                         "pairing": f"p{k}", "seat": 0, "bot": "b", "ply": 1, "position": 1,
+                         "buttons": 0, "income": 0, "score": score})
+    curves = curve_table(pd.DataFrame(rows), by="ply", metrics=["score"])
+    point = curves[(curves["x"] == 1)].iloc[0]
+    e = E.mean_estimate([np.mean(p) for p in values.values()])
+    assert point["n"] == 8
+    assert (point["mean"], point["lo"], point["hi"]) == pytest.approx((e.value, e.lo, e.hi))

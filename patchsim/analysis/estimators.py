@@ -92,9 +92,20 @@ def mean_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
                         float(np.clip(m + q * se, lo, hi)), n, sd, level)
     if n < 2:
         return Estimate(m, NAN, NAN, NAN, n, NAN, level)
-    se = sd / math.sqrt(n)
-    q = float(sps.t.ppf(0.5 + level / 2, n - 1))
-    return Estimate(m, se, m - q * se, m + q * se, n, sd, level)
+    lo, hi = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
+    return Estimate(m, sd / math.sqrt(n), float(lo[0]), float(hi[0]), n, sd, level)
+
+
+def t_intervals(mean: np.ndarray, sd: np.ndarray, deals: np.ndarray,
+                level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Many t-intervals at once (e.g. one per point of a curve): means of per-deal values
+    with their per-deal standard deviations and numbers of deals; NaN below two deals."""
+    mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
+    n = np.asarray(deals, dtype=float)
+    ok = n >= 2
+    q = np.where(ok, sps.t.ppf(0.5 + level / 2, np.where(ok, n - 1, 1)), np.nan)
+    half = q * sd / np.sqrt(np.where(ok, n, 1))
+    return mean - half, mean + half
 
 
 def rate(won: np.ndarray | pd.Series, deal: np.ndarray | pd.Series,

@@ -35,6 +35,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from patchsim.analysis.estimators import t_intervals
 from patchsim.analysis.tables import game_moves, read_games
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, rules_reference
@@ -49,8 +50,8 @@ SEAT_COLOURS = ("#1f77b4", "#d62728")
 LINESTYLES = ("-", "--", ":", "-.")
 CURVE_COLUMNS = ("ruleset", "bot", "seat", "by", "x", "metric", "n", "mean", "lo", "hi", "q10",
                  "q90")
-STATE_COLUMNS = ("game_id", "ruleset", "pairing", "seat", "bot", "ply", "position", "buttons",
-                 "income", "score")
+STATE_COLUMNS = ("game_id", "deal_seed", "ruleset", "pairing", "seat", "bot", "ply", "position",
+                 "buttons", "income", "score")
 
 
 # --- states ------------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def game_states(games: pd.DataFrame, rulesets: Mapping[str, Ruleset],
             continue
         game = Game.new(rs, circle=deal_circle(rs, int(row.deal_seed)))
         bots = (str(row.bot0), str(row.bot1))
-        ids = (int(row.game_id), str(row.ruleset), str(row.pairing))
+        ids = (int(row.game_id), int(row.deal_seed), str(row.ruleset), str(row.pairing))
         _snapshot(cols, ids, bots, game)
         for code in row.moves:
             game.apply(int(code))
@@ -89,11 +90,11 @@ def game_states(games: pd.DataFrame, rulesets: Mapping[str, Ruleset],
     return out
 
 
-def _snapshot(cols: dict[str, list[Any]], ids: tuple[int, str, str], bots: tuple[str, str],
-              game: Game) -> None:
+def _snapshot(cols: dict[str, list[Any]], ids: tuple[int, int, str, str],
+              bots: tuple[str, str], game: Game) -> None:
     """Append both seats' numbers in ``game``'s position to the column lists."""
     for p in (0, 1):
-        for key, value in zip(("game_id", "ruleset", "pairing"), ids, strict=True):
+        for key, value in zip(("game_id", "deal_seed", "ruleset", "pairing"), ids, strict=True):
             cols[key].append(value)
         cols["seat"].append(p)
         cols["bot"].append(bots[p])
@@ -117,9 +118,9 @@ def curve_table(states: pd.DataFrame, by: str = "position",
     last space) extends the position axis to the end of the track; by default the largest
     position seen.
 
-    Columns :data:`CURVE_COLUMNS`: ``n`` games, ``mean``, ``lo``/``hi`` the 95% interval of
-    the mean (normal approximation; equal to the mean for one game), ``q10``/``q90`` the
-    10th and 90th percentiles of the games."""
+    Columns :data:`CURVE_COLUMNS`: ``n`` games, ``mean`` (of the per-deal means),
+    ``lo``/``hi`` the 95% t-interval of the mean over deals (equal to the mean for one
+    deal), ``q10``/``q90`` the 10th and 90th percentiles of the games."""
     if by not in ("position", "ply"):
         raise ValueError(f"by={by!r}: give 'position' or 'ply'")
     bad = [m for m in metrics if m not in METRICS]
@@ -130,7 +131,8 @@ def curve_table(states: pd.DataFrame, by: str = "position",
     frames = []
     for (ruleset, bot, seat), part in states.groupby(list(GROUP), sort=True, observed=True):
         if by == "ply":
-            values = part[["game_id", "ply", *metrics]].rename(columns={"ply": "x"})
+            values = part[["game_id", "deal_seed", "ply", *metrics]].rename(
+                columns={"ply": "x"})
         else:
             last = (last_space or {}).get(ruleset, int(part["position"].max()))
             values = _by_position(part, metrics, last)
@@ -151,7 +153,9 @@ def _by_position(part: pd.DataFrame, metrics: Sequence[str], last: int) -> pd.Da
         # positions never go down, so the last snapshot at or before x is found by bisection
         idx = np.searchsorted(pos, xs, side="right") - 1
         keep = idx >= 0
-        frame = {"game_id": np.full(int(keep.sum()), gid), "x": xs[keep]}
+        frame = {"game_id": np.full(int(keep.sum()), gid),
+                 "deal_seed": np.full(int(keep.sum()), int(g["deal_seed"].iloc[0])),
+                 "x": xs[keep]}
         for m in metrics:
             frame[m] = g[m].to_numpy()[idx[keep]]
         rows.append(pd.DataFrame(frame))
@@ -159,17 +163,24 @@ def _by_position(part: pd.DataFrame, metrics: Sequence[str], last: int) -> pd.Da
 
 
 def _summarise(values: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    long = values.melt(id_vars=["game_id", "x"], value_vars=list(metrics), var_name="metric",
-                       value_name="value")
+    long = values.melt(id_vars=["game_id", "deal_seed", "x"], value_vars=list(metrics),
+                       var_name="metric", value_name="value")
     grouped = long.groupby(["metric", "x"], sort=True)["value"]
-    out = grouped.agg(n="count", mean="mean", sd="std").reset_index()
+    out = grouped.agg(n="count").reset_index()
     q = grouped.quantile([0.1, 0.9]).unstack()
     out["q10"] = q[0.1].to_numpy()
     out["q90"] = q[0.9].to_numpy()
-    half = 1.959963984540054 * out["sd"].fillna(0.0) / np.sqrt(out["n"])
-    out["lo"] = out["mean"] - half
-    out["hi"] = out["mean"] + half
-    return out.drop(columns="sd")
+    # the interval of the mean is over deals (a bot in two pairings of a run plays the same
+    # deal twice from a seat): per-deal means first, then the estimator layer's t-interval
+    per_deal = long.groupby(["metric", "x", "deal_seed"], sort=True)["value"].mean()
+    by_deal = per_deal.groupby(level=["metric", "x"], sort=True).agg(["mean", "std", "count"])
+    lo, hi = t_intervals(by_deal["mean"].to_numpy(), by_deal["std"].fillna(0.0).to_numpy(),
+                         by_deal["count"].to_numpy())
+    one = by_deal["count"].to_numpy() < 2  # one deal: the interval is the value itself
+    out["mean"] = by_deal["mean"].to_numpy()
+    out["lo"] = np.where(one, out["mean"], lo)
+    out["hi"] = np.where(one, out["mean"], hi)
+    return out
 
 
 def plot_curves(curves: pd.DataFrame, metrics: Sequence[str] | None = None,
