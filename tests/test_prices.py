@@ -152,7 +152,7 @@ def test_command_writes_its_files(tmp_path) -> None:
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv", "prices.md",
-                                                     "prices.png"]
+                                                     "prices.png", "study.json"]
     table = pd.read_csv(out / "prices.csv")
     assert table["patch"].tolist() == ["P19"] * 3 + ["P01"] * 3
     assert (table["deals"] == 20).all()
