@@ -470,8 +470,7 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
 
     target = Path(out_dir)
     if target.exists():
-        raise PricesError(f"{target} already exists; give a new folder (--out) or leave it "
-                          "out for a fresh one")
+        raise PricesError(f"{target} already exists; write the study to a new folder")
     table = price_table(study)
     fits = crossings(study)
     summary = patch_summary(study, table, fits)
