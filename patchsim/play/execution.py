@@ -241,8 +241,9 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
             elif backend == "loky":
                 join_started_workers()  # those start_workers began, if any: reused now
                 # local workers start (and import) while this process warms up behind the
-                # gate; they play once the compiled code is in the cache
-                with warm_gate(config) as gate:
+                # gate; they play once the compiled code is in the cache (nothing to play:
+                # nothing to warm up)
+                with warm_gate(config) if todo else contextlib.nullcontext(None) as gate:
                     results = parallel(delayed(run_batch)(config, bt, run_id, write_to,
                                                           os.getpid(), gate) for bt in todo)
             else:
