@@ -581,24 +581,34 @@ def patch_bots(events: Events, games: pd.DataFrame | None = None) -> pd.DataFram
 
 def _bot_buys(games: pd.DataFrame, ev: EventSummary) -> pd.DataFrame:
     """``EventSummary.bot_buys`` (buys and the sum of their positions per ruleset, patch and
-    bot) over the given games, from the per-game buy arrays."""
+    bot) over the given games, from the per-game buy arrays. Counted with integer codes and
+    ``bincount``: a row per buy (tens of millions in a large run) would take gigabytes."""
+    cols = ["ruleset", "patch", "bot", "buys", "pos_sum"]
     at = ev.rows(games["game_id"].to_numpy())
-    rulesets = games["ruleset"].astype(str).to_numpy()
-    bot0, bot1 = games["bot0"].astype(str).to_numpy(), games["bot1"].astype(str).to_numpy()
-    parts = []
+    r_code, r_names = pd.factorize(games["ruleset"].to_numpy())
+    b_code, b_names = pd.factorize(np.concatenate([games["bot0"].to_numpy(),
+                                                   games["bot1"].to_numpy()]))
+    bot0, bot1 = b_code[:len(games)], b_code[len(games):]
+    nb = len(b_names)
+    cells = len(r_names) * nb
+    rows = []
     for pid in ev.patches:
         slot = ev.patch_slot(pid)
         seat = take(ev.buy_seat, at, slot, -1)
         ok = seat >= 0
-        parts.append(pd.DataFrame({
-            "ruleset": rulesets[ok], "patch": pid,
-            "bot": np.where(seat == 0, bot0, bot1)[ok],
-            "pos": take(ev.buy_pos, at, slot)[ok].astype(np.int64)}))
-    if not parts:
-        return pd.DataFrame(columns=["ruleset", "patch", "bot", "buys", "pos_sum"])
-    return (pd.concat(parts, ignore_index=True)
-            .groupby(["ruleset", "patch", "bot"], sort=True)
-            .agg(buys=("pos", "size"), pos_sum=("pos", "sum")).reset_index())
+        if not ok.any():
+            continue
+        key = r_code[ok] * nb + np.where(seat == 0, bot0, bot1)[ok]
+        buys = np.bincount(key, minlength=cells)
+        pos = np.bincount(key, weights=take(ev.buy_pos, at, slot)[ok].astype(np.float64),
+                          minlength=cells)
+        for k in np.flatnonzero(buys):
+            rows.append((str(r_names[k // nb]), pid, str(b_names[k % nb]), int(buys[k]),
+                         int(round(pos[k]))))
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    return pd.DataFrame(rows, columns=cols).sort_values(["ruleset", "patch", "bot"],
+                                                        ignore_index=True)
 
 
 # --- leather patches ----------------------------------------------------------------------------
