@@ -22,6 +22,7 @@ from patchsim.cli.common import (
     run_failure,
     stop_on_signals,
 )
+from patchsim.cli.prices import prices_errors
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -76,23 +77,10 @@ def report(
 
 
 def _measure_prices(run_dir: str, bot: str | None, games: int, jobs: int) -> None:
-    from patchsim.bots.registry import BotSpecError
-    from patchsim.engine.ruleset import RulesetError
-    from patchsim.experiments.prices import PricesError, prices_for_run
-    from patchsim.play.config import RunError
-    from patchsim.play.match import BotError
+    from patchsim.experiments.prices import prices_for_run
 
-    try:
+    with prices_errors({"games": "--prices-games", "bots": "--prices-bot"}):
         res = prices_for_run(run_dir, bot, games=games, jobs=jobs_count(jobs), echo=typer.echo)
-    except PricesError as e:
-        raise _fail(str(e).replace("games:", "--prices-games:").replace(
-            "bots:", "--prices-bot:")) from None
-    except (RulesetError, BotSpecError, RunError) as e:
-        raise _fail(str(e)) from None
-    except BotError as e:
-        raise _fail(str(e), 1) from None
-    except KeyboardInterrupt:
-        raise _fail("interrupted; no prices study was written", 130) from None
     typer.echo(f"prices: {res.folder}/prices.md")
 
 

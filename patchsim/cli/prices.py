@@ -3,6 +3,8 @@ which it stops being worth buying (:mod:`patchsim.experiments.prices`)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -40,11 +42,8 @@ def prices(
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
     (restricted play), and the cost at which that value crosses zero (price response).
     Writes prices.csv, patches.csv, prices.md and prices.png into a new folder."""
-    from patchsim.bots.registry import BotSpecError
     from patchsim.engine.ruleset import RulesetError, load_ruleset
-    from patchsim.experiments.prices import PricesError, measure_prices, write_prices
-    from patchsim.play.config import RunError
-    from patchsim.play.match import BotError
+    from patchsim.experiments.prices import measure_prices, write_prices
     from patchsim.play.storage import fresh_dir
 
     if ";" in bots:
@@ -59,25 +58,39 @@ def prices(
         raise fail(f"--out {target} already exists; give a new folder")
     n_jobs = jobs_count(jobs)
     ids = [p.strip() for p in patches.split(",") if p.strip()] if patches else None
-    try:
+    with prices_errors(FLAGS):
         study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
                                echo=typer.echo)
         res = write_prices(study, target)
+    typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
+    typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")
+
+
+FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots"}
+
+
+@contextlib.contextmanager
+def prices_errors(flags: Mapping[str, str]) -> Iterator[None]:
+    """Turn what a prices study raises into one-paragraph messages and exit codes (2 for a
+    bad request, 1 for a failing bot, 130 when interrupted: nothing is written then).
+    Library messages start with a parameter's name; ``flags`` gives the command's flag."""
+    from patchsim.bots.registry import BotSpecError
+    from patchsim.engine.ruleset import RulesetError
+    from patchsim.experiments.prices import PricesError
+    from patchsim.play.config import RunError
+    from patchsim.play.match import BotError
+
+    try:
+        yield
     except PricesError as e:
-        raise fail(_flag(str(e))) from None
+        message = str(e)
+        for name, flag in flags.items():
+            if message.startswith(f"{name}:"):
+                message = flag + message[len(name):]
+        raise fail(message) from None
     except (RulesetError, BotSpecError, RunError) as e:
         raise fail(str(e)) from None
     except BotError as e:
         raise fail(str(e), 1) from None
     except KeyboardInterrupt:
         raise fail("interrupted; nothing was written", 130) from None
-    typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
-    typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")
-
-
-def _flag(message: str) -> str:
-    """Library messages name parameters; on the command line they are flags."""
-    for name in ("patches", "games", "bots"):
-        if message.startswith(f"{name}:"):
-            return "--" + message
-    return message

@@ -128,7 +128,7 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             client.close()
 
 
-def model_provenance(config: RunConfig) -> list[dict[str, Any]]:
+def run_models(config: RunConfig) -> list[dict[str, Any]]:
     """Which learned model each learned bot plays with on each ruleset: where it was found
     (a user-trained model takes precedence over a shipped one), and its file's sha256, so a
     run's manifest says exactly which evaluation produced its games."""
@@ -204,7 +204,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     manifest.update({
         "run_id": run_id,
         "config": config.to_dict(),
-        "models": model_provenance(config),
+        "models": run_models(config),
         "command": command,
         "versions": versions(),
         "started": manifest.get("started") or _dt.datetime.now().isoformat(timespec="seconds"),
