@@ -15,6 +15,7 @@ from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays, deal_seed
 from patchsim.engine.tables import Tables, compile_ruleset, square_name
+from patchsim.play import columns as cols
 from patchsim.play import loops as playout
 from patchsim.play.config import RunConfig, RunError
 from patchsim.play.match import GameResult, bot_error, max_events, max_plies, play_game
@@ -192,35 +193,34 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     plies = res[:, playout.R_PLIES]
 
     def i32(col: int) -> pa.Array:
-        return pa.array(res[:, col].astype(np.int32))
+        return cols.numeric(res[:, col], pa.int32())
 
-    offsets = np.concatenate([[0], np.cumsum(plies)]).astype(np.int32)
-    move_list = pa.ListArray.from_arrays(pa.array(offsets), pa.array(moves.astype(np.int32)))
-    games = pa.table({
-        "run_id": _const(run_id, n),
-        "ruleset": _const(rs.name, n),
-        "ruleset_hash": _const(rs.content_hash(), n),
-        "game_id": pa.array(gids.astype(np.int64)),
-        "deal": pa.array(deal.astype(np.int64)),
-        "deal_seed": pa.array(seed.astype(np.int64)),
-        "pairing": _const(config.pairing_label(batch.pairing), n),
-        "order": pa.array(order.astype(np.int8)),
-        "bot0": _dict(order, specs),
-        "bot1": _dict(1 - order, specs),
-        "winner": pa.array(winner),
-        "winner_bot": _dict(np.where(winner == 0, order, 1 - order), specs),
-        "tie_break": pa.array(res[:, playout.R_SCORE] == res[:, playout.R_SCORE + 1]),
+    offsets = np.concatenate([[0], np.cumsum(plies)])
+    games = cols.table({
+        "run_id": cols.constant(run_id, n),
+        "ruleset": cols.constant(rs.name, n),
+        "ruleset_hash": cols.constant(rs.content_hash(), n),
+        "game_id": cols.numeric(gids, pa.int64()),
+        "deal": cols.numeric(deal, pa.int64()),
+        "deal_seed": cols.numeric(seed, pa.int64()),
+        "pairing": cols.constant(config.pairing_label(batch.pairing), n),
+        "order": cols.numeric(order, pa.int8()),
+        "bot0": cols.dictionary(order, specs),
+        "bot1": cols.dictionary(1 - order, specs),
+        "winner": cols.numeric(winner, pa.int8()),
+        "winner_bot": cols.dictionary(np.where(winner == 0, order, 1 - order), specs),
+        "tie_break": cols.booleans(res[:, playout.R_SCORE] == res[:, playout.R_SCORE + 1]),
         "score0": i32(playout.R_SCORE), "score1": i32(playout.R_SCORE + 1),
         "buttons0": i32(playout.R_BUTTONS), "buttons1": i32(playout.R_BUTTONS + 1),
         "empty0": i32(playout.R_EMPTY), "empty1": i32(playout.R_EMPTY + 1),
         "position0": i32(playout.R_POS), "position1": i32(playout.R_POS + 1),
-        "bonus0": pa.array(bonus == 0), "bonus1": pa.array(bonus == 1),
-        "first_to_end": pa.array(res[:, playout.R_FIRST_END].astype(np.int8)),
+        "bonus0": cols.booleans(bonus == 0), "bonus1": cols.booleans(bonus == 1),
+        "first_to_end": cols.numeric(res[:, playout.R_FIRST_END], pa.int8()),
         "passes0": i32(playout.R_PASSES), "passes1": i32(playout.R_PASSES + 1),
         "buys0": i32(playout.R_BUYS), "buys1": i32(playout.R_BUYS + 1),
         "leather0": i32(playout.R_LEATHER), "leather1": i32(playout.R_LEATHER + 1),
-        "plies": pa.array(plies.astype(np.int32)),
-        "moves": move_list,
+        "plies": cols.numeric(plies, pa.int32()),
+        "moves": cols.int_lists(offsets, moves),
     })
 
     e = ev
@@ -246,42 +246,27 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     sq_dict = np.concatenate([place_sq, sq_names[:-1]])
     sq_index = np.where(is_buy, e[:, 5], np.where(is_place, len(place_sq) + e[:, 3], 0))
     m = len(e)
-    events = pa.table({
-        "run_id": _const(run_id, m),
-        "ruleset": _const(rs.name, m),
-        "game_id": pa.array(gid_rows.astype(np.int64)),
-        "seq": pa.array(seq.astype(np.int32)),
-        "event": _dict(kind, names),
-        "seat": pa.array(seat.astype(np.int8)),
-        "bot": _dict(seat_bot, specs),
+    events = cols.table({
+        "run_id": cols.constant(run_id, m),
+        "ruleset": cols.constant(rs.name, m),
+        "game_id": cols.numeric(gid_rows, pa.int64()),
+        "seq": cols.numeric(seq, pa.int32()),
+        "event": cols.dictionary(kind, names),
+        "seat": cols.numeric(seat, pa.int8()),
+        "bot": cols.dictionary(seat_bot, specs),
         # buys: position before the move; pass: the space left; marks: the mark's space
-        "position": pa.array(np.where(is_buy, e[:, 3], e[:, 2]).astype(np.int32)),
-        "patch": _dict(buy_patch, patch_ids[:-1], mask=~is_buy),
-        "cost": pa.array(np.where(is_buy, cost[buy_patch], 0).astype(np.int32)),
-        "buttons_before": pa.array(np.where(is_buy, e[:, 4], -1).astype(np.int32)),
-        "amount": pa.array(np.where(is_pass, e[:, 4], np.where(
-            kind == core.EV_INCOME, e[:, 3], 0)).astype(np.int32)),
-        "squares": _dict(sq_index, sq_dict, mask=~(is_buy | is_place)),
-        "filled_hole": pa.array(np.where(is_place, e[:, 4] == 1, False)),
-        "opp_position": pa.array(np.where(is_claim, e[:, 3], -1).astype(np.int32)),
-        "score_lead": pa.array(np.where(is_claim, e[:, 4], 0).astype(np.int32)),
+        "position": cols.numeric(np.where(is_buy, e[:, 3], e[:, 2]), pa.int32()),
+        "patch": cols.dictionary(buy_patch, patch_ids[:-1], mask=~is_buy),
+        "cost": cols.numeric(np.where(is_buy, cost[buy_patch], 0), pa.int32()),
+        "buttons_before": cols.numeric(np.where(is_buy, e[:, 4], -1), pa.int32()),
+        "amount": cols.numeric(np.where(is_pass, e[:, 4], np.where(
+            kind == core.EV_INCOME, e[:, 3], 0)), pa.int32()),
+        "squares": cols.dictionary(sq_index, sq_dict, mask=~(is_buy | is_place)),
+        "filled_hole": cols.booleans(is_place & (e[:, 4] == 1)),
+        "opp_position": cols.numeric(np.where(is_claim, e[:, 3], -1), pa.int32()),
+        "score_lead": cols.numeric(np.where(is_claim, e[:, 4], 0), pa.int32()),
     })
     return games, events
-
-
-def _const(value: str, n: int) -> pa.DictionaryArray:
-    """A column holding one string n times (dictionary-encoded: no n Python strings)."""
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
-                                          pa.array([value], pa.string()))
-
-
-def _dict(indices: np.ndarray, values, mask: np.ndarray | None = None) -> pa.DictionaryArray:
-    """A string column as indices into ``values`` (null where ``mask``); cast to plain
-    strings when the batches are merged."""
-    idx = np.asarray(indices, dtype=np.int32)
-    arr = pa.array(np.where(mask, 0, idx) if mask is not None else idx,
-                   mask=mask if mask is not None else None)
-    return pa.DictionaryArray.from_arrays(arr, pa.array(list(values), pa.string()))
 
 
 _PLACEMENT_NAMES: dict[str, np.ndarray] = {}
