@@ -30,8 +30,8 @@ _LAZY = {
     "make_bot": "patchsim.bots.registry",
     "play_game": "patchsim.play.match",
     "BotError": "patchsim.play.match",
-    "run_summary": "patchsim.analysis.stats",
-    "format_summary": "patchsim.analysis.stats",
+    "run_summary": "patchsim.analysis.summary",
+    "format_summary": "patchsim.analysis.summary",
     "pairing_table": "patchsim.analysis.stats",
     "first_player_advantage": "patchsim.analysis.stats",
     "score_table": "patchsim.analysis.stats",
@@ -48,15 +48,14 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
     from patchsim.analysis.stats import (
         bonus_table,
         first_player_advantage,
-        format_summary,
         game_summary,
         leather_table,
         pairing_table,
         patch_table,
         ratings,
-        run_summary,
         score_table,
     )
+    from patchsim.analysis.summary import format_summary, run_summary
     from patchsim.bots.registry import make_bot
     from patchsim.play.config import RunError
     from patchsim.play.match import BotError, play_game

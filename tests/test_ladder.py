@@ -47,7 +47,7 @@ def test_deterministic_self_play_counts_each_deal_once():
     """Both games of a deal are the same game when one deterministic bot plays itself: the
     summary counts distinct games and says so; per-deal rates are unchanged."""
     from patchsim.analysis.selfplay import distinct_games, duplicated_pairings
-    from patchsim.analysis.stats import format_summary, run_summary
+    from patchsim.analysis.summary import format_summary, run_summary
 
     rows = []
     for deal in range(10):

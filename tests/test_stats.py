@@ -17,8 +17,10 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from patchsim.analysis import estimators as E
+from patchsim.analysis import selfplay
 from patchsim.analysis import stats as st
 from patchsim.analysis.selfplay import distinct_games
+from patchsim.analysis.summary import format_summary, run_summary
 from patchsim.play.storage import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
@@ -178,9 +180,9 @@ def test_deterministic_self_play_is_counted_once_in_every_games_table():
     bonus = st.bonus_table(games, _events([])).iloc[0]
     assert bonus.games == 10 and not bonus.distinct_games
     # a table that has been through distinct() already is not deduplicated again
-    once = st.distinct(games)
-    assert len(once) == 10 and st.copied_pairings(once) == {"X vs X"}
-    assert st.distinct(once) is once
+    once = selfplay.distinct(games)
+    assert len(once) == 10 and selfplay.copied_pairings(once) == {"X vs X"}
+    assert selfplay.distinct(once) is once
 
 
 # --- balance by skill level ----------------------------------------------------------------------
@@ -471,14 +473,14 @@ def test_every_interval_is_the_estimator_layers_rate(small_run: Path):
         assert (r.rate, r.lo, r.hi) == pytest.approx((est.value, est.lo, est.hi))
         assert r.verdict == E.verdict(est, 0.10, 0.5).text(100.0, " points")
     # run_summary, the terminal's table, gives the same first-seat numbers
-    rs = st.run_summary(g).set_index("pairing")
+    rs = run_summary(g).set_index("pairing")
     for row in fpa.itertuples():
         assert (rs.loc[row.pairing, "seat0_lo"], rs.loc[row.pairing, "seat0_hi"]) == (
             pytest.approx((row.lo, row.hi)))
 
 
 def test_run_summary_still_formats(small_run: Path):
-    text = st.format_summary(st.run_summary(load_games(small_run)))
+    text = format_summary(run_summary(load_games(small_run)))
     assert "greedy vs income" in text and "seat0 wins" in text
 
 
@@ -697,5 +699,5 @@ def test_summary_keeps_the_first_claim_and_the_first_placement():
 def test_run_summary_of_the_compact_games_table(small_run: Path):
     from patchsim.analysis.tables import read_games
 
-    ref = st.run_summary(load_games(small_run))
-    pd.testing.assert_frame_equal(st.run_summary(read_games(small_run)), ref, check_exact=True)
+    ref = run_summary(load_games(small_run))
+    pd.testing.assert_frame_equal(run_summary(read_games(small_run)), ref, check_exact=True)

@@ -23,13 +23,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.selfplay import duplicated_pairings
+from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
 from patchsim.analysis.stats import (
-    DISTINCT_NOTE,
     MIN_DEALS,
     NAN,
     Events,
-    copied_pairings,
     first_player_advantage,
     leather_game_values,
     leather_table,

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+# what every table, the report and the run summary say about a pairing whose copies count once
+DISTINCT_NOTE = "deterministic self-play: one distinct game per deal"
+
 # what two copies of a game share; a deterministic bot reproduces all of it
 _SAME = ("winner", "score0", "score1", "buttons0", "buttons1", "empty0", "empty1", "plies",
          "first_to_end")
@@ -45,3 +48,18 @@ def distinct_games(games: pd.DataFrame) -> pd.DataFrame:
     out = out.copy() if dup else out
     out.attrs = {**games.attrs, "duplicated_pairings": dup}
     return out
+
+
+def distinct(games: pd.DataFrame) -> pd.DataFrame:
+    """``games`` with the copies of deterministic self-play dropped
+    (:func:`distinct_games`); a table that has been through it already (it carries
+    ``attrs["duplicated_pairings"]``) is returned as it is, so that the report detects the
+    copies once and every table it builds agrees."""
+    if "duplicated_pairings" in games.attrs:
+        return games
+    return distinct_games(games)
+
+
+def copied_pairings(games: pd.DataFrame) -> set[str]:
+    """The pairings of a :func:`distinct` table whose copies were dropped."""
+    return {str(p) for p in games.attrs.get("duplicated_pairings", ())}

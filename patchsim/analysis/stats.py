@@ -40,7 +40,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.estimators import DEFAULT_MARGIN, Estimate
-from patchsim.analysis.selfplay import distinct_games
+from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, distinct
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysis.tables)
@@ -48,8 +48,6 @@ Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysi
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 MIN_DEALS = 10  # below this many deals a table row is flagged "too few games"
 NAN = float("nan")
-# what every table, the report and the run summary say about a pairing whose copies count once
-DISTINCT_NOTE = "deterministic self-play: one distinct game per deal"
 
 
 # --- basic quantities ---------------------------------------------------------------------------
@@ -81,21 +79,6 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
 
 
 # --- helpers over the games table ---------------------------------------------------------------
-def distinct(games: pd.DataFrame) -> pd.DataFrame:
-    """``games`` with the copies of deterministic self-play dropped
-    (:func:`selfplay.distinct_games`); a table that has been through it already (it carries
-    ``attrs["duplicated_pairings"]``) is returned as it is, so that the report detects the
-    copies once and every table it builds agrees."""
-    if "duplicated_pairings" in games.attrs:
-        return games
-    return distinct_games(games)
-
-
-def copied_pairings(games: pd.DataFrame) -> set[str]:
-    """The pairings of a :func:`distinct` table whose copies were dropped."""
-    return {str(p) for p in games.attrs.get("duplicated_pairings", ())}
-
-
 def _groups(games: pd.DataFrame, keys: list[str]):
     """groupby in order of appearance, yielding (key tuple, frame)."""
     for key, g in games.groupby(keys, sort=False, observed=True):
@@ -941,55 +924,6 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
                      seat_elo_hi=float((h + z * hse) * ELO_PER_LOGIT),
                      seat_elo_se=float(hse * ELO_PER_LOGIT), prior_elo=prior_elo)
     return out
-
-
-# --- the terminal summary used by ``patchsim run`` ----------------------------------------------
-def run_summary(games: pd.DataFrame) -> pd.DataFrame:
-    """One row per ruleset and pairing: games, first-seat win rate and the first bot's win
-    rate (over both seats), each with a 95% interval that treats the deal (the seat-swapped
-    pair) as the unit, mean scores by seat."""
-    rows = []
-    games = distinct(games)  # deterministic self-play: a deal's copy counts once
-    dup = copied_pairings(games)
-    for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
-                                               observed=True):
-        n = len(g)
-        seat0 = est.rate((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
-        bot_a = pairing.split(" vs ")[0]
-        self_play = g["bot0"].iloc[0] == g["bot1"].iloc[0]
-        first = est.rate((g["winner_bot"] == bot_a).to_numpy(), g["deal"].to_numpy())
-        rows.append({
-            "ruleset": ruleset, "pairing": pairing, "games": n,
-            "seat0_win": seat0.value, "seat0_lo": seat0.lo, "seat0_hi": seat0.hi,
-            "first_bot_win": np.nan if self_play else first.value,
-            "first_bot_lo": np.nan if self_play else first.lo,
-            "first_bot_hi": np.nan if self_play else first.hi,
-            "score0": g["score0"].mean(), "score1": g["score1"].mean(),
-            "tie_breaks": int(g["tie_break"].sum()),
-            # who wins the ties (docs/rules.md R11.5: the first to reach the last space)
-            "tie_break_seat0_share": (float((g["tie_break"] & (g["winner"] == 0)).sum()
-                                            / g["tie_break"].sum())
-                                      if g["tie_break"].any() else np.nan),
-            "distinct_games": str(pairing) not in dup,
-        })
-    return pd.DataFrame(rows)
-
-
-def format_summary(summary: pd.DataFrame) -> str:
-    """The terminal summary of a run."""
-    lines = []
-    for r in summary.itertuples():
-        line = (f"{r.ruleset:<12} {r.pairing:<44} games {r.games:>6}  "
-                f"seat0 wins {100 * r.seat0_win:5.1f}% [{100 * r.seat0_lo:4.1f}, "
-                f"{100 * r.seat0_hi:4.1f}]")
-        if not np.isnan(r.first_bot_win):
-            line += (f"  {r.pairing.split(' vs ')[0]} wins {100 * r.first_bot_win:5.1f}% "
-                     f"[{100 * r.first_bot_lo:4.1f}, {100 * r.first_bot_hi:4.1f}]")
-        line += f"  mean score {r.score0:6.1f} : {r.score1:6.1f}"
-        if not r.distinct_games:
-            line += f"  ({DISTINCT_NOTE})"
-        lines.append(line)
-    return "\n".join(lines)
 
 
 # --- number formatting shared by the report and the command line --------------------------------

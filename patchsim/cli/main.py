@@ -171,7 +171,7 @@ def run(
         n_jobs = jobs_count(jobs) if backend != "dask" else jobs
         if backend == "loky":
             start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
-        from patchsim.analysis.stats import format_summary, run_summary
+        from patchsim.analysis.summary import format_summary, run_summary
         from patchsim.analysis.tables import read_games
         from patchsim.play.execution import execute, execute_until
 

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 from joblib import delayed
 
-from patchsim.analysis.stats import run_summary
+from patchsim.analysis.summary import run_summary
 from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
@@ -59,7 +59,7 @@ class Simulation:
         return {r.name: r for r in self.config.rulesets}
 
     def summary(self) -> pd.DataFrame:
-        """One row per ruleset and pairing: :func:`patchsim.analysis.stats.run_summary`."""
+        """One row per ruleset and pairing: :func:`patchsim.analysis.summary.run_summary`."""
         return run_summary(self.games)
 
     def write(self, run_dir: str | os.PathLike[str]) -> Path:

@@ -33,7 +33,8 @@ from patchsim.analysis.compare import (
     plan,
     split_rulesets,
 )
-from patchsim.analysis.stats import DISTINCT_NOTE, MIN_DEALS, num, pct
+from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, distinct
+from patchsim.analysis.stats import MIN_DEALS, num, pct
 from patchsim.analysis.tables import (
     EventSummary,
     game_events,
@@ -204,7 +205,7 @@ def pairing_label(r: Any) -> str:
 
 def copies_note(games: pd.DataFrame) -> str:
     """For a table pooled over pairings: which pairings' copies count once ("" if none)."""
-    copies = sorted(st.copied_pairings(games))
+    copies = sorted(copied_pairings(games))
     return f" Games of {', '.join(copies)}: {DISTINCT_NOTE}." if copies else ""
 
 
@@ -257,7 +258,7 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     """Every section of the report, tables and figures computed once."""
     # deterministic self-play: each deal's copy is detected once here and counted once by
     # every table below (they see the same ``distinct`` table)
-    g, e = st.distinct(run.games), run.events
+    g, e = distinct(run.games), run.events
     n_boot = 999 if len(g) <= 50_000 else 199  # bootstrap cost grows with games x resamples
     pairings = st.pairing_table(g)
     fpa = st.first_player_advantage(g, margin=margin)
