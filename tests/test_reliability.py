@@ -236,11 +236,15 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
-def test_signals_stop_the_run_with_the_resume_command(slow_reference, tmp_path, sig):
+@pytest.mark.parametrize(("sig", "jobs"), [(signal.SIGTERM, "1"), (signal.SIGHUP, "1"),
+                                           (signal.SIGINT, "1"), (signal.SIGINT, "2"),
+                                           (signal.SIGTERM, "2")])
+def test_signals_stop_the_run_with_the_resume_command(slow_reference, tmp_path, sig, jobs):
+    """With one worker the run plays in this process; with two, compiled bots play in
+    threads of this process (backend auto): either way a signal stops it cleanly."""
     exp, ref = slow_reference
     out = tmp_path / "run"
-    p = cli("run", str(exp), "--jobs", "1", "--no-report", "--no-progress", "--keep-batches",
+    p = cli("run", str(exp), "--jobs", jobs, "--no-report", "--no-progress", "--keep-batches",
             "--out", str(out), cwd=tmp_path)
     _wait_for_batches(out, 2)
     p.send_signal(sig)
@@ -259,8 +263,9 @@ def test_signals_stop_the_run_with_the_resume_command(slow_reference, tmp_path, 
 def test_killed_main_process_leaves_no_workers_and_resumes(slow_reference, tmp_path):
     exp, ref = slow_reference
     out = tmp_path / "run"
-    p = cli("run", str(exp), "--jobs", "2", "--no-report", "--no-progress", "--keep-batches",
-            "--out", str(out), cwd=tmp_path)
+    # worker processes (compiled bots would play in threads by default)
+    p = cli("run", str(exp), "--jobs", "2", "--backend", "loky", "--no-report", "--no-progress",
+            "--keep-batches", "--out", str(out), cwd=tmp_path)
     _wait_for_batches(out, 2)
     workers = _children(p.pid)
     assert workers
@@ -308,8 +313,9 @@ def test_a_disk_that_fills_during_the_report_is_a_message_and_leaves_no_truncate
 def test_a_killed_worker_ends_the_run_with_the_resume_command(slow_reference, tmp_path):
     exp, ref = slow_reference
     out = tmp_path / "run"
-    p = cli("run", str(exp), "--jobs", "2", "--no-report", "--no-progress", "--keep-batches",
-            "--out", str(out), cwd=tmp_path)
+    # worker processes (compiled bots would play in threads by default)
+    p = cli("run", str(exp), "--jobs", "2", "--backend", "loky", "--no-report", "--no-progress",
+            "--keep-batches", "--out", str(out), cwd=tmp_path)
     _wait_for_batches(out, 2)
     workers = _children(p.pid)
     assert workers

@@ -24,6 +24,7 @@ from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
 from patchsim.play.execution import execute
 from patchsim.play.match import play_game
+from patchsim.play.worker import local_backend
 
 SCENARIOS = {
     "compiled": ["greedy", "random"],
@@ -115,6 +116,7 @@ def test_reference_tables(reference):
     (2, 3, "loky"),
     (1, 7, "sequential"),
     (2, 6, "threading"),
+    (2, None, "auto"),
 ])
 @pytest.mark.slow
 def test_tables_independent_of_workers_and_batch_size(reference, tmp_path, scenario, jobs,
@@ -461,6 +463,24 @@ def test_broken_bot_in_run_is_run_error_with_record(tmp_path):
     shown = CliRunner().invoke(app, ["replay", str(rec_path), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["to_move"] == 1
+
+
+def test_auto_backend_threads_compiled_bots_and_spawns_processes_for_python_bots():
+    """Compiled bots play inside the loop that releases the GIL: threads run them in
+    parallel. A Python bot holds the GIL while it thinks: it needs worker processes."""
+    assert local_backend(config(SCENARIOS["compiled"])) == "threading"
+    assert local_backend(config(SCENARIOS["search"])) == "threading"
+    assert local_backend(config(SCENARIOS["python"])) == "loky"
+    for name in ("loky", "threading", "sequential", "dask"):
+        assert local_backend(config(SCENARIOS["compiled"]), name) == name
+
+
+@pytest.mark.slow
+def test_the_manifest_records_the_backend_auto_chose(tmp_path):
+    for scenario, chosen in (("compiled", "threading"), ("python", "loky")):
+        run(config(SCENARIOS[scenario], games=8, batch=2), tmp_path / scenario, jobs=2)
+        manifest = json.loads((tmp_path / scenario / "manifest.json").read_text())
+        assert manifest["last_session"]["backend"] == chosen
 
 
 @pytest.mark.slow

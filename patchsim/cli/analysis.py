@@ -16,11 +16,10 @@ import typer
 
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
-    ProgressBar,
     command_line,
     jobs_count,
     run_failure,
-    stop_on_signals,
+    run_progress,
 )
 from patchsim.cli.prices import prices_errors
 
@@ -170,13 +169,9 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         n_jobs = jobs_count(jobs)
         typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
                    f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
-        stop_on_signals()
-        bar = ProgressBar(True)
-        try:
-            execute(cfg, run_dir, jobs=n_jobs, backend="loky", progress=bar,
+        with run_progress() as bar:
+            execute(cfg, run_dir, jobs=n_jobs, backend="auto", progress=bar,
                     command=command_line())
-        finally:
-            bar.close()
         atomic_write(run_dir / "experiment.yaml", text)
     except RunError as e:
         raise run_failure(e) from None

@@ -4,12 +4,13 @@ stop a run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,18 @@ def stop_on_signals() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def run_progress(enabled: bool = True) -> Iterator[ProgressBar]:
+    """For a command that plays games: SIGTERM and SIGHUP stop it as Ctrl-C does
+    (:func:`stop_on_signals`), and its progress bar is closed however the work ends."""
+    stop_on_signals()
+    bar = ProgressBar(enabled)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def command_line() -> str:

@@ -14,11 +14,11 @@ import typer
 
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
-    ProgressBar,
     command_line,
     fail,
     jobs_count,
     run_failure,
+    run_progress,
     stop_on_signals,
     study_again,
 )
@@ -124,8 +124,9 @@ def run(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Run folder (default "
                                             "reports/<config>/<time>-s<seed>).")] = None,
-    backend: Annotated[str, typer.Option(help="loky (local processes), dask, threading, "
-                                         "sequential.")] = "loky",
+    backend: Annotated[str, typer.Option(help="auto (threads when every bot is compiled, "
+                                         "else local processes), loky (local processes), "
+                                         "dask, threading, sequential.")] = "auto",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or scheduler "
                                                   "file (with --backend dask).")] = None,
     override: Annotated[list[str] | None, typer.Option(
@@ -148,7 +149,7 @@ def run(
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.storage import new_run_dir, read_manifest
-    from patchsim.play.worker import start_workers, stop_workers
+    from patchsim.play.worker import local_backend, start_workers, stop_workers
 
     try:
         if resume:
@@ -169,6 +170,7 @@ def run(
                                   overrides=override or (), bot_path=[os.getcwd()])
             run_dir = new_run_dir(cfg, out)
         n_jobs = jobs_count(jobs) if backend != "dask" else jobs
+        backend = local_backend(cfg, backend)
         if backend == "loky":
             start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
         from patchsim.analysis.summary import format_summary, run_summary
@@ -183,9 +185,7 @@ def run(
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {'up to ' if stopping else ''}{cfg.deals} deals x 2 seats, "
                    f"{n_jobs} worker(s) -> {run_dir}\nbots: {'; '.join(cfg.bots)}")
-        stop_on_signals()
-        bar = ProgressBar(progress)
-        try:
+        with run_progress(progress) as bar:
             if stopping:
                 result = execute_until(cfg, run_dir, until, decide_margin=until_decided,
                                        echo=typer.echo, jobs=n_jobs, backend=backend,
@@ -195,8 +195,6 @@ def run(
                 result = execute(cfg, run_dir, jobs=n_jobs, backend=backend,
                                  scheduler=scheduler, progress=bar, command=command_line(),
                                  keep_batches=keep_batches)
-        finally:
-            bar.close()
     except RunError as e:
         raise run_failure(e) from None
     except KeyboardInterrupt:  # before the run started: nothing to resume
@@ -254,12 +252,8 @@ def ladder_cmd(
         n_jobs = jobs_count(jobs)
         typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "
                    f"{2 * cfg.deals} games on {rules}, {n_jobs} worker(s) -> {run_dir}")
-        stop_on_signals()
-        bar = ProgressBar(progress)
-        try:
+        with run_progress(progress) as bar:
             execute(cfg, run_dir, jobs=n_jobs, progress=bar, command=command_line())
-        finally:
-            bar.close()
     except RunError as e:
         raise run_failure(e) from None
     g = read_games(run_dir)
@@ -284,7 +278,8 @@ def sweep(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Run folder (default reports/<name>).")]
     = None,
-    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    backend: Annotated[str, typer.Option(
+        help="auto (threads for compiled bots), loky, dask, threading, sequential.")] = "auto",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
     = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
@@ -296,15 +291,13 @@ def sweep(
     exp = _load_experiment(experiment)
     typer.echo(f"sweep {exp.name}: {len(exp.variants)} variants x "
                f"{len(exp.skill or exp.bots)} bot(s)")
-    stop_on_signals()
-    bar = ProgressBar(progress)
     try:
-        res = run_sweep(exp, out, jobs=jobs_count(jobs), backend=backend, scheduler=scheduler,
-                        progress=bar, games=games, command=command_line())
+        with run_progress(progress) as bar:
+            res = run_sweep(exp, out, jobs=jobs_count(jobs), backend=backend,
+                            scheduler=scheduler, progress=bar, games=games,
+                            command=command_line())
     except RunError as e:
         raise run_failure(e, study_again("sweep", experiment)) from None
-    finally:
-        bar.close()
     typer.echo("\n".join(res.report_md.read_text().split("## Variants")[0].splitlines()[2:]))
     typer.echo(f"report: {res.report_html} (and {res.report_md.name})")
 
@@ -315,7 +308,8 @@ def tune(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Folder (default reports/<name>-tune).")]
     = None,
-    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    backend: Annotated[str, typer.Option(
+        help="auto (threads for compiled bots), loky, dask, threading, sequential.")] = "auto",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
     = None,
 ) -> None:
@@ -343,7 +337,8 @@ def check(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Folder (default reports/<name>-check).")]
     = None,
-    backend: Annotated[str, typer.Option(help="loky, dask, threading, sequential.")] = "loky",
+    backend: Annotated[str, typer.Option(
+        help="auto (threads for compiled bots), loky, dask, threading, sequential.")] = "auto",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address or file.")]
     = None,
 ) -> None:

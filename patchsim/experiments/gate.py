@@ -74,7 +74,7 @@ def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-              backend: str = "loky", scheduler: str | None = None,
+              backend: str = "auto", scheduler: str | None = None,
               echo: Callable[[str], None] | None = None) -> GateResult:
     """Play deals in steps of check.step_games until the sequential tests decide."""
     check = exp.check or {}

@@ -177,7 +177,7 @@ def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
 
 
 def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-              backend: str = "loky", scheduler: str | None = None,
+              backend: str = "auto", scheduler: str | None = None,
               progress: ProgressFn | None = None, games: int | None = None,
               command: str = "") -> SweepResult:
     """Play every variant on common deals (resumable: the run folder is reused) and write

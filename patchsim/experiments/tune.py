@@ -126,7 +126,7 @@ def loss_bounds(values: pd.DataFrame, targets: dict[str, dict[str, float]],
 
 
 def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
-             backend: str = "loky", scheduler: str | None = None,
+             backend: str = "auto", scheduler: str | None = None,
              progress: ProgressFn | None = None,
              echo: Callable[[str], None] | None = None) -> TuneResult:
     tune = exp.tune

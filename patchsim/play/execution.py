@@ -46,7 +46,14 @@ from patchsim.play.storage import (
     versions,
     write_batch,
 )
-from patchsim.play.worker import check_jobs, join_started_workers, run_batch, warm_gate, warm_up
+from patchsim.play.worker import (
+    check_jobs,
+    join_started_workers,
+    local_backend,
+    run_batch,
+    warm_gate,
+    warm_up,
+)
 
 ProgressFn = Callable[[int, int], None]  # (games just finished, games to play this session)
 
@@ -84,14 +91,15 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
     if backend not in ("loky", "threading", "sequential"):
-        raise RunError(f"backend {backend!r}: expected loky, dask, threading or sequential")
+        raise RunError(f"backend {backend!r}: expected auto, loky, dask, threading or "
+                       "sequential")
     if backend == "sequential" or jobs == 1:
         return None, contextlib.nullcontext(), None
     return None, parallel_config(backend=backend, n_jobs=jobs), Parallel(
         return_as="generator_unordered")
 
 
-def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "loky",
+def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "auto",
             scheduler: str | None = None, progress: ProgressFn | None = None,
             command: str = "", keep_batches: bool = False) -> RunResult:
     """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
@@ -101,8 +109,11 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
 
     Limits, the backend (and a Dask scheduler) are checked before anything is written or
     played. Batch files are removed once merged into the tables unless ``keep_batches``.
-    ``progress(games, total)`` is called as batches finish; ``command`` is recorded."""
+    ``progress(games, total)`` is called as batches finish; ``command`` is recorded.
+    ``backend="auto"`` plays in threads when every bot is compiled, in worker processes
+    otherwise (:func:`~patchsim.play.worker.local_backend`)."""
     run_dir = Path(run_dir)
+    backend = local_backend(config, backend)
     if config.deals * 2 > MAX_GAMES:
         raise RunError(f"games={config.deals * 2:,} per ruleset and pairing is more than "
                        f"patchsim plays in one run ({MAX_GAMES:,})")

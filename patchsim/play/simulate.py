@@ -30,7 +30,7 @@ from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
 from patchsim.play.execution import execute, make_parallel
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
-from patchsim.play.worker import check_jobs, run_batch, warm_gate, warm_up
+from patchsim.play.worker import check_jobs, local_backend, run_batch, warm_gate, warm_up
 
 RulesetRef = str | os.PathLike[str] | Ruleset
 BotRef = str | dict[str, Any] | Bot
@@ -84,7 +84,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
              bots: BotRef | Sequence[BotRef] | None = None, *, games: int | None = None,
              seed: int | None = None, jobs: int = 1, pairings: str | None = None,
              batch_deals: int | None = None, name: str | None = None,
-             backend: str = "loky", scheduler: str | None = None,
+             backend: str = "auto", scheduler: str | None = None,
              bot_path: Sequence[str] | None = None) -> Simulation:
     """Play seeded, seat-swapped games between ``bots`` under ``rulesets`` in memory.
 
@@ -107,6 +107,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
     config = _config(rulesets, bots, games=games, seed=seed, pairings=pairings,
                      batch_deals=batch_deals, name=name, bot_path=folders)
     n_jobs = (os.cpu_count() or 1) if jobs == -1 else jobs
+    backend = local_backend(config, backend)
     if backend != "dask":
         check_jobs(n_jobs, backend)
     run_id = run_identity(config)
