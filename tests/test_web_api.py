@@ -19,7 +19,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -29,6 +28,7 @@ import pandas as pd
 import pytest
 from runs import shared_run
 from typer.testing import CliRunner
+from webserver import Server
 
 from patchsim.cli.main import app as cli_app
 from patchsim.engine.deal import deal_circle
@@ -43,7 +43,6 @@ from patchsim.play.evaluate import (
     wilson,
 )
 
-uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("starlette")
 
 from patchsim.bots.registry import BotSpecError  # noqa: E402
@@ -54,59 +53,6 @@ from patchsim.web.positions import legal_view, patch_colours  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "edition2-sample.json"
 SECRET = "top-secret-content-4711"
-
-
-# --- a server in a thread ---------------------------------------------------------------------
-class Server:
-    """A uvicorn server for ``app`` on a free port of 127.0.0.1, in a daemon thread."""
-
-    def __init__(self, app) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            own_host = any(k.lower() == "host" for k in headers or {})
-            conn.putrequest(method, path, skip_accept_encoding=True, skip_host=own_host)
-            for k, v in (headers or {}).items():
-                conn.putheader(k, v)
-            if body is not None:
-                conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders(body)
-            resp = conn.getresponse()
-            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
-        finally:
-            conn.close()
-
-    def get(self, path: str, **kw) -> tuple[int, dict]:
-        status, _, body = self.request("GET", path, **kw)
-        return status, json.loads(body)
-
-    def post(self, path: str, data: object, content_type: str = "application/json"
-             ) -> tuple[int, dict]:
-        raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-        status, _, body = self.request("POST", path, raw, {"Content-Type": content_type})
-        return status, json.loads(body)
 
 
 def assert_refused(status: int, body: bytes | dict, code: int | tuple[int, ...],

@@ -13,18 +13,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from runs import shared_run
+from webserver import Server
 
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
@@ -50,37 +47,8 @@ pytestmark = [
                        "/usr/bin/chromium (apt-get install chromium; .ci/run installs it)"),
 ]
 
-uvicorn = pytest.importorskip("uvicorn")
 from patchsim.reporting.curves import replay_snippet  # noqa: E402
 from patchsim.web.app import create_app  # noqa: E402
-
-
-class Server:
-    """A uvicorn server on a free port of 127.0.0.1, in a daemon thread."""
-
-    def __init__(self, app) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-
-    def __enter__(self) -> Server:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-    def api(self, path: str) -> dict:
-        with urllib.request.urlopen(self.url + path, timeout=120) as resp:
-            return json.loads(resp.read())
 
 
 @pytest.fixture(scope="module")
