@@ -6,7 +6,8 @@ What it times:
   this process, after a warm-up; no tables, no files.
 - run --jobs N: the wall time of a whole `patchsim run` process (start-up, loading compiled
   code from the cache, planning, playing, storing batches, the merge into Parquet, the
-  manifest; no report), started afresh each time into a new folder.
+  manifest; no report), started afresh each time into a new folder, on --backend (default
+  auto: compiled bots play in threads of the run's process; loky: worker processes).
 - fixed cost, --jobs N: the same whole process for 20 games (start-up, workers, warm-up,
   merge, exit; hardly any play). Subtracting it gives the scaling of the per-game part,
   which is what a longer run approaches.
@@ -15,6 +16,7 @@ the ratio of the medians of --jobs 1 and --jobs 2, measured in the same run (the
 shared: compare ratios, not absolute figures across days). Prints one JSON object.
 
     python benchmarks/bench_runner.py [--bots greedy] [--games 100000] [--repeats 3]
+                                      [--backend auto|loky|threading]
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ import numpy as np
 def timed_run(args: argparse.Namespace, jobs: int, out: Path) -> float:
     cmd = [sys.executable, "-m", "patchsim.cli", "run", args.rules, "--games", str(args.games),
            "--bots", args.bots, "--seed", "1", "--jobs",
-           str(jobs), "--no-report", "--no-progress", "--out", str(out)]
+           str(jobs), "--backend", args.backend, "--no-report", "--no-progress", "--out",
+           str(out)]
     t = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t
@@ -48,6 +51,7 @@ def main() -> None:
     ap.add_argument("--bots", default="greedy", help="one bot spec: self-play")
     ap.add_argument("--games", type=int, default=100_000, help="games (self-play)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--backend", default="auto", help="the runs' --backend")
     ap.add_argument("--json", action="store_true", help="print only the JSON object")
     args = ap.parse_args()
 
@@ -92,7 +96,7 @@ def main() -> None:
     med = {j: statistics.median(v) for j, v in runs.items()}
     result = {
         "what": f"{args.bots} self-play on {args.rules}, {games} games; whole `patchsim run` "
-                "processes (no report) vs the bare compiled loop",
+                f"processes (no report, --backend {args.backend}) vs the bare compiled loop",
         "repeats": args.repeats,
         "engine_games_per_s": {"min_time": games / min(eng),
                                "median": games / statistics.median(eng)},
