@@ -26,7 +26,7 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.search import now_ms, play_macro
+from patchsim.bots.tree import backup, expand, new_tree, now_ms, uct_child
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -238,17 +238,8 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
         return acts[core.rng_below(rng, n_root)]
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, 20000) * max_children
-    slen = state.shape[0]
-    states = np.empty((cap, slen), dtype=np.int64)
-    first_child = np.full(cap, -1, dtype=np.int64)
-    nchild = np.zeros(cap, dtype=np.int64)
-    visits = np.zeros(cap, dtype=np.int64)
-    value = np.zeros(cap, dtype=np.float64)
-    mover = np.zeros(cap, dtype=np.int64)
-    move = np.zeros(cap, dtype=np.int64)
-    path = np.empty(cap, dtype=np.int64)
+    states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     scratch = np.empty(N_FEATURES, dtype=np.float64)
-    states[0, :] = state
     nodes = 1
     for it in range(iters):
         if time_ms > 0 and it % 8 == 7 and now_ms() - t_start > time_ms:
@@ -256,18 +247,10 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
         node = 0
         depth = 0
         path[0] = 0
-        # select: descend by UCT through expanded nodes
+        # select: descend by UCT through expanded nodes (every child has been evaluated,
+        # so counts one visit)
         while first_child[node] >= 0:
-            fc = first_child[node]
-            best = fc
-            best_u = -1e300
-            lnv = np.log(visits[node] + 1.0)
-            for ch in range(fc, fc + nchild[node]):
-                u = value[ch] / visits[ch] + c * np.sqrt(lnv / visits[ch])
-                if u > best_u:
-                    best_u = u
-                    best = ch
-            node = best
+            node = uct_child(first_child, nchild, visits, value, node, c)
             depth += 1
             path[depth] = node
         st = states[node]
@@ -278,15 +261,12 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
             na = search_actions(params, st, tab, acts)
             if nodes + na > cap:
                 break  # the tree is full (time budget beyond the sized tree): decide now
-            first_child[node] = nodes
-            nchild[node] = na
+            first = nodes
+            nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes, acts,
+                           na)
+            # evaluate every new child at once: the mover's view, and its best backs up
             best_v = -1.0
-            for a in range(na):
-                ch = nodes + a
-                states[ch, :] = st
-                play_macro(states[ch], tab, acts[a])
-                move[ch] = acts[a]
-                mover[ch] = pm
+            for ch in range(first, nodes):
                 v = value0(params, states[ch], tab, scratch)
                 if pm == 1:
                     v = 1.0 - v
@@ -294,13 +274,8 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
                 value[ch] = v
                 if v > best_v:
                     best_v = v
-            nodes += na
             v0 = best_v if pm == 0 else 1.0 - best_v
-        for d in range(depth + 1):
-            nd = path[d]
-            visits[nd] += 1
-            if d > 0:
-                value[nd] += v0 if mover[nd] == 0 else 1.0 - v0
+        backup(path, depth, visits, value, mover, v0, 1.0 - v0)
     fc = first_child[0]
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root

@@ -4,13 +4,12 @@ placements of each patch, with rollouts by a scripted policy (:mod:`patchsim.bot
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-from numba import njit, objmode
+from numba import njit
 
 from patchsim.bots.heuristics import leather_square, top_placements
 from patchsim.bots.scripted import P_CONTACT, P_HOLES, P_WINDOW, rollout_move
+from patchsim.bots.tree import backup, expand, new_tree, now_ms, uct_child
 from patchsim.engine import core
 
 MCTS = 4  # policy id
@@ -31,16 +30,6 @@ ROLLOUT_OFFSET = 16
 
 
 @njit(cache=True)
-def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
-    """Apply a move, then place any leather it claimed by the leather heuristic (the search
-    does not branch on leather squares)."""
-    core.apply_move(state, tab, code)
-    while state[core.S_PENDING] > 0:
-        p = state[core.S_PENDING_PLAYER]
-        core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))
-
-
-@njit(cache=True)
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    out: np.ndarray, root: np.int64 = -1) -> np.int64:
     """The moves the search considers: pass, and for each affordable offered patch its
@@ -53,14 +42,6 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     return top_placements(state, tab, out, max(1, np.int64(params[M_TOP_K])),
                           params[r + P_CONTACT], params[r + P_HOLES], params[r + P_WINDOW],
                           forbid)
-
-
-@njit(cache=True)
-def now_ms() -> float:
-    """Milliseconds of a monotonic clock, readable from compiled code (time budgets)."""
-    with objmode(t="float64"):
-        t = time.perf_counter() * 1000.0
-    return t
 
 
 @njit(cache=True)
@@ -88,18 +69,9 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
         return core.PASS
 
     cap = 1 + iters * max_children
-    slen = state.shape[0]
-    states = np.empty((cap, slen), dtype=np.int64)
-    first_child = np.full(cap, -1, dtype=np.int64)
-    nchild = np.zeros(cap, dtype=np.int64)
-    visits = np.zeros(cap, dtype=np.int64)
-    value = np.zeros(cap, dtype=np.float64)
-    mover = np.zeros(cap, dtype=np.int64)  # who chose the move leading into the node
-    move = np.zeros(cap, dtype=np.int64)
-    path = np.empty(cap, dtype=np.int64)
-    states[0, :] = state
+    states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     nodes = 1
-    work = np.empty(slen, dtype=np.int64)
+    work = np.empty(state.shape[0], dtype=np.int64)
 
     for it in range(iters):
         if time_ms > 0 and it % 32 == 31 and now_ms() - t_start > time_ms:
@@ -113,33 +85,13 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
                 break
             if first_child[node] < 0:
                 # expand: create every child with its state
-                pm = core.to_move(st, tab)
                 na = search_actions(params, st, tab, acts, p0)
                 if nodes + na > cap:
                     break
-                first_child[node] = nodes
-                nchild[node] = na
-                for a in range(na):
-                    ch = nodes + a
-                    states[ch, :] = st
-                    play_macro(states[ch], tab, acts[a])
-                    move[ch] = acts[a]
-                    mover[ch] = pm
-                nodes += na
+                nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
+                               acts, na)
             # select: an unvisited child first, else the best UCT score
-            fc = first_child[node]
-            best = -1
-            best_u = -1e300
-            lnv = np.log(visits[node] + 1.0)
-            for ch in range(fc, fc + nchild[node]):
-                if visits[ch] == 0:
-                    best = ch
-                    break
-                u = value[ch] / visits[ch] + c * np.sqrt(lnv / visits[ch])
-                if u > best_u:
-                    best_u = u
-                    best = ch
-            node = best
+            node = uct_child(first_child, nchild, visits, value, node, c)
             depth += 1
             path[depth] = node
             if visits[node] == 0:
@@ -157,11 +109,10 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
         shaped = 0.5 + 0.5 * np.tanh(margin / mscale)
         r_w = (1.0 - mw) + mw * shaped  # reward of the winner
         r_l = mw * (1.0 - shaped)  # reward of the loser
-        for d in range(depth + 1):
-            nd = path[d]
-            visits[nd] += 1
-            if d > 0:
-                value[nd] += r_w if mover[nd] == w else r_l
+        if w == 0:
+            backup(path, depth, visits, value, mover, r_w, r_l)
+        else:
+            backup(path, depth, visits, value, mover, r_l, r_w)
     fc = first_child[0]
     best = fc
     for ch in range(fc, fc + nchild[0]):

@@ -1,0 +1,105 @@
+"""The search tree both tree searches grow, compiled: its storage, expansion, UCT selection
+and back-up. :func:`patchsim.bots.search.mcts_move` (rollouts at the leaves) and
+:func:`patchsim.bots.features.learned_move` (a learned evaluation at the leaves) differ in
+what a leaf is worth and when a node is expanded, not in how the tree is kept.
+
+The tree is flat arrays indexed by node (node 0 is the root); a node's children are
+consecutive, from ``first_child[node]`` (-1: not expanded) for ``nchild[node]`` nodes.
+``value[n]`` sums the rewards of ``mover[n]``, the player who chose the move into ``n``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit, objmode
+
+from patchsim.bots.heuristics import leather_square
+from patchsim.engine import core
+
+
+@njit(cache=True)
+def now_ms() -> float:
+    """Milliseconds of a monotonic clock, readable from compiled code (time budgets)."""
+    with objmode(t="float64"):
+        t = time.perf_counter() * 1000.0
+    return t
+
+
+@njit(cache=True)
+def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
+    """Apply a move, then place any leather it claimed by the leather heuristic (the searches
+    do not branch on leather squares)."""
+    core.apply_move(state, tab, code)
+    while state[core.S_PENDING] > 0:
+        p = state[core.S_PENDING_PLAYER]
+        core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))
+
+
+@njit(cache=True)
+def new_tree(cap: np.int64, root: np.ndarray):
+    """Room for ``cap`` nodes, with the root's state in node 0: (states, first_child,
+    nchild, visits, value, mover, move, path)."""
+    states = np.empty((cap, root.shape[0]), dtype=np.int64)
+    states[0, :] = root
+    first_child = np.full(cap, -1, dtype=np.int64)
+    nchild = np.zeros(cap, dtype=np.int64)
+    visits = np.zeros(cap, dtype=np.int64)
+    value = np.zeros(cap, dtype=np.float64)
+    mover = np.zeros(cap, dtype=np.int64)  # who chose the move leading into the node
+    move = np.zeros(cap, dtype=np.int64)
+    path = np.empty(cap, dtype=np.int64)  # the nodes of the current descent, root first
+    return states, first_child, nchild, visits, value, mover, move, path
+
+
+@njit(cache=True)
+def expand(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
+           mover: np.ndarray, move: np.ndarray, tab: np.ndarray, node: np.int64,
+           nodes: np.int64, acts: np.ndarray, na: np.int64) -> np.int64:
+    """Give ``node`` one child per move in ``acts[:na]``, from node index ``nodes`` on, each
+    with its state after the move (:func:`play_macro`); returns the new node count."""
+    st = states[node]
+    pm = core.to_move(st, tab)
+    first_child[node] = nodes
+    nchild[node] = na
+    for a in range(na):
+        ch = nodes + a
+        states[ch, :] = st
+        play_macro(states[ch], tab, acts[a])
+        move[ch] = acts[a]
+        mover[ch] = pm
+    return nodes + na
+
+
+@njit(cache=True)
+def uct_child(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
+              value: np.ndarray, node: np.int64, c: float) -> np.int64:
+    """The child of ``node`` to descend to: the first one never visited, else the one with
+    the best UCT score (mean reward + c sqrt(ln(visits of node + 1) / visits of child));
+    ties go to the first."""
+    fc = first_child[node]
+    best = fc
+    best_u = -1e300
+    lnv = np.log(visits[node] + 1.0)
+    for ch in range(fc, fc + nchild[node]):
+        if visits[ch] == 0:
+            return ch
+        u = value[ch] / visits[ch] + c * np.sqrt(lnv / visits[ch])
+        if u > best_u:
+            best_u = u
+            best = ch
+    return best
+
+
+@njit(cache=True)
+def backup(path: np.ndarray, depth: np.int64, visits: np.ndarray, value: np.ndarray,
+           mover: np.ndarray, reward0: float, reward1: float) -> None:
+    """Count a visit on every node of ``path[:depth + 1]`` and add to each (but the root)
+    the reward of the player who moved into it (``reward0`` for player 0, ``reward1`` for
+    player 1)."""
+    for d in range(depth + 1):
+        nd = path[d]
+        visits[nd] += 1
+        if d > 0:
+            value[nd] += reward0 if mover[nd] == 0 else reward1
