@@ -94,6 +94,23 @@ def test_training_writes_a_model_that_loads_and_matches(small, trained):
     assert r.plies > 0
 
 
+def test_the_training_report_leaves_the_matplotlib_backend_alone(small, trained, tmp_path):
+    # a notebook user who trains a model keeps the backend they chose
+    import matplotlib
+
+    from patchsim.play.train import write_report
+
+    root, res = trained
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        write_report(tmp_path, res.model, res.history)
+        assert matplotlib.get_backend() == "svg"
+        assert (tmp_path / "strength.png").stat().st_size > 0
+    finally:
+        matplotlib.use(before)
+
+
 def test_same_seed_same_model_bit_for_bit(small, trained, tmp_path):
     root, res = trained
     again = train(small, generations=2, jobs=2, models=tmp_path, settings=QUICK)

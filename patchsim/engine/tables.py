@@ -7,7 +7,7 @@ reflections and positions) is computed here once per ruleset and cached by conte
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -94,6 +94,13 @@ class Tables:
 
     def find_placement(self, patch: int, mask: int) -> int | None:
         return self.placement_lookup[patch].get(mask)
+
+    @cached_property
+    def placement_texts(self) -> np.ndarray:
+        """Each placement's squares as text ("a1 b1 b2"), by placement id (object array).
+        Kept with the tables, so it lives as long as they do (compile_ruleset's cache)."""
+        return np.array([" ".join(square_name(s, self.cols) for s in self.placement_squares(g))
+                         for g in range(len(self.placement_masks))], dtype=object)
 
 
 def _build(ruleset: Ruleset) -> Tables:

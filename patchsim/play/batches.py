@@ -237,7 +237,7 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
     names = np.array([EVENT_NAMES.get(k, "?") for k in range(8)], dtype=object)
     patch_ids = np.array(tables.patch_ids + [None], dtype=object)
     cost = np.array([p.cost for p in rs.patches] + [0], dtype=np.int32)
-    place_sq = _placement_names(tables)
+    place_sq = tables.placement_texts
     sq_names = np.array([square_name(s, rs.cols) for s in range(rs.rows * rs.cols)] + [None],
                         dtype=object)
     buy_patch = np.where(is_buy, e[:, 2], 0)
@@ -267,16 +267,3 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
         "score_lead": cols.numeric(np.where(is_claim, e[:, 4], 0), pa.int32()),
     })
     return games, events
-
-
-_PLACEMENT_NAMES: dict[str, np.ndarray] = {}
-
-
-def _placement_names(tables: Tables) -> np.ndarray:
-    key = tables.ruleset.content_hash()
-    if key not in _PLACEMENT_NAMES:
-        cols = tables.cols
-        _PLACEMENT_NAMES[key] = np.array(
-            [" ".join(square_name(s, cols) for s in tables.placement_squares(g))
-             for g in range(len(tables.placement_masks))], dtype=object)
-    return _PLACEMENT_NAMES[key]

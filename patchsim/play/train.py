@@ -42,7 +42,7 @@ from numba import njit
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write
 from patchsim.bots import features as F
-from patchsim.bots.learned import MODEL_FILE, Model, fill_params, user_model_root
+from patchsim.bots.learned import MODEL_FILE, Model, fill_params, load_model, user_model_root
 from patchsim.bots.policies import SCRIPTED, choose_move
 from patchsim.bots.registry import make_bot
 from patchsim.engine import core
@@ -353,23 +353,20 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     if model is None:
         if weights is None:
             raise ValueError("no generation was trained (give minutes > 0 or generations)")
-        from patchsim.bots.learned import load_model
-
         model = load_model(folder / MODEL_FILE, h)
     return TrainResult(folder / MODEL_FILE, model, gen, history, resumed_from)
 
 
 def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> Path:
     """``report.md`` with the training curves (``strength.png``, ``loss.png``), atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # Figure directly, not pyplot: a notebook user's backend is left as it was
+    from matplotlib.figure import Figure
 
     man = model.manifest
     mins = [r["minutes"] for r in history]
     checked = [r for r in history if r["win_rates"]]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     for opp in OPPONENTS:
         ax.plot([r["minutes"] for r in checked], [100 * r["win_rates"][opp] for r in checked],
                 marker="o", label=opp)
@@ -380,8 +377,8 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     ax.legend()
     ax.set_title(f"strength, {man['strength_games_per_opponent']} games per point")
     _save_fig(fig, folder / "strength.png")
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = Figure(figsize=(6, 3.5))
+    ax = fig.subplots()
     ax.plot(mins, [r["train_rmse"] for r in history], marker="o", label="fit RMSE")
     ax.plot(mins, [r["val_rmse"] for r in history], marker="o", label="held-out RMSE")
     ax.set_xlabel("training time (minutes)")
@@ -389,7 +386,6 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     ax.legend()
     ax.set_title("loss")
     _save_fig(fig, folder / "loss.png")
-    plt.close(fig)
     lines = [
         f"# Learned evaluation: {man['ruleset_name']} ({man['ruleset_hash']})", "",
         f"Feature version {man['feature_version']}, seed {man['seed']}, "
