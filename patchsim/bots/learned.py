@@ -33,6 +33,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,12 @@ from patchsim.bots.registry import (
     BotSpecError,
     CompiledBot,
     Param,
-    _coerce,
     canonical_spec,
+    coerce_param,
     register_evaluation,
 )
 from patchsim.engine.game import Game, Move, MoveList, decode_move
-from patchsim.engine.ruleset import Ruleset
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.engine.tables import Tables
 
 MODEL_FORMAT = "patchsim-learned-model"
@@ -220,8 +221,6 @@ def model_source(path: Path, model: str = "auto") -> str:
 
 def _train_ref(ruleset: Ruleset) -> str:
     """The ruleset argument of the train command that rebuilds ``ruleset``."""
-    from patchsim.engine.ruleset import RulesetError, load_ruleset
-
     base = ruleset.name.split("+")[0]  # an overridden ruleset is named "<base>+<hash>"
     refs = [base, ruleset.name, ruleset.source or ""]
     for ref in refs:
@@ -233,9 +232,6 @@ def _train_ref(ruleset: Ruleset) -> str:
         except (RulesetError, OSError, ValueError):
             continue
     return f"{base} --set KEY=VALUE ... (the overrides of these rules)"
-
-
-_LOADED: dict[tuple[str, str], Model] = {}
 
 
 def model_provenance(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
@@ -265,14 +261,18 @@ def model_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
     """The checked model of ``ruleset`` that :func:`find_model` picks (read once per file,
     version of it and process)."""
     path = find_model(ruleset, root, model)
-    key = (str(path), str(path.stat().st_mtime_ns))
-    if key not in _LOADED:
-        # a model found by hash must be the ruleset's own; a file named explicitly may have
-        # been trained on another ruleset (a variant evaluated with its base game's model:
-        # the features are defined for any ruleset), which its provenance then records
-        explicit = model not in MODEL_CHOICES
-        _LOADED[key] = load_model(path, None if explicit else ruleset.content_hash())
-    return _LOADED[key]
+    # a model found by hash must be the ruleset's own; a file named explicitly may have
+    # been trained on another ruleset (a variant evaluated with its base game's model:
+    # the features are defined for any ruleset), which its provenance then records
+    expected = None if model not in MODEL_CHOICES else ruleset.content_hash()
+    return _load_once(str(path), path.stat().st_mtime_ns, expected)
+
+
+@lru_cache(maxsize=32)
+def _load_once(path: str, mtime_ns: int, expected_hash: str | None) -> Model:
+    # keyed by the file's modification time, so a retrained model is read again; bounded,
+    # so a long session over many rulesets does not keep every model it ever read
+    return load_model(Path(path), expected_hash)
 
 
 LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
@@ -303,7 +303,7 @@ class LearnedBot:
     kind = F.LEARNED
 
     def __init__(self, models: str = "", model: str = "auto", **given: Any) -> None:
-        given = {key: _coerce("mcts(eval=learned)", key, value, _learned_param(key))
+        given = {key: coerce_param("mcts(eval=learned)", key, value, _learned_param(key))
                  for key, value in given.items()}
         # auto, user, shipped or a file (a bound bot's ``model`` is the Model it plays)
         self.model_choice = check_model_choice(model, models)

@@ -435,7 +435,9 @@ def _scalar(raw: str) -> Any:
         return raw
 
 
-def _coerce(bot: str, key: str, value: Any, param: Param) -> Any:
+def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
+    """``value`` of parameter ``key`` of ``bot`` checked against ``param`` (choices, kind,
+    bounds) and converted to its kind; BotSpecError naming the bot, key and value."""
     if param.choices:
         if value not in param.choices:
             raise BotSpecError(f"{bot}: {key}={value!r} is not one of "
@@ -490,7 +492,7 @@ def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) 
         if key not in info.params:
             known = ", ".join(info.params) or "none"
             raise BotSpecError(f"{name}: unknown parameter {key!r} (parameters: {known})")
-        clean[key] = _coerce(name, key, value, info.params[key])
+        clean[key] = coerce_param(name, key, value, info.params[key])
     return info.factory(**clean)
 
 

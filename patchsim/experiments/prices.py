@@ -48,6 +48,10 @@ from patchsim.analysis.estimators import (
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
 from patchsim.engine.ruleset import Ruleset, load_ruleset
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play.simulate import simulate
+from patchsim.play.storage import read_manifest
+from patchsim.reporting.plots import new_figure, png_bytes
 
 DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
 BOOTSTRAP = 2000
@@ -211,8 +215,6 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
 
     Raises PricesError, RulesetError, BotSpecError or RunError for a bad request before
     playing anything (except a ruleset variant a cost change makes invalid)."""
-    from patchsim.play.simulate import simulate
-
     rs = ruleset if isinstance(ruleset, Ruleset) else load_ruleset(ruleset)
     ids = _parse_patches(rs, patches)
     if games < 2:
@@ -250,8 +252,6 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
 
 
 def _tables(rs: Ruleset):
-    from patchsim.engine.tables import compile_ruleset
-
     return compile_ruleset(rs)
 
 
@@ -383,14 +383,12 @@ def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
                 fits: dict[str, Crossing] | None = None):
     """Value against cost per patch: per-cost intervals, the fitted line, the printed cost
     (dotted) and the fair price with its interval (shaded). A matplotlib Figure."""
-    from patchsim.reporting.plots import _figure
-
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
     n = len(study.patches)
     cols = min(4, n)
     nrows = math.ceil(n / cols)
-    fig = _figure(3.2 * cols, 2.6 * nrows)
+    fig = new_figure(3.2 * cols, 2.6 * nrows)
     axes = fig.subplots(nrows, cols, squeeze=False, sharey=True)
     for k, pid in enumerate(study.patches):
         ax = axes[k // cols][k % cols]
@@ -446,8 +444,6 @@ def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
     """A prices study for a run, written to ``run_dir/prices`` where its report finds it:
     the run's first ruleset, ``bot`` (default the run's first bot), the run's seed. Raises
     PricesError when the folder already holds a study (it is kept, never overwritten)."""
-    from patchsim.play.storage import read_manifest
-
     _, config = read_manifest(Path(run_dir))
     target = Path(run_dir) / PRICES_FOLDER
     if target.exists():
@@ -466,8 +462,6 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
     prices.png and study.json (what was measured) into ``out_dir``, a folder that must not
     exist yet: the files are written into a temporary folder beside it, which is renamed into
     place when complete, so the folder appears whole or not at all."""
-    from patchsim.reporting.plots import png_bytes
-
     target = Path(out_dir)
     if target.exists():
         raise PricesError(f"{target} already exists; write the study to a new folder")

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from patchsim.analysis.estimators import t_intervals
@@ -41,6 +40,7 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset
+from patchsim.reporting.plots import new_figure
 from patchsim.web import STATIC_DIR
 from patchsim.web.positions import replay_positions, ruleset_info
 
@@ -191,8 +191,7 @@ def plot_curves(curves: pd.DataFrame, metrics: Sequence[str] | None = None,
     metrics = list(metrics or [m for m in METRICS if m in set(curves.get("metric", []))])
     rulesets = list(dict.fromkeys(curves["ruleset"])) if len(curves) else []
     rows, cols = max(1, len(rulesets)), max(1, len(metrics))
-    fig = Figure(figsize=(4.2 * cols, 3.0 * rows + 0.4), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)  # render with Agg whatever the session's backend is
+    fig = new_figure(4.2 * cols, 3.0 * rows + 0.4)
     if not len(curves) or not metrics:
         ax = fig.add_subplot()
         ax.axis("off")

@@ -26,7 +26,9 @@ LEATHER = "#5b3a1a"
 USEFUL, ORDINARY, LOST = "#2ca02c", "#bcbd22", "#7f7f7f"
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
+    """An empty Figure of ``width`` x ``height`` inches, laid out by matplotlib and drawn
+    with Agg: built without pyplot, so the session's backend and figure list are untouched."""
     fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)  # render with Agg whatever the session's backend is
     return fig
@@ -69,11 +71,11 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
     ``stats.pairing_table``), a second panel: each first bot's win rate in the first seat, the
     second seat and pooled."""
     if fpa.empty:
-        return _empty(_figure(7, 2), "no games")
+        return _empty(new_figure(7, 2), "no games")
     cross = (pairings[pairings["line"].isin(["first seat", "second seat", "pooled"])
                       & ~pairings["self_play"]] if pairings is not None else pd.DataFrame())
     n = len(fpa)
-    fig = _figure(11 if len(cross) else 7, 1.2 + 0.45 * max(n, len(cross) / 3))
+    fig = new_figure(11 if len(cross) else 7, 1.2 + 0.45 * max(n, len(cross) / 3))
     axes = fig.subplots(1, 2 if len(cross) else 1, squeeze=False)[0]
     ax = axes[0]
     y = np.arange(n)[::-1]
@@ -113,8 +115,8 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
 def ratings_plot(table: pd.DataFrame) -> Figure:
     """Bot ratings (Elo relative to the average bot) with 95% intervals."""
     if table.empty:
-        return _empty(_figure(6, 2), "no bots")
-    fig = _figure(6.5, 1.0 + 0.4 * len(table))
+        return _empty(new_figure(6, 2), "no bots")
+    fig = new_figure(6.5, 1.0 + 0.4 * len(table))
     ax = fig.add_subplot()
     y = np.arange(len(table))[::-1]
     e = table["elo"].to_numpy(float)
@@ -132,8 +134,8 @@ def score_distributions(games: pd.DataFrame, scores: pd.DataFrame | None = None)
     at the medians of ``scores`` (``stats.score_table``) when given."""
     rulesets = list(dict.fromkeys(games["ruleset"]))
     if not rulesets:
-        return _empty(_figure(7, 2), "no games")
-    fig = _figure(10, 2.6 * len(rulesets))
+        return _empty(new_figure(7, 2), "no games")
+    fig = new_figure(10, 2.6 * len(rulesets))
     axes = fig.subplots(len(rulesets), 2, squeeze=False)
     for i, rs in enumerate(rulesets):
         g = games[games["ruleset"] == rs]
@@ -175,9 +177,9 @@ def patch_chart(table: pd.DataFrame, ruleset: str | None = None) -> Figure:
     t = table if ruleset is None else table[table["ruleset"] == ruleset]
     t = t[t["bought"] > 0]
     if t.empty:
-        return _empty(_figure(7, 2), "no patches bought")
+        return _empty(new_figure(7, 2), "no patches bought")
     t = t.sort_values("diff", ascending=True, na_position="first")
-    fig = _figure(12, 1.0 + 0.24 * len(t))
+    fig = new_figure(12, 1.0 + 0.24 * len(t))
     ax, ax1, ax2 = fig.subplots(1, 3, sharey=True, width_ratios=[3, 1.2, 2])
     y = np.arange(len(t))
     d = t["diff"].to_numpy(float)
@@ -219,9 +221,9 @@ def leather_chart(table: pd.DataFrame) -> Figure:
     one-square hole (useful, with its 95% interval), went on an ordinary square, or was lost;
     rulesets side by side at their marks on the time track."""
     if table.empty:
-        return _empty(_figure(7, 2), "no leather patches")
+        return _empty(new_figure(7, 2), "no leather patches")
     rulesets = list(dict.fromkeys(table["ruleset"]))
-    fig = _figure(10, 3.6)
+    fig = new_figure(10, 3.6)
     ax = fig.add_subplot()
     width = 4.0 / max(1, len(rulesets))
     hatches = ["", "//", "..", "xx"]
@@ -258,7 +260,7 @@ def bonus_timing(events: pd.DataFrame, table: pd.DataFrame | None = None,
                  last_space: int = 53) -> Figure:
     """When the 7x7 bonus was claimed (the claimer's track position), per ruleset and seat;
     the legend gives the claim rate from ``table`` (``stats.bonus_table``) when given."""
-    fig = _figure(8, 3)
+    fig = new_figure(8, 3)
     if events.empty:
         return _empty(fig, "the 7x7 bonus was never claimed")
     ax = fig.add_subplot()
@@ -289,8 +291,8 @@ def comparison_chart(metrics: pd.DataFrame, margin: float = 0.02) -> Figure:
     unpaired one the same data would give without shared deals (thin); grey band: +-margin."""
     m = metrics[metrics["kind"] == "rate"] if len(metrics) else metrics
     if m.empty:
-        return _empty(_figure(7, 2), "nothing to compare")
-    fig = _figure(8, 1.0 + 0.35 * len(m))
+        return _empty(new_figure(7, 2), "nothing to compare")
+    fig = new_figure(8, 1.0 + 0.35 * len(m))
     ax = fig.add_subplot()
     y = np.arange(len(m))[::-1]
     d = m["diff"].to_numpy(float)
@@ -318,8 +320,8 @@ def quilt_pictures(samples: Sequence[dict[str, Any]]) -> Figure:
     brown with an L, empty squares white; below, the track with income marks ($), leather
     marks (coloured by the claimer) and each player's purchases at their track position."""
     if not samples:
-        return _empty(_figure(6, 2), "no sample games")
-    fig = _figure(9, 5.0 * len(samples))
+        return _empty(new_figure(6, 2), "no sample games")
+    fig = new_figure(9, 5.0 * len(samples))
     sub = fig.subfigures(len(samples), 1, squeeze=False)[:, 0]
     for sf, s in zip(sub, samples, strict=True):
         gs = sf.add_gridspec(2, 2, height_ratios=[4, 1.3])
