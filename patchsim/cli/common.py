@@ -5,6 +5,7 @@ stop a run."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 import shlex
@@ -19,6 +20,15 @@ import typer
 from patchsim.play.config import RunError
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.storage import RunFolderBusy
+
+
+def one_line_paragraphs(doc: str) -> str:
+    """A docstring as help text: each paragraph joined into one line. Typer's rich help keeps
+    single line breaks, so a docstring wrapped at the source's line length would show breaks
+    mid-sentence; joined, the terminal wraps it. A paragraph starting with ``\\b`` (click's
+    "keep my line breaks") is kept as written."""
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

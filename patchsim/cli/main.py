@@ -17,6 +17,7 @@ from patchsim.cli.common import (
     command_line,
     fail,
     jobs_count,
+    one_line_paragraphs,
     run_failure,
     run_progress,
     stop_on_signals,
@@ -118,8 +119,9 @@ def run(
         help="A ruleset (shipped name or YAML) or an experiment YAML.")] = None,
     games: Annotated[int | None, typer.Option(help="Games per pairing and ruleset "
                                               "(rounded up to seat-swapped pairs).")] = None,
-    bots: Annotated[str | None, typer.Option(help="Bot specs separated by ';' "
-                                             "(default: greedy;mcts(iterations=200)).")] = None,
+    bots: Annotated[str | None, typer.Option(help=(
+        "Bot specs separated by ';' (default: greedy;mcts(eval=learned, iterations=100), or "
+        "greedy;mcts(iterations=200) for a ruleset without a trained model)."))] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed (default 1).")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Run folder (default "
@@ -382,6 +384,10 @@ from patchsim.cli import serve as cli_serve  # noqa: E402, I001
 app.command("serve")(cli_serve.serve)
 from patchsim.cli import prices as cli_prices  # noqa: E402, I001
 app.command("prices")(cli_prices.prices)
+
+for _command in app.registered_commands:  # help from the docstrings, one line per paragraph
+    if _command.help is None and _command.callback is not None and _command.callback.__doc__:
+        _command.help = one_line_paragraphs(_command.callback.__doc__)
 
 
 def main() -> None:  # pragma: no cover - console entry point
