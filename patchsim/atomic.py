@@ -11,14 +11,25 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+_UMASK_LOCK = threading.Lock()
+
 
 def _umask() -> int:
-    # os.umask can only be read by setting it; set it back at once
-    mask = os.umask(0o022)
-    os.umask(mask)
+    # Linux reports the umask without changing it. Elsewhere it can only be read by setting
+    # it and setting it back, which threads writing batch files at the same time must not
+    # interleave (one would "restore" the other's temporary value for good).
+    with (contextlib.suppress(OSError, ValueError, IndexError),
+          open("/proc/self/status", encoding="ascii") as f):
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
     return mask
 
 
