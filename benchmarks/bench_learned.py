@@ -111,7 +111,7 @@ def main() -> None:
 
         def run(ix: np.ndarray) -> np.ndarray:
             res, *_ = play_deals(tab, circles[ix], streams[ix], kinds, params, max_plies(rs),
-                                 max_events(rs))
+                                 max_events(rs), np.zeros(1, dtype=np.int64))
             return res
 
         t0 = time.perf_counter()

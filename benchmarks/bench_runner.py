@@ -74,7 +74,7 @@ def main() -> None:
     def engine() -> float:
         t = time.perf_counter()
         loops.play_deals(tables.tab, circles, streams, kinds, params, max_plies(rs),
-                         max_events(rs))
+                         max_events(rs), np.zeros(1, dtype=np.int64))
         return time.perf_counter() - t
 
     engine()  # compile or load, outside the timing

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,11 +22,17 @@ from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, replay
 from patchsim.engine.ruleset import load_ruleset
 from patchsim.play import execution as runner
-from patchsim.play.batches import plan_batches
-from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
+from patchsim.play.batches import BatchStopped, plan_batches, play_batch
+from patchsim.play.config import (
+    DEFAULT_BOTS_LEARNED,
+    RunConfig,
+    RunError,
+    load_run_config,
+    run_identity,
+)
 from patchsim.play.execution import execute
 from patchsim.play.match import play_game
-from patchsim.play.worker import local_backend
+from patchsim.play.worker import in_threads, local_backend
 
 SCENARIOS = {
     "compiled": ["greedy", "random"],
@@ -471,8 +479,67 @@ def test_auto_backend_threads_compiled_bots_and_spawns_processes_for_python_bots
     assert local_backend(config(SCENARIOS["compiled"])) == "threading"
     assert local_backend(config(SCENARIOS["search"])) == "threading"
     assert local_backend(config(SCENARIOS["python"])) == "loky"
+    # the default line-up: a learned bot becomes a compiled one once bound to its model
+    assert local_backend(config(DEFAULT_BOTS_LEARNED)) == "threading"
     for name in ("loky", "threading", "sequential", "dask"):
         assert local_backend(config(SCENARIOS["compiled"]), name) == name
+
+
+def test_an_unknown_backend_is_refused_with_the_choices(tmp_path):
+    with pytest.raises(RunError, match="backend 'fast': expected auto, loky, threading"):
+        run(config(games=4), tmp_path / "run", jobs=2, backend="fast")
+    assert not (tmp_path / "run" / "games.parquet").exists()
+
+
+def test_in_threads_stops_the_calls_still_running_when_the_caller_leaves():
+    # a thread inside compiled code cannot be interrupted; the stop flag is how a threaded
+    # run ends promptly on Ctrl-C or a bot failure instead of finishing its batches
+    started = []
+
+    def call(i: int, stop: np.ndarray) -> int:
+        started.append(i)
+        if i == 0:
+            return i
+        while stop[0] == 0:  # a long batch: plays until asked to stop
+            time.sleep(0.001)
+        raise BatchStopped(str(i))
+
+    results = in_threads(2, call, [(i,) for i in range(6)])
+    assert next(results) == 0
+    closer = threading.Thread(target=results.close)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "closing waited for calls that were never told to stop"
+    assert len(started) < 6  # calls not started yet were dropped
+
+
+def test_a_stopped_batch_gives_up_before_its_next_game():
+    cfg = config(SCENARIOS["compiled"], games=8)
+    batch = plan_batches(cfg)[0]
+    with pytest.raises(BatchStopped):
+        play_batch(cfg, batch, run_identity(cfg), np.ones(1, dtype=np.int64))
+    python_cfg = config(SCENARIOS["python"], games=8)
+    with pytest.raises(BatchStopped):
+        play_batch(python_cfg, plan_batches(python_cfg)[0], run_identity(python_cfg),
+                   np.ones(1, dtype=np.int64))
+
+
+@pytest.mark.slow
+def test_a_threaded_run_stopped_midway_resumes_to_the_same_tables(reference, tmp_path):
+    calls = []
+
+    def progress(games: int, total: int) -> None:
+        calls.append(games)
+        if len(calls) == 3:  # Ctrl-C while other batches are still playing
+            raise KeyboardInterrupt
+
+    run_dir = tmp_path / "run"
+    with pytest.raises(runner.RunInterrupted) as info:
+        run(config(batch=2), run_dir, jobs=2, backend="threading", progress=progress)
+    assert 2 <= info.value.done < info.value.total
+    assert not (run_dir / "games.parquet").exists()
+    run(config(batch=2), run_dir, jobs=2, backend="threading")
+    assert_same_tables(reference["compiled"], run_dir)
 
 
 @pytest.mark.slow

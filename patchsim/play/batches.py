@@ -90,14 +90,23 @@ class RawBatch:
     order: np.ndarray  # (games,)
 
 
-def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, pa.Table]:
+class BatchStopped(Exception):
+    """A batch was asked to stop (its ``stop`` flag was set) before it finished; nothing of
+    it is kept, and a resumed run plays it again."""
+
+
+def play_batch(config: RunConfig, batch: Batch, run_id: str,
+               stop: np.ndarray | None = None) -> tuple[pa.Table, pa.Table]:
     """Play one batch; return its games and events tables. Raises BotError on a bot failure.
+    ``stop``: a one-element int64 array; once another thread sets it to non-zero, the batch
+    stops before its next game and raises BatchStopped.
 
     Built-in bots play inside the compiled loop, all deals of a seat order in one call; other
     bots play game by game through the Python driver. Either way the tables are built from
     arrays, column by column, so the runner adds little to the engine's own time."""
     rs = config.rulesets[batch.ruleset]
     tables = compile_ruleset(rs)
+    stop = np.zeros(1, dtype=np.int64) if stop is None else stop
     a, b = config.pairings[batch.pairing]
     # a learned bot carries its ruleset's model in its parameter vector (compiled loop)
     try:
@@ -125,7 +134,9 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
         kinds = np.array([bot_a.kind, bot_b.kind], dtype=np.int64)
         params = np.stack([bot_a.params, bot_b.params])
         res, moves, ev, nev, bad = playout.play_deals(tables.tab, idx, streams, kinds, params,
-                                                      max_plies(rs), max_events(rs))
+                                                      max_plies(rs), max_events(rs), stop)
+        if bad == playout.STOPPED:
+            raise BatchStopped(batch.key)
         if bad >= 0:
             i, order = divmod(int(bad), 2)
             p = int(res[bad, playout.R_ERROR]) - 1
@@ -140,6 +151,8 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str) -> tuple[pa.Table, 
         rows, move_parts, ev_parts = [], [], []
         for i in range(len(deals)):
             for order in (0, 1):
+                if stop[0] != 0:
+                    raise BatchStopped(batch.key)
                 specs = (config.bots[a], config.bots[b])
                 if order == 1:
                     specs = specs[::-1]

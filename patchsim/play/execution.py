@@ -9,7 +9,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,9 @@ from patchsim.play.storage import (
     write_batch,
 )
 from patchsim.play.worker import (
+    BACKENDS,
     check_jobs,
+    in_threads,
     join_started_workers,
     local_backend,
     run_batch,
@@ -70,7 +72,9 @@ class RunResult:
 
 
 def make_parallel(jobs: int, backend: str, scheduler: str | None):
-    """The joblib executor (and the context that selects its backend)."""
+    """The Dask client (or None), the context that selects joblib's backend and the joblib
+    executor; no executor for one worker, sequential play and threads (which play through
+    :func:`~patchsim.play.worker.in_threads`)."""
     if backend == "dask":
         try:
             from dask.distributed import Client
@@ -90,10 +94,11 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
                            f"{type(e).__name__}: {e}") from None
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
-    if backend not in ("loky", "threading", "sequential"):
-        raise RunError(f"backend {backend!r}: expected auto, loky, dask, threading or "
-                       "sequential")
+    if backend not in BACKENDS:
+        raise RunError(f"backend {backend!r}: expected {', '.join(BACKENDS)}")
     if backend == "sequential" or jobs == 1:
+        return None, contextlib.nullcontext(), None
+    if backend == "threading":  # not joblib's: worker.in_threads, which can stop promptly
         return None, contextlib.nullcontext(), None
     return None, parallel_config(backend=backend, n_jobs=jobs), Parallel(
         return_as="generator_unordered")
@@ -247,8 +252,13 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         advance()
         with ctx:
             write_to = None if backend == "dask" else str(run_dir)
-            if parallel is None:  # in this process: the first batch compiles what it needs
-                results: Iterator = (run_batch(config, bt, run_id, write_to) for bt in todo)
+            if backend == "threading" and jobs > 1:
+                if todo:
+                    warm_up(config)  # compile once here, not in every thread at once
+                results = in_threads(jobs, run_batch,
+                                     [(config, bt, run_id, write_to) for bt in todo])
+            elif parallel is None:  # in this process: the first batch compiles what it needs
+                results = (run_batch(config, bt, run_id, write_to) for bt in todo)
             elif backend == "loky":
                 join_started_workers()  # those start_workers began, if any: reused now
                 # local workers start (and import) while this process warms up behind the
@@ -258,22 +268,23 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                     results = parallel(delayed(run_batch)(config, bt, run_id, write_to,
                                                           os.getpid(), gate) for bt in todo)
             else:
-                if todo:
-                    warm_up(config)
                 results = parallel(delayed(run_batch)(config, bt, run_id, write_to)
                                    for bt in todo)
-            for bt, games, events, err, _secs, n_games in results:
-                if err is not None:
-                    failure = err
-                    break
-                if games is not None:
-                    write_batch(events, batch_path(run_dir, run_id, bt.key, "events"))
-                    write_batch(games, batch_path(run_dir, run_id, bt.key, "games"))
-                done.add(bt.key)
-                played += n_games
-                if progress:
-                    progress(n_games, todo_games)
-                advance()
+            # closed on the way out (a failure, Ctrl-C): batches still playing stop now,
+            # not when the generator is collected
+            with contextlib.closing(results):
+                for bt, games, events, err, _secs, n_games in results:
+                    if err is not None:
+                        failure = err
+                        break
+                    if games is not None:
+                        write_batch(events, batch_path(run_dir, run_id, bt.key, "events"))
+                        write_batch(games, batch_path(run_dir, run_id, bt.key, "games"))
+                    done.add(bt.key)
+                    played += n_games
+                    if progress:
+                        progress(n_games, todo_games)
+                    advance()
         if failure is None:
             merger.commit()
     except (KeyboardInterrupt, SystemError) as e:

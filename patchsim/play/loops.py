@@ -26,6 +26,7 @@ R_BUYS = 14  # [2]
 R_LEATHER = 16  # [2] leather patches placed
 R_ERROR = 18  # 0, or 1 + the player whose policy returned an illegal move
 R_WIDTH = 19
+STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
 @njit(cache=True)
@@ -93,14 +94,18 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
 
 @njit(cache=True, nogil=True)
 def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
-               params: np.ndarray, max_plies: np.int64, max_events: np.int64):
+               params: np.ndarray, max_plies: np.int64, max_events: np.int64,
+               stop: np.ndarray):
     """Play every deal twice, seats swapped (the pairing's first bot in seat 0, then in seat
     1; each bot keeps its stream), writing rows in canonical order (deal, then seat order)
     and moves and events packed end to end, ready to become table columns.
 
     Returns (results (2n, R_WIDTH), moves (total plies,), events (total events, EV_WIDTH),
     event counts (2n,), error row or -1). Stops after a game whose policy made an illegal
-    move; its row number is returned."""
+    move; its row number is returned. ``stop`` is a one-element array another thread may
+    set: when it is not 0 before a game, the call returns at once with STOPPED as the error
+    row (the batch is abandoned: a thread in compiled code cannot be interrupted, so this
+    is how a threaded run stops within one game)."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -113,6 +118,8 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
     ne = 0
     for i in range(n):
         for order in range(2):
+            if stop[0] != 0:
+                return res, moves[:nm], ev[:ne], nev, STOPPED
             row = 2 * i + order
             a = order  # the pairing bot in seat 0
             k2[0] = kinds[a]

@@ -10,6 +10,7 @@ canonical order as the merge, so for the same rulesets, bots, games and seed its
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
@@ -30,7 +31,14 @@ from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
 from patchsim.play.execution import execute, make_parallel
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
-from patchsim.play.worker import check_jobs, local_backend, run_batch, warm_gate, warm_up
+from patchsim.play.worker import (
+    check_jobs,
+    in_threads,
+    local_backend,
+    run_batch,
+    warm_gate,
+    warm_up,
+)
 
 RulesetRef = str | os.PathLike[str] | Ruleset
 BotRef = str | dict[str, Any] | Bot
@@ -116,8 +124,12 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
     tables: dict[str, tuple[pa.Table, pa.Table]] = {}
     try:
         with ctx:
-            if parallel is None:
-                results: Any = (run_batch(config, bt, run_id) for bt in batches)
+            if backend == "threading" and n_jobs > 1:
+                warm_up(config)  # compile once here, not in every thread at the same time
+                results: Any = in_threads(n_jobs, run_batch,
+                                          [(config, bt, run_id) for bt in batches])
+            elif parallel is None:
+                results = (run_batch(config, bt, run_id) for bt in batches)
             elif backend == "loky":
                 # the workers start while this process compiles; they wait at the gate
                 with warm_gate(config) as gate:
@@ -126,10 +138,12 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
             else:
                 warm_up(config)  # compile once here, not in every worker at the same time
                 results = parallel(delayed(run_batch)(config, bt, run_id) for bt in batches)
-            for bt, games_t, events_t, err, _secs, _n in results:
-                if err is not None:
-                    raise err
-                tables[bt.key] = (games_t, events_t)
+            # closed on the way out (a bot failure, Ctrl-C): batches still playing stop now
+            with contextlib.closing(results):
+                for bt, games_t, events_t, err, _secs, _n in results:
+                    if err is not None:
+                        raise err
+                    tables[bt.key] = (games_t, events_t)
     finally:
         if client is not None:
             client.close()

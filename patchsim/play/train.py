@@ -210,7 +210,7 @@ def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
         kinds = np.array([F.LEARNED, opp.kind], dtype=np.int64)  # type: ignore[attr-defined]
         pp = np.stack([params, opp.params])  # type: ignore[attr-defined]
         res, *_ = play_deals(tables.tab, circles, streams, kinds, pp, max_plies(ruleset),
-                             max_events(ruleset))
+                             max_events(ruleset), np.zeros(1, dtype=np.int64))
         learned_seat = np.tile([0, 1], settings.eval_deals)
         return float(np.mean(res[:, R_WINNER] == learned_seat))
 

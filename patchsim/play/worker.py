@@ -14,13 +14,16 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import TypeVar
 
 import numba
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
+from patchsim.bots.learned import LearnedBot
 from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
@@ -46,7 +49,7 @@ def warm_up(config: RunConfig) -> None:
     idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
     playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
                        np.zeros(2, dtype=np.int64), np.zeros((2, 32)), max_plies(rs),
-                       max_events(rs))
+                       max_events(rs), np.zeros(1, dtype=np.int64))
 
 
 WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has filled it
@@ -137,19 +140,21 @@ def _watch_owner(owner_pid: int) -> None:
 
 
 def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
-              owner_pid: int | None = None, gate: str | None = None):
+              owner_pid: int | None = None, gate: str | None = None,
+              stop: np.ndarray | None = None):
     """Play a batch in a worker. With ``write_to`` (a run folder this worker can write: local
     backends) the worker stores the batch files itself, so the parent does no per-batch
     work; otherwise (Dask workers on other machines) the tables travel back. With
     ``owner_pid`` (local worker processes) the worker stops when that process is gone; with
-    ``gate`` (the path :func:`warm_gate` yields) it waits for the parent's warm-up first."""
+    ``gate`` (the path :func:`warm_gate` yields) it waits for the parent's warm-up first;
+    ``stop`` is the flag of :func:`in_threads` (BatchStopped once it is set)."""
     if owner_pid is not None:
         _watch_owner(owner_pid)
     if gate is not None:
         _wait_at_gate(gate)
     t = time.perf_counter()
     try:
-        games, events = play_batch(config, batch, run_id)
+        games, events = play_batch(config, batch, run_id, stop)
     except BotError as e:
         return batch, None, None, e, time.perf_counter() - t, 0
     if write_to is not None:
@@ -174,7 +179,32 @@ def local_backend(config: RunConfig, backend: str = "auto") -> str:
     if backend != "auto":
         return backend
     bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
-    return "threading" if all(isinstance(b, CompiledBot) for b in bots) else "loky"
+    # a learned bot becomes a compiled one once bound to a ruleset's model (play_batch)
+    compiled = all(isinstance(b, CompiledBot | LearnedBot) for b in bots)
+    return "threading" if compiled else "loky"
+
+
+T = TypeVar("T")
+
+
+def in_threads(jobs: int, fn: Callable[..., T], calls: Sequence[tuple]) -> Iterator[T]:
+    """``fn(*args, stop=flag)`` for each ``args`` in ``calls`` on ``jobs`` threads, yielding
+    the results as they finish (the threading backend: the compiled loop releases the GIL).
+
+    When the caller stops early (a break, an error, Ctrl-C or SIGTERM in the main thread),
+    the shared ``stop`` flag is set, so a batch still playing gives up before its next game
+    (BatchStopped, discarded: it is played again on resume); batches not started are
+    dropped; this returns once every thread is idle. A pool of threads cannot be killed the
+    way worker processes can, so this is what keeps a threaded run's stop prompt."""
+    stop = np.zeros(1, dtype=np.int64)
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="patchsim-batch")
+    try:
+        futures = [pool.submit(fn, *args, stop=stop) for args in calls]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        stop[0] = 1
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def check_jobs(jobs: int, backend: str) -> int:
@@ -183,7 +213,7 @@ def check_jobs(jobs: int, backend: str) -> int:
     cores = os.cpu_count() or 1
     if jobs < 1:
         raise RunError(f"jobs={jobs}: give a number of workers of at least 1")
-    if backend in ("auto", "loky", "threading") and jobs > cores:
+    if backend in ("loky", "threading") and jobs > cores:
         raise RunError(f"jobs={jobs}: this machine has {cores} core(s); more workers than "
                        "cores only slow the run down and multiply its memory (use at most "
                        f"{cores}, or a Dask cluster for more)")
