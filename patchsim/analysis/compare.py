@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
@@ -184,7 +183,7 @@ def _unpaired(d: est.Estimate, ea: est.Estimate, eb: est.Estimate,
     one, which is the interval of the comparison."""
     if d.deals < 2 or not (np.isfinite(ea.se) and np.isfinite(eb.se)):
         return NAN, NAN
-    half = float(sps.t.ppf(1 - alpha / 2, d.deals - 1)) * math.hypot(ea.se, eb.se)
+    half = float(est.t_ppf(1 - alpha / 2, d.deals - 1)) * math.hypot(ea.se, eb.se)
     return d.value - half, d.value + half
 
 

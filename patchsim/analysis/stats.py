@@ -905,7 +905,7 @@ def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | 
     h = beta[0]
     hse = float(np.fmax(math.sqrt(cov[0, 0]), math.sqrt(max(robust[0, 0], 0.0))
                         if np.isfinite(robust[0, 0]) else np.nan))
-    z = sps.norm.ppf(1 - alpha / 2)
+    z = est.z_quantile(1 - alpha / 2)
     wins = np.zeros(k)
     played = np.zeros(k)
     other = i0 != i1

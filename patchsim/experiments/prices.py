@@ -229,7 +229,8 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
     say = echo or (lambda _line: None)
     for n, pid in enumerate(ids, 1):
         restricted = restricted_spec(base, pid)
-        make_bot(restricted).bind(_tables(rs))  # an unknown patch fails here, not in a worker
+        # an unknown patch fails here, not in a worker
+        make_bot(restricted).bind(compile_ruleset(rs))
         cost = rs.patch(pid).cost
         mine = [d for d in ds if cost + d >= 0]
         variants = [rs if d == 0 else rs.with_overrides(
@@ -249,10 +250,6 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
                         & (ev["patch"] == pid) & (ev["bot"] == base)]
             study.buys[(pid, d)] = len(bought) / max(1, len(rows))
     return study
-
-
-def _tables(rs: Ruleset):
-    return compile_ruleset(rs)
 
 
 # --- tables -------------------------------------------------------------------------------------
