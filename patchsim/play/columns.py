@@ -4,6 +4,10 @@ Why not ``pa.array``: its first call in a process imports pandas (pyarrow checks
 input is a pandas object), about 0.3 s of CPU in every worker process, paid while the run is
 starting and the cores are busiest. Wrapping the numpy buffers gives the same arrays without
 that import, and without a copy.
+
+Without a copy means shared memory: a column made from an array of its own type views that
+array, so the caller must not write to it afterwards (the batch code hands over arrays it
+made for the table and never touches again; pass a copy of a buffer you reuse).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ def _validity(mask: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
 
 
 def numeric(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """An int8/int32/int64 column from ``values`` (converted to that width first)."""
+    """An int8/int32/int64 column from ``values`` (converted to that width first; an array
+    already of that width is shared, not copied)."""
     data = np.ascontiguousarray(values, dtype=_NUMERIC[type_])
     return pa.Array.from_buffers(type_, len(data), [None, pa.py_buffer(data)])
 
