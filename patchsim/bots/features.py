@@ -263,7 +263,7 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
                 break  # the tree is full (time budget beyond the sized tree): decide now
             first = nodes
             nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes, acts,
-                           na)
+                           na, pm)
             # evaluate every new child at once: the mover's view, and its best backs up
             best_v = -1.0
             for ch in range(first, nodes):

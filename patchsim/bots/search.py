@@ -89,7 +89,7 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
                 if nodes + na > cap:
                     break
                 nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
-                               acts, na)
+                               acts, na, core.to_move(st, tab))
             # select: an unvisited child first, else the best UCT score
             node = uct_child(first_child, nchild, visits, value, node, c)
             depth += 1

@@ -56,11 +56,11 @@ def new_tree(cap: np.int64, root: np.ndarray):
 @njit(cache=True)
 def expand(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
            mover: np.ndarray, move: np.ndarray, tab: np.ndarray, node: np.int64,
-           nodes: np.int64, acts: np.ndarray, na: np.int64) -> np.int64:
-    """Give ``node`` one child per move in ``acts[:na]``, from node index ``nodes`` on, each
-    with its state after the move (:func:`play_macro`); returns the new node count."""
+           nodes: np.int64, acts: np.ndarray, na: np.int64, pm: np.int64) -> np.int64:
+    """Give ``node`` (``pm`` to move) one child per move in ``acts[:na]``, from node index
+    ``nodes`` on, each with its state after the move (:func:`play_macro`); returns the new
+    node count."""
     st = states[node]
-    pm = core.to_move(st, tab)
     first_child[node] = nodes
     nchild[node] = na
     for a in range(na):
