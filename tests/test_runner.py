@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import threading
 import time
 from pathlib import Path
@@ -17,11 +18,13 @@ from typer.testing import CliRunner
 
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.cli.main import app
-from patchsim.engine.deal import deal_circle, deal_seed, deal_streams
+from patchsim.engine.deal import deal_arrays, deal_circle, deal_seed, deal_streams
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, replay
 from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset
 from patchsim.play import execution as runner
+from patchsim.play import loops as playout
 from patchsim.play.batches import BatchStopped, plan_batches, play_batch
 from patchsim.play.config import (
     DEFAULT_BOTS_LEARNED,
@@ -31,7 +34,7 @@ from patchsim.play.config import (
     run_identity,
 )
 from patchsim.play.execution import execute
-from patchsim.play.match import play_game
+from patchsim.play.match import max_events, max_plies, play_game
 from patchsim.play.worker import in_threads, local_backend
 
 SCENARIOS = {
@@ -513,6 +516,37 @@ def test_in_threads_stops_the_calls_still_running_when_the_caller_leaves():
     assert len(started) < 6  # calls not started yet were dropped
 
 
+def test_in_threads_waits_for_its_threads_even_through_a_second_interrupt():
+    # a second Ctrl-C while the pool winds down must not end the run (and release its lock)
+    # while a thread still plays and writes
+    finished = []
+    playing = threading.Event()
+
+    def call(i: int, stop: np.ndarray) -> int:
+        if i == 0:
+            return i
+        playing.set()
+        while stop[0] == 0:
+            time.sleep(0.001)
+        time.sleep(0.5)  # the rest of the game the thread was playing
+        finished.append(i)
+        return i
+
+    results = in_threads(2, call, [(0,), (1,)])
+    assert next(results) == 0
+    assert playing.wait(10)
+    main = threading.main_thread().ident
+    # a real signal at the main thread (interrupt_main would wait for the join to return)
+    second = threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGINT))
+    second.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            results.close()
+    finally:
+        second.cancel()
+    assert finished == [1]
+
+
 def test_a_stopped_batch_gives_up_before_its_next_game():
     cfg = config(SCENARIOS["compiled"], games=8)
     batch = plan_batches(cfg)[0]
@@ -522,6 +556,33 @@ def test_a_stopped_batch_gives_up_before_its_next_game():
     with pytest.raises(BatchStopped):
         play_batch(python_cfg, plan_batches(python_cfg)[0], run_identity(python_cfg),
                    np.ones(1, dtype=np.int64))
+
+
+def test_the_compiled_loop_sees_a_stop_set_by_another_thread_while_it_plays():
+    # a load of the flag hoisted out of the loop would play every deal
+    rs = load_ruleset("edition2")
+    tables = compile_ruleset(rs)
+    bot = make_bot("greedy")
+    circles, streams = deal_arrays(rs, np.arange(5000, dtype=np.int64))
+    kinds = np.array([bot.kind, bot.kind], dtype=np.int64)
+    params = np.stack([bot.params, bot.params])
+
+    def play(n: int, stop: np.ndarray):
+        return playout.play_deals(tables.tab, circles[:n], streams[:n], kinds, params,
+                                  max_plies(rs), max_events(rs), stop)
+
+    play(1, np.zeros(1, dtype=np.int64))  # compiled (or loaded) before the clock matters
+    stop = np.zeros(1, dtype=np.int64)
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.update(r=play(5000, stop)))
+    thread.start()
+    time.sleep(0.2)
+    stop[0] = 1
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    res, *_, bad = out["r"]
+    assert bad == playout.STOPPED
+    assert 0 < np.count_nonzero(res[:, playout.R_PLIES]) < 10000
 
 
 @pytest.mark.slow

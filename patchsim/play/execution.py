@@ -298,7 +298,12 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
             raise
         merger.abort()
         cause = str(interrupt) if str(interrupt) else "interrupted"
-        raise RunInterrupted(run_dir, len(done), len(batches), cause) from None
+        # threads and worker processes store their own batches: count the files, which may
+        # hold batches that finished after the interrupt
+        stored = sum(1 for bt in batches
+                     if batch_path(run_dir, run_id, bt.key, "games").exists()
+                     and batch_path(run_dir, run_id, bt.key, "events").exists())
+        raise RunInterrupted(run_dir, max(stored, len(done)), len(batches), cause) from None
     except OSError as e:
         merger.abort()
         raise RunStorageError(run_dir, e) from None

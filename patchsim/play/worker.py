@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,7 +28,7 @@ from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
-from patchsim.play.batches import Batch, play_batch
+from patchsim.play.batches import Batch, BatchStopped, play_batch
 from patchsim.play.config import RunConfig, RunError
 from patchsim.play.match import BotError, max_events, max_plies, play_game
 from patchsim.play.storage import batch_path, write_batch
@@ -39,9 +39,9 @@ def warm_up(config: RunConfig) -> None:
     game with each compiled bot and one through the compiled loop."""
     rs = config.rulesets[0]
     bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
+    if not any(isinstance(b, CompiledBot | LearnedBot) for b in bots):
+        return  # Python bots only: nothing of theirs is compiled
     warm = [b for b in bots if isinstance(b, CompiledBot)]
-    if not warm:
-        return
     for b in warm:
         quick = make_bot("mcts(iterations=2)") if getattr(b, "kind", -1) == 4 else b
         play_game(rs, (quick, quick), deal_circle(rs, 0), 0)
@@ -152,6 +152,8 @@ def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None
         _watch_owner(owner_pid)
     if gate is not None:
         _wait_at_gate(gate)
+    if stop is not None and stop[0] != 0:
+        raise BatchStopped(batch.key)
     t = time.perf_counter()
     try:
         games, events = play_batch(config, batch, run_id, stop)
@@ -198,13 +200,28 @@ def in_threads(jobs: int, fn: Callable[..., T], calls: Sequence[tuple]) -> Itera
     way worker processes can, so this is what keeps a threaded run's stop prompt."""
     stop = np.zeros(1, dtype=np.int64)
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="patchsim-batch")
+    futures: list[Future[T]] = []
     try:
-        futures = [pool.submit(fn, *args, stop=stop) for args in calls]
+        futures.extend(pool.submit(fn, *args, stop=stop) for args in calls)
         for future in as_completed(futures):
             yield future.result()
     finally:
         stop[0] = 1
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)  # drop the batches not started
+        # wait until no call runs (each is at most one game from its end), even through a
+        # second Ctrl-C: the run's lock and merge must not end while a thread still writes.
+        # Waiting on the calls, not joining the threads: a join interrupted by Ctrl-C may
+        # mark a running thread finished (CPython 3.11), so joining again would not wait.
+        running = [f for f in futures if not f.cancelled()]
+        again: KeyboardInterrupt | None = None
+        while True:
+            try:
+                wait(running)
+                break
+            except KeyboardInterrupt as e:
+                again = e
+        if again is not None:
+            raise again
 
 
 def check_jobs(jobs: int, backend: str) -> int:
