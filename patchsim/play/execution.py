@@ -9,7 +9,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,28 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
         return None, contextlib.nullcontext(), None
     return None, parallel_config(backend=backend, n_jobs=jobs), Parallel(
         return_as="generator_unordered")
+
+
+def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs: int,
+                  backend: str, parallel: Any, write_to: str | None = None) -> Iterator:
+    """What :func:`~patchsim.play.worker.run_batch` returns for each batch, as batches
+    finish, on the backend chosen (``parallel`` from :func:`make_parallel`). The caller
+    closes the stream when it stops early, so batches still playing stop too."""
+    if not batches:
+        return (r for r in ())  # closable, like every other stream here
+    if backend == "threading" and jobs > 1:
+        warm_up(config)  # compile once here, not in every thread at once
+        return in_threads(jobs, run_batch, [(config, bt, run_id, write_to) for bt in batches])
+    if parallel is None:  # in this process: the first batch compiles what it needs
+        return (run_batch(config, bt, run_id, write_to) for bt in batches)
+    if backend == "loky":
+        join_started_workers()  # those start_workers began, if any: reused now
+        # local workers start (and import) while this process warms up behind the gate;
+        # they play once the compiled code is in the cache
+        with warm_gate(config) as gate:
+            return parallel(delayed(run_batch)(config, bt, run_id, write_to, os.getpid(),
+                                               gate) for bt in batches)
+    return parallel(delayed(run_batch)(config, bt, run_id, write_to) for bt in batches)
 
 
 def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "auto",
@@ -252,24 +274,8 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         advance()
         with ctx:
             write_to = None if backend == "dask" else str(run_dir)
-            if backend == "threading" and jobs > 1:
-                if todo:
-                    warm_up(config)  # compile once here, not in every thread at once
-                results = in_threads(jobs, run_batch,
-                                     [(config, bt, run_id, write_to) for bt in todo])
-            elif parallel is None:  # in this process: the first batch compiles what it needs
-                results = (run_batch(config, bt, run_id, write_to) for bt in todo)
-            elif backend == "loky":
-                join_started_workers()  # those start_workers began, if any: reused now
-                # local workers start (and import) while this process warms up behind the
-                # gate; they play once the compiled code is in the cache (nothing to play:
-                # nothing to warm up)
-                with warm_gate(config) if todo else contextlib.nullcontext(None) as gate:
-                    results = parallel(delayed(run_batch)(config, bt, run_id, write_to,
-                                                          os.getpid(), gate) for bt in todo)
-            else:
-                results = parallel(delayed(run_batch)(config, bt, run_id, write_to)
-                                   for bt in todo)
+            results = batch_results(config, todo, run_id, jobs=jobs, backend=backend,
+                                    parallel=parallel, write_to=write_to)
             # closed on the way out (a failure, Ctrl-C): batches still playing stop now,
             # not when the generator is collected
             with contextlib.closing(results):

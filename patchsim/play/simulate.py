@@ -22,22 +22,17 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from joblib import delayed
 
 from patchsim.analysis.summary import run_summary
 from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
-from patchsim.play.execution import execute, make_parallel
+from patchsim.play.execution import batch_results, execute, make_parallel
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
 from patchsim.play.worker import (
     check_jobs,
-    in_threads,
     local_backend,
-    run_batch,
-    warm_gate,
-    warm_up,
 )
 
 RulesetRef = str | os.PathLike[str] | Ruleset
@@ -124,20 +119,8 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
     tables: dict[str, tuple[pa.Table, pa.Table]] = {}
     try:
         with ctx:
-            if backend == "threading" and n_jobs > 1:
-                warm_up(config)  # compile once here, not in every thread at the same time
-                results: Any = in_threads(n_jobs, run_batch,
-                                          [(config, bt, run_id) for bt in batches])
-            elif parallel is None:
-                results = (run_batch(config, bt, run_id) for bt in batches)
-            elif backend == "loky":
-                # the workers start while this process compiles; they wait at the gate
-                with warm_gate(config) as gate:
-                    results = parallel(delayed(run_batch)(config, bt, run_id, None, None,
-                                                          gate) for bt in batches)
-            else:
-                warm_up(config)  # compile once here, not in every worker at the same time
-                results = parallel(delayed(run_batch)(config, bt, run_id) for bt in batches)
+            results = batch_results(config, batches, run_id, jobs=n_jobs, backend=backend,
+                                    parallel=parallel)
             # closed on the way out (a bot failure, Ctrl-C): batches still playing stop now
             with contextlib.closing(results):
                 for bt, games_t, events_t, err, _secs, _n in results:
