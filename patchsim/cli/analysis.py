@@ -65,14 +65,40 @@ def report(
     if compare_with is not None and Path(compare_with).resolve() == Path(run_dir).resolve():
         raise _fail(f"--compare-with {compare_with} is the run being reported: compare a run "
                     "with another run folder")
+    if compare_with is not None:
+        _refuse_same_experiment(compare_with, run_dir)
     if prices:
         _measure_prices(run_dir, prices_bot, prices_games, jobs)
     try:
         path = write_report(run_dir, compare_with=compare_with, margin=margin)
     except ReportError as e:
         raise _fail(str(e)) from None
+    _notes(run_dir)
     typer.echo(f"report: {path}")
     typer.echo(f"markdown: {path.with_suffix('.md')}")
+
+
+def _notes(run_dir: str) -> None:
+    from patchsim.play.runfolder import check_folder
+
+    for note in check_folder(run_dir, tables=False).notes:
+        typer.echo(f"note: {note}")
+
+
+def _refuse_same_experiment(a: str, b: str) -> None:
+    """Two run folders of one experiment (same rules, bots, pairings and seed) hold the same
+    games: a comparison would call them "equivalent" whatever the rules do."""
+    from patchsim.play.runfolder import RunFolderError, load_manifest, same_experiment
+
+    try:
+        ma, mb = load_manifest(Path(a)), load_manifest(Path(b))
+    except RunFolderError:
+        return  # the loader says what is wrong with it
+    if same_experiment(ma, mb):
+        raise _fail(f"{a} and {b} are the same experiment (the same rules, bots, pairings "
+                    f"and seed {ma['config'].get('seed')}): their games are the same, so "
+                    "they cannot show a difference; compare runs of different rules on the "
+                    "same seed")
 
 
 def _measure_prices(run_dir: str, bot: str | None, games: int, jobs: int) -> None:
@@ -115,6 +141,7 @@ def compare(
 
             if Path(a).resolve() == Path(b).resolve():
                 raise _fail(f"{a} and {b} are the same run folder: compare a run with another")
+            _refuse_same_experiment(a, b)
 
             ra, rb = load_run(a), load_run(b)
             c = compare_runs(ra.games, rb.games, ra.events, rb.events, margin=margin,

@@ -5,6 +5,7 @@ stop a run."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import os
 import re
@@ -66,7 +67,7 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
         codes = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
         return typer.Exit(codes.get(e.cause, 1))
     if isinstance(e, RunStorageError):
-        return fail(f"{e}. Free some space (or fix the folder), then continue with\n"
+        return fail(f"{e}. {_storage_advice(e.error)}, then continue with\n"
                     f"    {cont(e.run_dir)}", 1)
     if isinstance(e, BotFailure):
         return fail(f"{e}\nreplay it with: patchsim replay {shlex.quote(str(e.record_path))}",
@@ -74,6 +75,17 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     if isinstance(e, RunFolderBusy):
         return fail(f"{e} (choose one with --out)")
     return fail(_flags(str(e)))
+
+
+def _storage_advice(error: OSError) -> str:
+    """What to do about a folder that cannot be written: space only helps a full disk."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "Free some space"
+    if error.errno == errno.EROFS:
+        return "The file system is read-only: make it writable (or copy the folder elsewhere)"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "Give yourself write permission on the folder"
+    return "Fix the folder"
 
 
 # library messages name parameters; on the command line they are flags
@@ -154,4 +166,31 @@ def run_progress(enabled: bool = True) -> Iterator[ProgressBar]:
 
 
 def command_line() -> str:
-    return " ".join(shlex.quote(a) for a in ["patchsim", *sys.argv[1:]])
+    """The command as typed, for a manifest (shipped with reports): without this machine's
+    folders. An absolute path inside the working folder is made relative to it; an --out
+    elsewhere (a temporary folder) is left out, since the games do not depend on it."""
+    args, out, i = sys.argv[1:], [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--out" and i + 1 < len(args) and _machine_path(args[i + 1]):
+            i += 2
+            continue
+        if a.startswith("--out=") and _machine_path(a[6:]):
+            i += 1
+            continue
+        out.append(_relative(a))
+        i += 1
+    return " ".join(shlex.quote(a) for a in ["patchsim", *out])
+
+
+def _relative(arg: str) -> str:
+    key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    path = Path(value)
+    if path.is_absolute():
+        with contextlib.suppress(ValueError):
+            value = path.relative_to(Path.cwd()).as_posix() or "."
+    return f"{key}{eq}{value}"
+
+
+def _machine_path(value: str) -> bool:
+    return Path(value).is_absolute() and not Path(value).is_relative_to(Path.cwd())

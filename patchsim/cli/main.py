@@ -150,6 +150,7 @@ def run(
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
+    from patchsim.play.runfolder import check_not_running
     from patchsim.play.storage import new_run_dir, read_manifest
     from patchsim.play.worker import local_backend, start_workers, stop_workers
 
@@ -160,7 +161,13 @@ def run(
                 raise RunError("--resume continues a run as it was configured; --bots, --set, "
                                "--seed and a config cannot change it (only --games can add "
                                "deals)")
+            if out is not None and Path(out).resolve() != run_dir.resolve():
+                raise RunError(f"--resume {resume} continues that run in its own folder; "
+                               f"--out {out} cannot move it (copy the folder first to keep "
+                               "the original)")
+            check_not_running(run_dir, "resuming it")
             _, cfg = read_manifest(run_dir)
+            cfg.bot_path = (os.getcwd(),)  # as for a new run: bots importable from here
             if games is not None:
                 cfg.deals = max(cfg.deals, games_to_deals(games))
         else:

@@ -22,6 +22,7 @@ from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
 from patchsim.play.config import all_pairings
+from patchsim.play.runfolder import folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
@@ -164,6 +165,11 @@ def load_experiment(path: str | Path) -> Experiment:
     for k in sorted(set(data) - TOP_KEYS, key=str):
         bad(k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
     name = str(data.get("name") or p.stem)
+    if "name" in data and folder_name(name) != name:
+        # the name is the study's folder under reports/: "..", "a/b" or ".x" would lead
+        # out of it or hide it
+        bad("name", f"{name!r} cannot name a folder under reports/; use letters, digits and "
+                    f"._+- (e.g. {folder_name(name)!r})")
     base_ref = data.get("base")
     base: Ruleset | None = None
     if not isinstance(base_ref, str):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,22 +66,74 @@ class RunConfig:
             "deals": self.deals,
             "seed": self.seed,
             "batch_deals": self.batch_deals,
-            "bot_path": list(self.bot_path),
+            # no bot_path: it holds this machine's folders (a resume searches the working
+            # folder, as a new run does)
             "timed": self.timed,
         }
 
     @classmethod
     def from_manifest(cls, data: dict[str, Any]) -> RunConfig:
-        rulesets = [ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
-                    for r in data["rulesets"]]
-        return cls(data["name"], rulesets, list(data["bots"]),
-                   [tuple(p) for p in data["pairings"]], int(data["deals"]), int(data["seed"]),
-                   data.get("batch_deals"), bot_path=tuple(data.get("bot_path", ())),
-                   timed=bool(data.get("timed", False)))  # manifests before it: untimed
+        """The config a manifest recorded; RunError naming the dotted key of a value that
+        cannot be one (a damaged or hand-edited manifest)."""
+        def bad(key: str, want: str, got: Any) -> RunError:
+            return RunError(f"config.{key}: expected {want}, got {_shown(got)}")
+
+        if not isinstance(data, dict):
+            raise RunError(f"config: expected a mapping, got {_shown(data)}")
+        for key in ("name", "rulesets", "bots", "pairings", "deals", "seed"):
+            if key not in data:
+                raise RunError(f"config.{key} is missing")
+        if not isinstance(data["name"], str):
+            raise bad("name", "a name", data["name"])
+        if not isinstance(data["rulesets"], list) or not data["rulesets"]:
+            raise bad("rulesets", "a list of rulesets", data["rulesets"])
+        rulesets = []
+        for i, r in enumerate(data["rulesets"]):
+            if not isinstance(r, dict) or not isinstance(r.get("rules"), dict) \
+                    or not isinstance(r.get("name"), str):
+                raise bad(f"rulesets[{i}]", "{name, hash, rules}", r)
+            try:
+                rs = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
+            except RulesetError as e:
+                raise RunError(f"config.rulesets[{i}].rules: {e}") from None
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise RunError(f"config.rulesets[{i}].rules: not a ruleset "
+                               f"({type(e).__name__}: {e})") from None
+            if "hash" in r and r["hash"] != rs.content_hash():
+                raise RunError(f"config.rulesets[{i}]: its rules do not match its hash "
+                               f"{_shown(r['hash'])} (they were edited after the run)")
+            rulesets.append(rs)
+        bots = data["bots"]
+        if not isinstance(bots, list) or not bots or not all(isinstance(b, str) for b in bots):
+            raise bad("bots", "a list of bot specs", bots)
+        pairings = data["pairings"]
+        if not isinstance(pairings, list) or not pairings or not all(
+                isinstance(p, list) and len(p) == 2
+                and all(type(i) is int and 0 <= i < len(bots) for i in p) for p in pairings):
+            raise bad("pairings", f"pairs of bot numbers from 0 to {len(bots) - 1}", pairings)
+        deals = data["deals"]
+        if type(deals) is not int or not 1 <= deals <= MAX_GAMES:
+            raise bad("deals", "a whole number of deals >= 1", deals)
+        seed = data["seed"]
+        if type(seed) is not int or not 0 <= seed < 2**63:
+            raise bad("seed", "a whole number from 0 to 2**63 - 1", seed)
+        batch = data.get("batch_deals")
+        if batch is not None and (type(batch) is not int or batch < 1):
+            raise bad("batch_deals", "a whole number >= 1 or null", batch)
+        timed = data.get("timed", False)  # manifests before it: untimed
+        if not isinstance(timed, bool):
+            raise bad("timed", "true or false", timed)
+        return cls(data["name"], rulesets, list(bots), [tuple(p) for p in pairings], deals,
+                   seed, batch, timed=timed)
 
     def pairing_label(self, i: int) -> str:
         a, b = self.pairings[i]
         return f"{self.bots[a]} vs {self.bots[b]}"
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def run_identity(config: RunConfig) -> str:
@@ -171,6 +224,10 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
                            f"them, got {data.get(key)!r}")
         name = str(data.get("name") or path.stem)
+        if "name" in data and re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", name) is None:
+            # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
+            raise RunError(f"{ref}: name: {name!r} cannot name a folder under reports/; use "
+                           "letters, digits and ._+- (not starting with a dot)")
         base = path.parent
         rulesets = []
         for i, r in enumerate(refs):

@@ -27,11 +27,18 @@ from patchsim.analysis.estimators import (
     mean_estimate,
 )
 from patchsim.bots.learned import ModelError, bot_model_provenance
-from patchsim.bots.registry import make_bot
+from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.play.batches import Batch, plan_batches
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.match import BotError
+from patchsim.play.runfolder import (
+    check_batch,
+    check_output_folder,
+    check_table,
+    clean_partials,
+    stamp_digests,
+)
 from patchsim.play.storage import (
     MANIFEST,
     RunLock,
@@ -146,12 +153,16 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
                        f"patchsim plays in one run ({MAX_GAMES:,})")
     if backend != "dask":
         check_jobs(jobs, backend)
+    check_output_folder(run_dir)  # before the folder is touched
     client, ctx, parallel = make_parallel(jobs, backend, scheduler)
     try:
         check_writable(run_dir)
         info = {"pid": os.getpid(), "host": platform.node(), "seed": config.seed,
                 "started": _dt.datetime.now().isoformat(timespec="seconds")}
         with RunLock(run_dir, info) as lock:
+            # what a killed run was writing (partial tables of a merge, half-written batch
+            # files): never complete, so never read; removed while the lock is held
+            clean_partials(run_dir)
             result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
                                  progress=progress, command=command,
                                  keep_batches=keep_batches)
@@ -177,10 +188,25 @@ def run_models(config: RunConfig) -> list[dict[str, Any]]:
             for rs in config.rulesets:
                 prov = bot_model_provenance(bot, rs)
                 if prov is not None:
+                    if isinstance(prov.get("path"), str):
+                        prov = {**prov, "path": portable_path(prov["path"])}
                     out.append({"bot": spec, **prov})
-    except ModelError as e:
+    except (ModelError, BotSpecError) as e:
         raise RunError(str(e)) from None
     return out
+
+
+def portable_path(path: str) -> str:
+    """A path for a manifest, without this machine's folders: relative to the installed
+    package's parent (shipped models: ``patchsim/models/...``) or to the working folder;
+    else only the file's name (the sha256 next to it identifies the file)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return path
+    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
+        with contextlib.suppress(ValueError):
+            return p.resolve().relative_to(base.resolve()).as_posix()
+    return p.name
 
 
 def _plan(config: RunConfig, segments: list[int], merged: int) -> list[Batch]:
@@ -201,8 +227,9 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     manifest: dict[str, Any] = {}
     segments: list[int] = []
     merged = 0
+    notes: list[str] = []
     if manifest_path.exists():
-        manifest, old = read_manifest(run_dir)
+        manifest, old = read_manifest(run_dir, notes)  # checked, digests included
         if [r.content_hash() for r in old.rulesets] != [r.content_hash()
                                                         for r in config.rulesets] \
                 or old.bots != config.bots or old.seed != config.seed \
@@ -224,13 +251,17 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     run_id = manifest.get("run_id") or run_identity(config)
     total_games = 2 * config.deals * len(config.rulesets) * len(config.pairings)
     if merged >= config.deals and (run_dir / "games.parquet").exists():
-        # complete and merged already: nothing to play
-        return RunResult(run_dir, total_games, 0.0, 0.0, True)
+        # complete and merged already: nothing to play, if the tables are the run's
+        for kind in ("games", "events"):
+            check_table(run_dir, kind, manifest)
+        return RunResult(run_dir, total_games, 0.0, 0.0, True, notes=notes)
     batches = _plan(config, segments, merged)
     check_disk(run_dir, sum(2 * b.deals for b in batches if b.first_deal >= merged))
     if merged:
         head = Batch(0, 0, 0, merged).key
         if not batch_path(run_dir, run_id, head, "games").exists():
+            for kind in ("games", "events"):  # read back: they must be the run's own
+                check_table(run_dir, kind, manifest)
             split_merged(run_dir, run_id, len(config.rulesets), len(config.pairings),
                          lambda r, p: Batch(r, p, 0, merged).key)
     # a batch is done when both its files exist: the files, not the manifest, are the truth
@@ -238,6 +269,9 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     done = {bt.key for bt in batches
             if batch_path(run_dir, run_id, bt.key, "games").exists()
             and batch_path(run_dir, run_id, bt.key, "events").exists()}
+    for key in sorted(done):  # a stored batch that does not open is named, not merged
+        for kind in ("games", "events"):
+            check_batch(batch_path(run_dir, run_id, key, kind), kind)
     todo = [bt for bt in batches if bt.key not in done]
     manifest.update({
         "run_id": run_id,
@@ -251,7 +285,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         "merged_deals": merged,
         "complete": False,
     })
-    atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
+    _write_manifest(manifest, run_dir, tables=False)
     todo_games = sum(2 * b.deals for b in todo)
     if progress:
         progress(0, todo_games)
@@ -335,10 +369,20 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                                       "backend": backend}})
     if not keep_batches:
         manifest["merged_deals"] = config.deals
-    atomic_write_text(json.dumps(manifest, indent=2), manifest_path)
+    _write_manifest(manifest, run_dir, tables=True)  # the tables this run just wrote
     if not keep_batches:
         clear_batches(run_dir)
-    return RunResult(run_dir, total_games, seconds, rate, complete)
+    return RunResult(run_dir, total_games, seconds, rate, complete, notes=notes)
+
+
+def _write_manifest(manifest: dict[str, Any], run_dir: Path, *, tables: bool) -> None:
+    """Write the manifest with its digests (``tables``: of the tables just written). A full
+    disk here keeps every batch file, so the run can be resumed."""
+    try:
+        stamp_digests(manifest, run_dir, tables=tables)
+        atomic_write_text(json.dumps(manifest, indent=2), run_dir / MANIFEST)
+    except OSError as e:
+        raise RunStorageError(run_dir, e) from None
 
 
 def _first_line(e: BaseException) -> str:

@@ -22,36 +22,26 @@ import pyarrow.parquet as pq
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write
-from patchsim.engine.ruleset import RulesetError
 from patchsim.play.config import RunConfig, RunError
+from patchsim.play.runfolder import (  # noqa: F401 - the names storage has always offered
+    BATCH_SUFFIX,
+    BATCHES,
+    EVENTS_SCHEMA,
+    GAMES_SCHEMA,
+    LOCK,
+    MANIFEST,
+    SCHEMAS,
+    RunFolderError,
+    folder_name,
+    read_manifest,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-MANIFEST = "manifest.json"
-
-_I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
-GAMES_SCHEMA = pa.schema([
-    ("run_id", _STR), ("ruleset", _STR), ("ruleset_hash", _STR), ("game_id", _I64),
-    ("deal", _I64), ("deal_seed", _I64), ("pairing", _STR), ("order", _I8), ("bot0", _STR),
-    ("bot1", _STR), ("winner", _I8), ("winner_bot", _STR), ("tie_break", _BOOL),
-    ("score0", _I32), ("score1", _I32), ("buttons0", _I32), ("buttons1", _I32),
-    ("empty0", _I32), ("empty1", _I32), ("position0", _I32), ("position1", _I32),
-    ("bonus0", _BOOL), ("bonus1", _BOOL), ("first_to_end", _I8), ("passes0", _I32),
-    ("passes1", _I32), ("buys0", _I32), ("buys1", _I32), ("leather0", _I32),
-    ("leather1", _I32), ("plies", _I32), ("moves", pa.list_(_I32)),
-])
-EVENTS_SCHEMA = pa.schema([
-    ("run_id", _STR), ("ruleset", _STR), ("game_id", _I64), ("seq", _I32), ("event", _STR),
-    ("seat", _I8), ("bot", _STR), ("position", _I32), ("patch", _STR), ("cost", _I32),
-    ("buttons_before", _I32), ("amount", _I32), ("squares", _STR), ("filled_hole", _BOOL),
-    ("opp_position", _I32), ("score_lead", _I32),
-])
 ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the batch size
 
 
-BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
-LOCK = ".patchsim.lock"
 # Disk needed per game while a run is in progress: the batch files (about 1.8 kB a game with
 # the default event log) plus the merged Parquet tables (about 0.4 kB), with a margin.
 DISK_BYTES_PER_GAME = 2600
@@ -59,7 +49,7 @@ DISK_BYTES_PER_GAME = 2600
 
 def batch_path(run_dir: Path, run_id: str, key: str, kind: str) -> Path:
     """A batch file: named with the run's id, so files of another run can never be merged."""
-    return Path(run_dir) / "batches" / f"{run_id}-{key}.{kind}.{BATCH_SUFFIX}"
+    return Path(run_dir) / BATCHES / f"{run_id}-{key}.{kind}.{BATCH_SUFFIX}"
 
 
 def write_batch(table: pa.Table, path: Path) -> None:
@@ -86,8 +76,8 @@ class RunFolderBusy(RunError):
         self.run_dir, self.holder = run_dir, holder
         who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started", "seed")
                         if k in holder)
-        super().__init__(f"{run_dir} is in use by another patchsim run ({who or 'unknown'}); "
-                         "wait for it to finish or write to another folder")
+        super().__init__(f"{run_dir} is still running ({who or 'another patchsim run'}); "
+                         "wait for it to finish, or write to another folder")
 
 
 class RunLock:
@@ -156,9 +146,17 @@ def check_disk(run_dir: Path, games: int) -> None:
     except OSError:
         return
     if need > free:
-        raise RunError(f"{games:,} games need about {need / 1e9:.1f} GB in {run_dir} while "
-                       f"it is running, but only {free / 1e9:.1f} GB are free; free some "
+        raise RunError(f"{games:,} games need about {size_text(need)} in {run_dir} while "
+                       f"it is running, but only {size_text(free)} are free; free some "
                        "space, play fewer games, or write to another disk")
+
+
+def size_text(n: float) -> str:
+    """A size in bytes for a message: kB, MB or GB, never "0.0 GB" for a few megabytes."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} bytes"
 
 
 def versions() -> dict[str, str]:
@@ -178,7 +176,7 @@ def new_run_dir(config: RunConfig, out: str | Path | None) -> Path:
 def fresh_dir(name: str, suffix: str = "") -> Path:
     """A folder that does not exist yet under reports/<name>/, named by the time: studies
     write there by default, so a committed report is never overwritten by accident."""
-    base = Path("reports") / name.replace("/", "-")
+    base = Path("reports") / folder_name(name)  # never outside reports/ (a name "..")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     path, n = base / f"{stamp}{suffix}", 1
     while path.exists():
@@ -189,7 +187,7 @@ def fresh_dir(name: str, suffix: str = "") -> Path:
 
 def check_writable(run_dir: Path) -> None:
     try:
-        (run_dir / "batches").mkdir(parents=True, exist_ok=True)
+        (run_dir / BATCHES).mkdir(parents=True, exist_ok=True)
         # a name of its own: two runs started together into one folder must not remove
         # each other's probe (the second is refused by the run lock, with a clear message)
         fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=run_dir)
@@ -197,19 +195,6 @@ def check_writable(run_dir: Path) -> None:
         os.unlink(probe)
     except OSError as e:
         raise RunError(f"cannot write to the output folder {run_dir}: {e.strerror}") from None
-
-
-def read_manifest(run_dir: Path) -> tuple[dict[str, Any], RunConfig]:
-    """A run folder's manifest and configuration; RunError if it is missing or damaged."""
-    path = Path(run_dir) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        return manifest, RunConfig.from_manifest(manifest["config"])
-    except FileNotFoundError:
-        raise RunError(f"{run_dir} is not a run folder (no {MANIFEST})") from None
-    except (OSError, ValueError, KeyError, TypeError, RulesetError) as e:
-        raise RunError(f"{path} is damaged or not a patchsim manifest ({type(e).__name__}: "
-                       f"{e}); start a new run in another folder") from None
 
 
 class TableMerger:
@@ -252,7 +237,18 @@ class TableMerger:
 
     def add_batch_files(self, run_dir: Path, run_id: str, key: str) -> None:
         for kind in ("games", "events"):
-            self.add(kind, read_batch(batch_path(run_dir, run_id, key, kind)))
+            path = batch_path(run_dir, run_id, key, kind)
+            try:
+                table = read_batch(path)
+            except pa.ArrowException as e:  # damaged in the middle: the footer was whole
+                raise RunFolderError(path, f"{path} is damaged ({type(e).__name__}: {e}); "
+                                     "delete it and resume the run: its games are played "
+                                     "again") from None
+            if not table.schema.equals(SCHEMAS[kind]):
+                raise RunFolderError(path, f"{path} is not a {kind} batch (its columns "
+                                     "differ); delete it and resume the run: its games are "
+                                     "played again")
+            self.add(kind, table)
 
     def commit(self) -> None:
         for kind, writer in self._writers.items():
@@ -320,7 +316,7 @@ def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
 
 def clear_batches(run_dir: Path) -> None:
     """Remove the batch files (once merged, they hold nothing the tables do not)."""
-    shutil.rmtree(Path(run_dir) / "batches", ignore_errors=True)
+    shutil.rmtree(Path(run_dir) / BATCHES, ignore_errors=True)
 
 
 def load_games(run_dir: str | Path) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from patchsim.analysis import stats as st
 from patchsim.analysis.compare import (
@@ -49,6 +50,7 @@ from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
 from patchsim.engine.ruleset import ruleset_from_dict
+from patchsim.play.runfolder import EVENTS, GAMES, RunFolderError, open_run
 from patchsim.reporting import plots
 from patchsim.reporting.curves import (
     curve_table,
@@ -75,6 +77,7 @@ class Run:
     events: EventSummary
     manifest: dict[str, Any]
     rulesets: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # e.g. a manifest without digests
 
     @property
     def label(self) -> str:
@@ -83,32 +86,33 @@ class Run:
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read a finished run folder; ReportError with a plain message if it is not one."""
+    """Read a finished run folder, checked (:func:`patchsim.play.runfolder.open_run`: not
+    running, manifest and tables whole and unchanged); ReportError with a plain message
+    naming the file at fault if it is not one. ``Run.notes``: what to tell (no digests)."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise ReportError(f"{run_dir} is not a folder")
-    mpath = run_dir / "manifest.json"
-    if not mpath.exists():
-        raise ReportError(f"{run_dir} is not a run folder (no manifest.json)")
+    notes: list[str] = []
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise ReportError(f"{mpath}: cannot read the manifest: {e}") from None
-    if not (run_dir / "games.parquet").exists():
-        raise ReportError(f"{run_dir}: the run is not finished (no games.parquet); resume the "
-                          "run first")
+        manifest = open_run(run_dir, notes)
+    except RunFolderError as e:
+        raise ReportError(str(e)) from None
+    games_path = run_dir / GAMES
     try:
         games = read_games(run_dir)
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise ReportError(f"{games_path}: cannot read the table ({type(e).__name__}: {e}); "
+                          "restore it from a copy of the run folder") from None
+    try:
         events = scan_events(run_dir, games)
-    except (OSError, ValueError) as e:
-        raise ReportError(f"{run_dir}: cannot read the tables: {e}") from None
+    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
+        raise ReportError(f"{run_dir / EVENTS}: cannot read the table ({type(e).__name__}: "
+                          f"{e}); restore it from a copy of the run folder") from None
     rulesets: dict[str, Any] = {}
     try:
         for r in manifest.get("config", {}).get("rulesets", []):
             rulesets[r["name"]] = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
     except Exception:  # noqa: BLE001 - old or hand-edited manifests: report without rules data
         rulesets = {}
-    return Run(run_dir, games, events, manifest, rulesets)
+    return Run(run_dir, games, events, manifest, rulesets, notes)
 
 
 # --- the document model -------------------------------------------------------------------------
@@ -943,7 +947,7 @@ def _stamp(run: Run, other: Run | None) -> Section:
         m = r.manifest
         cfg = m.get("config", {})
         rows += [
-            (f"{label}: folder", str(r.run_dir)),
+            (f"{label}: folder", r.run_dir.name),  # no machine paths in a shipped report
             (f"{label}: run id", str(m.get("run_id", "—"))),
             (f"{label}: command", str(m.get("command", "—"))),
             (f"{label}: seed", str(cfg.get("seed", "—"))),

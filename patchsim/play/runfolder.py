@@ -1,0 +1,458 @@
+"""A run folder: the name of every file in it, the digests its manifest carries, and one
+checked reader of the manifest and tables, for the runner, the report, the web app, sweeps and
+the command line.
+
+The manifest carries a digest (sha256) of each part of what defines the run (each key of its
+``config``, the run id, the deals played and merged) and of each stored table, written by the
+run itself whenever it writes the manifest. A hand-edited manifest, or a table changed or
+damaged since, is refused with a message naming the file and what differs. Manifests made
+before the digests were recorded still load (with a note).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from patchsim.engine.ruleset import RulesetError
+from patchsim.play.config import RunConfig, RunError, run_identity
+
+# --- the files of a run folder ----------------------------------------------------------------
+MANIFEST = "manifest.json"
+GAMES = "games.parquet"
+EVENTS = "events.parquet"
+TABLES = (GAMES, EVENTS)
+BATCHES = "batches"
+LOCK = ".patchsim.lock"
+BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
+# what a run may leave in a folder before its manifest exists (an interrupted start); any
+# other file means the folder is not ours to write into
+RUN_LEFTOVERS = {BATCHES, LOCK}
+# the temporary names of atomic writes (patchsim.atomic: ".<target>.<random><suffix>"): a
+# SIGKILL mid-write leaves them behind
+_PARTIAL = re.compile(r"^\.(games\.parquet|events\.parquet|manifest\.json)\..+$")
+_PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\.arrow\..+$")
+_WRITE_PROBE = ".write-test-"
+
+_I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
+GAMES_SCHEMA = pa.schema([
+    ("run_id", _STR), ("ruleset", _STR), ("ruleset_hash", _STR), ("game_id", _I64),
+    ("deal", _I64), ("deal_seed", _I64), ("pairing", _STR), ("order", _I8), ("bot0", _STR),
+    ("bot1", _STR), ("winner", _I8), ("winner_bot", _STR), ("tie_break", _BOOL),
+    ("score0", _I32), ("score1", _I32), ("buttons0", _I32), ("buttons1", _I32),
+    ("empty0", _I32), ("empty1", _I32), ("position0", _I32), ("position1", _I32),
+    ("bonus0", _BOOL), ("bonus1", _BOOL), ("first_to_end", _I8), ("passes0", _I32),
+    ("passes1", _I32), ("buys0", _I32), ("buys1", _I32), ("leather0", _I32),
+    ("leather1", _I32), ("plies", _I32), ("moves", pa.list_(_I32)),
+])
+EVENTS_SCHEMA = pa.schema([
+    ("run_id", _STR), ("ruleset", _STR), ("game_id", _I64), ("seq", _I32), ("event", _STR),
+    ("seat", _I8), ("bot", _STR), ("position", _I32), ("patch", _STR), ("cost", _I32),
+    ("buttons_before", _I32), ("amount", _I32), ("squares", _STR), ("filled_hole", _BOOL),
+    ("opp_position", _I32), ("score_lead", _I32),
+])
+SCHEMAS = {"games": GAMES_SCHEMA, "events": EVENTS_SCHEMA}
+# the run's own bookkeeping next to its config, covered by the digests too: an edited
+# merged_deals would pass fewer games for a finished run
+RUN_KEYS = ("run_id", "segments", "merged_deals")
+NO_DIGEST_NOTE = ("{path} has no digests (made before patchsim recorded them): its tables "
+                  "and settings cannot be checked")
+
+
+class RunFolderError(RunError):
+    """A run folder that cannot be used as it is: ``path`` is the file at fault."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        self.path = Path(path)
+        super().__init__(message)
+
+
+class RunStillRunning(RunFolderError):
+    """A live patchsim run holds the folder; ``holder`` is what its lock file says."""
+
+    def __init__(self, run_dir: Path, holder: dict[str, Any], doing: str) -> None:
+        self.holder = holder
+        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started") if k in holder)
+        who = who or "by another patchsim process"
+        super().__init__(Path(run_dir), f"{run_dir} is still running ({who}); wait for it "
+                         f"to finish before {doing}")
+
+
+# --- names --------------------------------------------------------------------------------------
+def folder_name(name: str) -> str:
+    """``name`` made into one plain folder name: no separators, no leading dot (so ``..``
+    or ``../x`` cannot lead out of ``reports/``), nothing but letters, digits and ``._+-``."""
+    safe = re.sub(r"[^A-Za-z0-9._+-]+", "-", str(name)).lstrip(".-")
+    return safe or "run"
+
+
+def table_path(run_dir: Path, kind: str) -> Path:
+    """games.parquet or events.parquet (``kind``: games or events) of a run folder."""
+    return Path(run_dir) / f"{kind}.parquet"
+
+
+# --- digests -----------------------------------------------------------------------------------
+def _json_digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a file, read in chunks (a table may be gigabytes)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def settings_digests(manifest: dict[str, Any]) -> dict[str, str]:
+    """A digest per part of what defines the run: ``config.<key>`` and the run's own keys."""
+    out = {f"config.{k}": _json_digest(v) for k, v in manifest.get("config", {}).items()}
+    out.update({k: _json_digest(manifest.get(k)) for k in RUN_KEYS})
+    return out
+
+
+def stamp_digests(manifest: dict[str, Any], run_dir: Path, *, tables: bool) -> None:
+    """Record the digests in ``manifest`` (before the run writes it). ``tables``: the tables
+    were just written by this run, so their digests are taken anew; otherwise those already
+    recorded are kept (the tables are unchanged)."""
+    old = manifest.get("digests")
+    kept = old.get("tables", {}) if isinstance(old, dict) else {}
+    stored = {}
+    for name in TABLES:
+        path = Path(run_dir) / name
+        if tables and path.exists():
+            stored[name] = file_digest(path)
+        elif isinstance(kept, dict) and name in kept:
+            stored[name] = kept[name]
+    manifest["digests"] = {"algorithm": "sha256", "settings": settings_digests(manifest),
+                           "tables": stored}
+
+
+def _digests(manifest: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    d = manifest.get("digests")
+    if d is None:
+        return None
+    if not (isinstance(d, dict) and isinstance(d.get("settings"), dict)
+            and isinstance(d.get("tables", {}), dict)):
+        raise RunFolderError(path, f"{path}: digests: expected the digests patchsim records, "
+                             f"got {_short(d)}; the manifest was edited or damaged: restore "
+                             "it or start a new run in another folder")
+    return d
+
+
+def check_settings(manifest: dict[str, Any], path: Path) -> list[str]:
+    """Check the manifest's settings against its digests: RunFolderError naming the keys
+    that differ; a note (no error) for a manifest without digests."""
+    d = _digests(manifest, path)
+    if d is None:
+        return [NO_DIGEST_NOTE.format(path=path)]
+    now = settings_digests(manifest)
+    recorded = d["settings"]
+    differ = sorted(k for k in set(now) | set(recorded) if now.get(k) != recorded.get(k))
+    if differ:
+        shown = ", ".join(f"{k} ({_short(_value_at(manifest, k))})" for k in differ[:6])
+        more = f" and {len(differ) - 6} more" if len(differ) > 6 else ""
+        verb = "differs" if len(differ) == 1 else "differ"
+        raise RunFolderError(path, f"{path} was edited after the run wrote it: {shown}{more} "
+                             f"{verb} from what the run recorded (its digests; the games "
+                             "stored were played with the recorded values); restore the "
+                             "manifest, or start a new run in another folder to play other "
+                             "settings")
+    return []
+
+
+def _value_at(manifest: dict[str, Any], key: str) -> Any:
+    if key.startswith("config."):
+        cfg = manifest.get("config", {})
+        return cfg.get(key[7:], "missing") if isinstance(cfg, dict) else "missing"
+    return manifest.get(key, "missing")
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_table(run_dir: Path, kind: str, manifest: dict[str, Any] | None = None) -> None:
+    """Check that a stored table opens, has the run's columns and, when the manifest records
+    its digest, is the file the run wrote; RunFolderError naming the file otherwise."""
+    path = table_path(run_dir, kind)
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except FileNotFoundError:
+        raise RunFolderError(path, f"{path} is missing: the run's tables are incomplete; "
+                             f"{_what_to_do(run_dir)}") from None
+    except (OSError, pa.ArrowException) as e:
+        raise RunFolderError(path, f"{path} is damaged ({_first_line(e)}); "
+                             f"{_what_to_do(run_dir)}") from None
+    _check_schema(path, schema, SCHEMAS[kind], run_dir)
+    d = _digests(manifest, run_dir / MANIFEST) if manifest is not None else None
+    recorded = (d or {}).get("tables", {}).get(path.name)
+    if recorded is not None and file_digest(path) != recorded:
+        raise RunFolderError(path, f"{path} is not the table the run wrote (its sha256 "
+                             f"differs from the one in {MANIFEST}); "
+                             f"{_what_to_do(run_dir)}")
+
+
+def _check_schema(path: Path, schema: pa.Schema, expected: pa.Schema, run_dir: Path) -> None:
+    missing = [f.name for f in expected if f.name not in schema.names]
+    if missing:
+        other = next((k for k, s in SCHEMAS.items() if s is not expected
+                      and set(s.names) <= set(schema.names)), None)
+        what = f"it holds the {other} table" if other else \
+            f"it lacks the column(s) {', '.join(missing[:5])}"
+        raise RunFolderError(path, f"{path} is not a {path.name.split('.')[0]} table "
+                             f"({what}); {_what_to_do(run_dir)}")
+    for f in expected:
+        if not schema.field(f.name).type.equals(f.type):
+            raise RunFolderError(path, f"{path}: column {f.name} has type "
+                                 f"{schema.field(f.name).type}, not {f.type}; "
+                                 f"{_what_to_do(run_dir)}")
+
+
+def _what_to_do(run_dir: Path) -> str:
+    batches = Path(run_dir) / BATCHES
+    if batches.is_dir() and any(batches.iterdir()):
+        return ("restore it from a copy, or delete it and resume the run (its batch files "
+                "are still there)")
+    return "restore it from a copy of the run folder, or play the run again in a new folder"
+
+
+def check_batch(path: Path, kind: str) -> None:
+    """Check a batch file (Arrow IPC) opens with the run's columns; RunFolderError naming
+    the file and what to do otherwise."""
+    try:
+        with pa.memory_map(str(path)) as source:
+            schema = pa.ipc.open_file(source).schema  # the footer: a cut file has none
+    except (OSError, pa.ArrowException) as e:
+        raise RunFolderError(path, f"{path} is damaged ({_first_line(e)}); delete it and "
+                             "resume the run: its games are played again") from None
+    missing = [f.name for f in SCHEMAS[kind] if f.name not in schema.names]
+    if missing or any(not schema.field(f.name).type.equals(f.type) for f in SCHEMAS[kind]):
+        raise RunFolderError(path, f"{path} is not a {kind} batch (its columns differ); "
+                             "delete it and resume the run: its games are played again")
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+# --- reading the manifest -------------------------------------------------------------------------
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    """The manifest as JSON (a mapping); RunFolderError if the folder is not a run folder or
+    the file is not a manifest. Nothing is checked beyond that (see :func:`read_manifest`)."""
+    run_dir = Path(run_dir)
+    path = run_dir / MANIFEST
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunFolderError(run_dir, f"{run_dir} is a file, not a run folder (a run folder "
+                             f"holds {MANIFEST} and the tables)")
+    if not run_dir.exists():
+        raise RunFolderError(run_dir, f"{run_dir} does not exist")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RunFolderError(path, f"{run_dir} is not a run folder (no {MANIFEST})") from None
+    except OSError as e:
+        raise RunFolderError(path, f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RunFolderError(path, f"{path} is damaged: not JSON ({_first_line(e)}); "
+                             "restore it from a copy, or start a new run in another "
+                             "folder") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise RunFolderError(path, f"{path} is not a patchsim manifest (no config "
+                             "mapping); restore it from a copy, or start a new run in "
+                             "another folder")
+    return manifest
+
+
+def read_manifest(run_dir: Path, notes: list[str] | None = None
+                  ) -> tuple[dict[str, Any], RunConfig]:
+    """A run folder's manifest and configuration, checked: its structure (dotted keys named)
+    and, where recorded, its digests. RunFolderError if it is missing, damaged or edited;
+    ``notes`` receives what the caller may want to tell (e.g. no digests)."""
+    run_dir = Path(run_dir)
+    path = run_dir / MANIFEST
+    manifest = load_manifest(run_dir)
+    found = check_settings(manifest, path)
+    try:
+        config = RunConfig.from_manifest(manifest["config"])
+    except RunError as e:
+        raise RunFolderError(path, f"{path}: {e}; restore the manifest, or start a new run "
+                             "in another folder") from None
+    except (KeyError, TypeError, ValueError, RulesetError) as e:
+        raise RunFolderError(path, f"{path} is damaged or not a patchsim manifest "
+                             f"({_first_line(e)}); restore it, or start a new run in another "
+                             "folder") from None
+    _check_bookkeeping(manifest, config, path)
+    run_id = manifest.get("run_id")
+    if run_id is not None and run_id != run_identity(config):
+        # the run id is a hash of the rules, bots, pairings and seed: this catches an edit
+        # of a manifest made before the digests too
+        raise RunFolderError(path, f"{path}: config (its rules, bots, pairings, name or seed "
+                             f"{config.seed}) no longer matches run_id {run_id}: the "
+                             "manifest was edited after the run wrote it; restore it, or "
+                             "start a new run in another folder to play other settings")
+    if notes is not None:
+        notes.extend(found)
+    return manifest, config
+
+
+def _check_bookkeeping(manifest: dict[str, Any], config: RunConfig, path: Path) -> None:
+    def bad(key: str, want: str) -> RunFolderError:
+        return RunFolderError(path, f"{path}: {key}: expected {want}, got "
+                              f"{_short(manifest.get(key))}; restore the manifest, or start "
+                              "a new run in another folder")
+
+    run_id = manifest.get("run_id")
+    if run_id is not None and not (isinstance(run_id, str) and re.fullmatch(r"[0-9a-f]{6,64}",
+                                                                            run_id)):
+        raise bad("run_id", "the run's id (hexadecimal)")
+    segments = manifest.get("segments", [config.deals])
+    if not (isinstance(segments, list) and segments
+            and all(type(s) is int and s >= 1 for s in segments)
+            and segments == sorted(segments) and segments[-1] <= config.deals):
+        raise bad("segments", f"increasing deal counts up to config.deals ({config.deals})")
+    merged = manifest.get("merged_deals", 0)
+    if type(merged) is not int or not 0 <= merged <= config.deals:
+        raise bad("merged_deals", f"a whole number from 0 to config.deals ({config.deals})")
+
+
+# --- the folder as a whole ------------------------------------------------------------------------
+def running(run_dir: Path) -> dict[str, Any] | None:
+    """What the lock file says of the live run holding ``run_dir`` (pid, host, started), or
+    None when no run holds it. Taking the lock for a moment is the only reliable test."""
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                raw = os.pread(fd, 4096, 0)
+                holder = json.loads(raw) if raw.strip() else {}
+            except (OSError, ValueError):
+                holder = {}
+            return holder if isinstance(holder, dict) else {}
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def check_not_running(run_dir: Path, doing: str) -> None:
+    """RunStillRunning if a live run holds ``run_dir`` (``doing``: what the caller wants)."""
+    holder = running(run_dir)
+    if holder is not None:
+        raise RunStillRunning(run_dir, holder, doing)
+
+
+def check_output_folder(run_dir: Path) -> None:
+    """Refuse to start a run in a folder that holds files of something else (a run writes
+    its tables into a new or empty folder, or continues its own)."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunFolderError(run_dir, f"the output folder {run_dir} is a file; give a new "
+                             "or empty folder")
+    if not run_dir.is_dir() or (run_dir / MANIFEST).exists():
+        return
+    others = sorted(p.name for p in run_dir.iterdir()
+                    if p.name not in RUN_LEFTOVERS and not p.name.startswith(_WRITE_PROBE)
+                    and not _PARTIAL.match(p.name))
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
+                                         else "")
+        raise RunFolderError(run_dir, f"the output folder {run_dir} holds files that are not "
+                             f"a patchsim run ({shown}); give a new or empty folder")
+
+
+def clean_partials(run_dir: Path) -> list[Path]:
+    """Remove the temporary files a killed run left (partial tables, manifests and batch
+    files: never complete, never read). Only while holding the run's lock. Returns them."""
+    run_dir = Path(run_dir)
+    found = [p for p in run_dir.glob(".*") if _PARTIAL.match(p.name)]
+    batches = run_dir / BATCHES
+    if batches.is_dir():
+        found += [p for p in batches.glob(".*") if _PARTIAL_BATCH.match(p.name)]
+    removed = []
+    for p in found:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
+@dataclass
+class FolderCheck:
+    """What :func:`check_folder` found: ``problem`` (one paragraph, or None when the folder
+    can be read), ``notes`` to show, and the manifest as read (if it could be)."""
+
+    run_dir: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+    problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+    running: dict[str, Any] | None = None
+
+
+def check_folder(run_dir: str | Path, *, tables: bool = True) -> FolderCheck:
+    """Check a run folder for reading (report, serve, plan, compare): not running, manifest
+    readable and unedited, tables present, whole and unchanged (``tables``). Never raises
+    for the folder's state: the result says what is wrong (for the web app's listing)."""
+    run_dir = Path(run_dir)
+    out = FolderCheck(run_dir)
+    try:
+        out.manifest = load_manifest(run_dir)
+        out.running = running(run_dir)
+        if out.running is not None:
+            raise RunStillRunning(run_dir, out.running, "reading it")
+        out.notes += check_settings(out.manifest, run_dir / MANIFEST)
+        if tables:
+            if not table_path(run_dir, "games").exists():
+                raise RunFolderError(run_dir, f"{run_dir}: the run is not finished (no "
+                                     f"{GAMES}); resume the run first")
+            for kind in SCHEMAS:
+                check_table(run_dir, kind, out.manifest)
+    except RunFolderError as e:
+        out.problem = str(e)
+    return out
+
+
+def open_run(run_dir: str | Path, notes: list[str] | None = None) -> dict[str, Any]:
+    """The manifest of a finished run folder whose manifest and tables check out
+    (:func:`check_folder`); RunFolderError naming the file at fault otherwise."""
+    found = check_folder(run_dir)
+    if found.problem is not None:
+        raise RunFolderError(Path(run_dir), found.problem)
+    if notes is not None:
+        notes.extend(found.notes)
+    return found.manifest
+
+
+def same_experiment(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two manifests of one experiment: the same rules, bots, pairings and seed (so the same
+    games, however many deals each played)."""
+    def key(m: dict[str, Any]) -> Any:
+        cfg = m.get("config", {})
+        rules = [r.get("hash") if isinstance(r, dict) else r for r in cfg.get("rulesets", [])]
+        return rules, cfg.get("bots"), cfg.get("pairings"), cfg.get("seed")
+
+    try:
+        return key(a) == key(b)
+    except AttributeError:
+        return False

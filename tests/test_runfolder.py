@@ -1,0 +1,406 @@
+"""Issue 22 (run-folder integrity) and issue 21 (no machine paths): the manifest's digests
+refuse edited settings and changed tables; damaged files are named, never a traceback, and
+nothing is touched; leftovers of a killed run are cleaned; output folders are checked."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from patchsim.cli.main import app
+from patchsim.play import execution, runfolder, storage
+from patchsim.reporting import report as report_module
+from patchsim.play.config import RunError, load_run_config
+from patchsim.play.errors import RunStorageError
+from patchsim.play.execution import execute, portable_path
+from patchsim.play.runfolder import RunFolderError, check_folder, folder_name, read_manifest
+from patchsim.play.storage import RunLock, fresh_dir
+
+BOTS = ["greedy", "random"]
+
+
+def cfg(games: int = 20, seed: int = 5, rules: str = "edition2"):
+    c = load_run_config(rules, games=games, bots=BOTS, seed=seed, pairings="cross")
+    c.batch_deals = 5
+    return c
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    """A finished run (seed 5, 20 games) with its batch files kept, and one without."""
+    base = tmp_path_factory.mktemp("runfolder")
+    execute(cfg(), base / "kept", jobs=1, backend="sequential", keep_batches=True)
+    execute(cfg(), base / "run", jobs=1, backend="sequential")
+    execute(cfg(rules="edition1"), base / "other", jobs=1, backend="sequential")
+    return base
+
+
+@pytest.fixture
+def run(pristine, tmp_path) -> Path:
+    d = tmp_path / "run"
+    shutil.copytree(pristine / "run", d)
+    return d
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def edit(run_dir: Path, change) -> None:
+    path = run_dir / "manifest.json"
+    m = json.loads(path.read_text())
+    change(m)
+    path.write_text(json.dumps(m, indent=2))
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def one_paragraph_error(result) -> str:
+    """The command failed with a message, not a traceback; the message."""
+    assert result.exit_code not in (0, None)
+    assert result.exception is None or isinstance(result.exception, SystemExit), \
+        repr(result.exception)
+    assert "Traceback" not in result.output
+    assert "error: " in result.output, result.output
+    message = result.output[result.output.index("error: "):].strip()
+    assert "\n\n" not in message, message  # one paragraph
+    return message
+
+
+# --- edited manifests --------------------------------------------------------------------------
+def test_a_seed_edited_from_5_to_99_is_refused_on_resume_and_nothing_is_touched(run):
+    edit(run, lambda m: m["config"].update(seed=99))
+    before = snapshot(run)
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--games", "400",
+                                     "--no-progress", "--no-report"))
+    assert "manifest.json" in out and "config.seed (99)" in out
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("key,change", [
+    ("config.rulesets", lambda m: m["config"]["rulesets"][0]["rules"].update(
+        starting_buttons=50)),
+    ("config.deals", lambda m: m["config"].update(deals=-5)),
+    ("config.pairings", lambda m: m["config"].update(pairings=[[0, 7]])),
+    ("merged_deals", lambda m: m.update(merged_deals=3)),
+])
+def test_other_edits_are_refused_naming_the_key(run, key, change):
+    edit(run, change)
+    before = snapshot(run)
+    for args in (["run", "--resume", str(run), "--games", "40", "--no-progress"],
+                 ["report", str(run)], ["plan", str(run)]):
+        out = one_paragraph_error(invoke(*args))
+        assert "manifest.json" in out and key in out, out
+    assert snapshot(run) == before
+
+
+def test_a_manifest_without_digests_still_loads_with_a_note(run):
+    edit(run, lambda m: m.pop("digests"))
+    result = invoke("report", str(run))
+    assert result.exit_code == 0, result.output
+    assert "note: " in result.output and "no digests" in result.output
+    assert check_folder(run).problem is None
+
+
+def test_an_edited_seed_without_digests_is_caught_by_the_run_id(run):
+    edit(run, lambda m: (m.pop("digests"), m["config"].update(seed=99)))
+    with pytest.raises(RunFolderError, match="run_id"):
+        read_manifest(run)
+
+
+def test_the_committed_reports_still_load_for_report_and_serve():
+    for manifest in Path("reports").glob("*/manifest.json"):
+        found = check_folder(manifest.parent, tables=False)
+        assert found.problem is None, found.problem
+        assert any("no digests" in n for n in found.notes)
+
+
+def test_a_top_up_updates_the_table_digests(pristine, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(pristine / "run", run_dir)
+    execute(cfg(games=30), run_dir, jobs=1, backend="sequential")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["digests"]["tables"]["games.parquet"] == runfolder.file_digest(
+        run_dir / "games.parquet")
+    assert check_folder(run_dir).problem is None
+    assert pq.read_table(run_dir / "games.parquet").num_rows == 30
+
+
+# --- damaged tables and batch files -------------------------------------------------------------
+def damage(path: Path, how: str, run_dir: Path) -> None:
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "random":
+        path.write_bytes(bytes((i * 37 + 11) % 256 for i in range(len(data))))
+    elif how == "empty":
+        path.write_bytes(b"")
+    else:  # the events copied over the games
+        shutil.copyfile(path.with_name(path.name.replace("games", "events")), path)
+
+
+HOW = ["truncated", "random", "empty", "swapped"]
+
+
+@pytest.mark.parametrize("digests", [True, False])
+@pytest.mark.parametrize("how", HOW)
+def test_a_damaged_table_is_named_by_resume_report_plan_and_compare(pristine, run, how,
+                                                                   digests):
+    if not digests:
+        edit(run, lambda m: m.pop("digests"))
+    damage(run / "games.parquet", how, run)
+    other = pristine / "other"
+    before, before_other = snapshot(run), snapshot(other)
+    for args in (["run", "--resume", str(run), "--no-progress"], ["report", str(run)],
+                 ["plan", str(run)], ["compare", str(other), str(run)]):
+        out = one_paragraph_error(invoke(*args))
+        assert "games.parquet" in out and ("restore" in out or "delete" in out), out
+    assert snapshot(run) == before and snapshot(other) == before_other
+
+
+def test_a_garbage_or_missing_events_table_is_not_a_successful_resume(run):
+    (run / "events.parquet").write_bytes(b"garbage")
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress"))
+    assert "events.parquet" in out
+    (run / "events.parquet").unlink()
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress"))
+    assert "events.parquet is missing" in out
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_damaged_batch_file_is_named_on_resume(pristine, tmp_path, how):
+    run_dir = tmp_path / "kept"
+    shutil.copytree(pristine / "kept", run_dir)
+    batch = sorted((run_dir / "batches").glob("*.games.arrow"))[1]
+    damage(batch, how, run_dir)
+    before = snapshot(run_dir)
+    out = one_paragraph_error(invoke("run", "--resume", str(run_dir), "--no-progress"))
+    assert batch.name in out and "delete it and resume" in out
+    assert snapshot(run_dir) == before
+    batch.unlink()  # as the message says: its games are played again, the tables match
+    result = invoke("run", "--resume", str(run_dir), "--no-progress", "--no-report")
+    assert result.exit_code == 0, result.output
+    assert (run_dir / "games.parquet").read_bytes() == \
+        (pristine / "run" / "games.parquet").read_bytes()
+
+
+# --- leftovers of a killed run ------------------------------------------------------------------
+def test_partial_merge_files_of_a_killed_run_are_removed_on_resume(pristine, tmp_path):
+    run_dir = tmp_path / "kept"
+    shutil.copytree(pristine / "kept", run_dir)
+    # what atomic_path leaves when the process is killed mid-merge or mid-batch
+    leftovers = [run_dir / ".games.parquet.k1l2m3.parquet",
+                 run_dir / ".events.parquet.x9y8z7.parquet",
+                 run_dir / ".manifest.json.abcdef.tmp",
+                 run_dir / "batches" / ".0123456789ab-r0p0d0.games.arrow.q1w2e3.arrow"]
+    for p in leftovers:
+        p.write_bytes(b"\0" * 1000)
+    result = invoke("run", "--resume", str(run_dir), "--no-progress", "--no-report")
+    assert result.exit_code == 0, result.output
+    assert not any(p.exists() for p in leftovers)
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".")
+                and p.name != ".patchsim.lock"]
+
+
+# --- output folders -------------------------------------------------------------------------------
+def test_resume_with_another_out_is_refused(run, tmp_path):
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--out",
+                                     str(tmp_path / "elsewhere")))
+    assert "--out" in out and not (tmp_path / "elsewhere").exists()
+    result = invoke("run", "--resume", str(run), "--out", str(run), "--no-progress",
+                    "--no-report")
+    assert result.exit_code == 0, result.output  # the same folder is no contradiction
+
+
+def test_out_into_a_folder_of_unrelated_files_is_refused(tmp_path):
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("mine")
+    before = snapshot(folder)
+    with pytest.raises(RunFolderError, match=r"thesis\.tex"):
+        execute(cfg(), folder, jobs=1, backend="sequential")
+    assert snapshot(folder) == before and sorted(p.name for p in folder.iterdir()) == \
+        ["thesis.tex"]
+
+
+def test_an_experiment_named_dotdot_cannot_write_outside_reports(tmp_path, monkeypatch):
+    from patchsim.experiments.experiment import ExperimentError, load_experiment
+
+    monkeypatch.chdir(tmp_path)
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: ..\nbase: edition2\nbots: [greedy]\nvariants:\n"
+                   "  - {name: a, set: {starting_buttons: 6}}\n")
+    with pytest.raises(ExperimentError, match="cannot name a folder"):
+        load_experiment(exp)
+    run_file = tmp_path / "r.yaml"
+    run_file.write_text("name: ../../x\nruleset: edition2\nbots: [greedy]\n")
+    with pytest.raises(RunError, match="cannot name a folder"):
+        load_run_config(str(run_file))
+    for name in ("..", "../x", ".hidden", "a/b"):
+        path = fresh_dir(name)
+        assert path.parent.parent == Path("reports") and path.parent.name == folder_name(name)
+        assert not path.parent.name.startswith(".")
+
+
+# --- messages ---------------------------------------------------------------------------------------
+def test_a_running_run_is_named_as_running_with_its_pid(run):
+    with RunLock(run, {"pid": 4242, "started": "now"}):
+        for args in (["report", str(run)], ["plan", str(run)],
+                     ["run", "--resume", str(run), "--no-progress"]):
+            out = one_paragraph_error(invoke(*args))
+            assert "still running" in out and "pid 4242" in out, out
+            assert "resume the run first" not in out
+
+
+def test_resume_of_a_file_says_so(run):
+    out = one_paragraph_error(invoke("run", "--resume", str(run / "games.parquet")))
+    assert "is a file, not a run folder" in out and "NotADirectoryError" not in out
+
+
+def test_a_read_only_filesystem_is_not_told_to_free_space(tmp_path, monkeypatch):
+    def read_only(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system", "manifest.json")
+
+    monkeypatch.setattr(execution, "atomic_write_text", read_only)
+    out = one_paragraph_error(invoke("run", "edition2", "--bots", "greedy;random", "--games",
+                                     "4", "--jobs", "1", "--out", str(tmp_path / "r"),
+                                     "--no-progress"))
+    assert "read-only" in out and "free some space" not in out.lower()
+
+
+def test_small_disk_needs_are_not_printed_as_zero_gb(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage.shutil, "disk_usage",
+                        lambda _p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+    with pytest.raises(RunError) as info:
+        execute(cfg(), tmp_path / "r", jobs=1, backend="sequential")
+    assert "0.0 GB" not in str(info.value) and "kB" in str(info.value)
+
+
+def test_a_disk_that_fills_at_the_final_manifest_write_is_a_message_and_resumes(
+        pristine, tmp_path, monkeypatch):
+    real, calls = execution.atomic_write_text, {"n": 0}
+
+    def filling(text, path):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the manifest written at the end of the run
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(text, path)
+
+    monkeypatch.setattr(execution, "atomic_write_text", filling)
+    run_dir = tmp_path / "r"
+    with pytest.raises(RunStorageError, match="the disk is full"):
+        execute(cfg(), run_dir, jobs=1, backend="sequential")
+    monkeypatch.undo()
+    execute(cfg(), run_dir, jobs=1, backend="sequential")
+    assert (run_dir / "games.parquet").read_bytes() == \
+        (pristine / "run" / "games.parquet").read_bytes()
+    assert check_folder(run_dir).problem is None
+
+
+def test_compare_of_two_runs_of_one_experiment_is_refused(pristine, run):
+    for args in (["compare", str(pristine / "run"), str(run)],
+                 ["report", str(run), "--compare-with", str(pristine / "run")]):
+        out = one_paragraph_error(invoke(*args))
+        assert "the same experiment" in out and "equivalent" not in out
+
+
+# --- issue 21: no machine paths -------------------------------------------------------------------
+def test_new_runs_store_no_machine_paths(tmp_path):
+    out = tmp_path / "machine-folder"
+    result = invoke("run", "edition2", "--bots", "greedy;random", "--games", "4", "--jobs",
+                    "1", "--out", str(out), "--no-progress", "--no-report")
+    assert result.exit_code == 0, result.output
+    text = (out / "manifest.json").read_text()
+    assert str(tmp_path) not in text and str(Path.cwd()) not in text
+    assert "bot_path" not in json.loads(text)["config"]
+    shipped = Path(execution.__file__).resolve().parents[1] / "models" / "x" / "model.json"
+    assert portable_path(str(shipped)) == "patchsim/models/x/model.json"
+    assert portable_path("/elsewhere/abc/model.json") == "model.json"
+
+
+def test_the_committed_reports_carry_no_machine_paths():
+    for path in Path("reports").rglob("*"):
+        if path.suffix in (".json", ".md", ".html", ".csv"):
+            text = path.read_text(encoding="utf-8")
+            for marker in ("/tmp/", "/work/", "/root/", "/home/"):
+                assert marker not in text, f"{path}: {marker}"
+
+
+# --- fuzz: a mutated manifest is a message or a success, never a traceback ---------------------
+def _mutations():
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers(-10, 10**20) | st.floats(allow_nan=False)
+        | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5),
+                                                                    inner, max_size=3),
+        max_leaves=6)
+    at_key = st.tuples(st.just("set"), st.lists(st.integers(0, 50), min_size=1, max_size=4),
+                       json_values)
+    cut = st.tuples(st.just("cut"), st.integers(0, 10**6), st.none())
+    noise = st.tuples(st.just("bytes"), st.binary(min_size=1, max_size=30), st.integers(0, 10**6))
+    return st.one_of(at_key, cut, noise)
+
+
+def _mutate(text: str, mutation) -> bytes:
+    kind, a, b = mutation
+    if kind == "cut":
+        return text.encode()[: a % (len(text) + 1)]
+    if kind == "bytes":
+        raw = text.encode()
+        at = b % (len(raw) + 1)
+        return raw[:at] + a + raw[at + len(a):]
+    data = json.loads(text)
+    node = data
+    for step in a[:-1]:  # walk down to a random container
+        if isinstance(node, dict) and node:
+            child = node[sorted(node)[step % len(node)]]
+        elif isinstance(node, list) and node:
+            child = node[step % len(node)]
+        else:
+            break
+        if not isinstance(child, dict | list):
+            break
+        node = child
+    if isinstance(node, dict) and node:
+        node[sorted(node)[a[-1] % len(node)]] = b
+    elif isinstance(node, list) and node:
+        node[a[-1] % len(node)] = b
+    return json.dumps(data).encode()
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutation=_mutations())
+def test_fuzzed_manifests_give_a_message_or_success_and_touch_nothing(pristine, tmp_path,
+                                                                      mutation):
+    run_dir = tmp_path / "fuzz"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.copytree(pristine / "run", run_dir)
+    path = run_dir / "manifest.json"
+    path.write_bytes(_mutate(path.read_text(), mutation))
+    with pytest.MonkeyPatch.context() as mp:
+        # what is fuzzed is the loading: the report's pages (seconds each) are left out
+        mp.setattr(report_module, "build_sections", lambda *_a, **_k: [])
+        check_commands(run_dir)
+
+
+def check_commands(run_dir: Path) -> None:
+    for args in (["plan", str(run_dir)], ["run", "--resume", str(run_dir), "--no-progress",
+                                          "--no-report"], ["report", str(run_dir)]):
+        before = snapshot(run_dir)
+        result = invoke(*args)
+        if result.exit_code != 0:
+            one_paragraph_error(result)
+            assert snapshot(run_dir) == before, args
