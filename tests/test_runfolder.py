@@ -106,8 +106,9 @@ def test_other_edits_are_refused_naming_the_key(run, key, change):
     assert snapshot(run) == before
 
 
-def test_a_manifest_without_digests_still_loads_with_a_note(run):
+def test_a_manifest_without_digests_still_loads_with_a_note(run, monkeypatch):
     edit(run, lambda m: m.pop("digests"))
+    monkeypatch.setattr(report_module, "build_sections", lambda *_a, **_k: [])  # seconds
     result = invoke("report", str(run))
     assert result.exit_code == 0, result.output
     assert "note: " in result.output and "no digests" in result.output
