@@ -265,7 +265,7 @@ def test_report_states_the_balance_by_skill_level(skill_run: Path):
 
 
 def test_report_errors_are_plain(tmp_path: Path, small_run: Path):
-    with pytest.raises(ReportError, match="not a folder"):
+    with pytest.raises(ReportError, match="not a run folder"):
         write_report(tmp_path / "missing")
     with pytest.raises(ReportError, match="no manifest"):
         write_report(tmp_path)

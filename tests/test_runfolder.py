@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from patchsim.cli.main import app
 from patchsim.play import execution, runfolder, storage
-from patchsim.reporting import report as report_module
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.errors import RunStorageError
 from patchsim.play.execution import execute, portable_path
 from patchsim.play.runfolder import RunFolderError, check_folder, folder_name, read_manifest
 from patchsim.play.storage import RunLock, fresh_dir
+from patchsim.reporting import report as report_module
 
 BOTS = ["greedy", "random"]
 
@@ -79,7 +79,7 @@ def one_paragraph_error(result) -> str:
     return message
 
 
-# --- edited manifests --------------------------------------------------------------------------
+# --- edited manifests ------------------------------------------------------------------------
 def test_a_seed_edited_from_5_to_99_is_refused_on_resume_and_nothing_is_touched(run):
     edit(run, lambda m: m["config"].update(seed=99))
     before = snapshot(run)
@@ -139,7 +139,7 @@ def test_a_top_up_updates_the_table_digests(pristine, tmp_path):
     assert pq.read_table(run_dir / "games.parquet").num_rows == 30
 
 
-# --- damaged tables and batch files -------------------------------------------------------------
+# --- damaged tables and batch files ----------------------------------------------------------
 def damage(path: Path, how: str, run_dir: Path) -> None:
     data = path.read_bytes()
     if how == "truncated":
@@ -197,7 +197,7 @@ def test_a_damaged_batch_file_is_named_on_resume(pristine, tmp_path, how):
         (pristine / "run" / "games.parquet").read_bytes()
 
 
-# --- leftovers of a killed run ------------------------------------------------------------------
+# --- leftovers of a killed run ---------------------------------------------------------------
 def test_partial_merge_files_of_a_killed_run_are_removed_on_resume(pristine, tmp_path):
     run_dir = tmp_path / "kept"
     shutil.copytree(pristine / "kept", run_dir)
@@ -215,7 +215,7 @@ def test_partial_merge_files_of_a_killed_run_are_removed_on_resume(pristine, tmp
                 and p.name != ".patchsim.lock"]
 
 
-# --- output folders -------------------------------------------------------------------------------
+# --- output folders --------------------------------------------------------------------------
 def test_resume_with_another_out_is_refused(run, tmp_path):
     out = one_paragraph_error(invoke("run", "--resume", str(run), "--out",
                                      str(tmp_path / "elsewhere")))
@@ -255,7 +255,7 @@ def test_an_experiment_named_dotdot_cannot_write_outside_reports(tmp_path, monke
         assert not path.parent.name.startswith(".")
 
 
-# --- messages ---------------------------------------------------------------------------------------
+# --- messages --------------------------------------------------------------------------------
 def test_a_running_run_is_named_as_running_with_its_pid(run):
     with RunLock(run, {"pid": 4242, "started": "now"}):
         for args in (["report", str(run)], ["plan", str(run)],
@@ -317,7 +317,7 @@ def test_compare_of_two_runs_of_one_experiment_is_refused(pristine, run):
         assert "the same experiment" in out and "equivalent" not in out
 
 
-# --- issue 21: no machine paths -------------------------------------------------------------------
+# --- issue 21: no machine paths --------------------------------------------------------------
 def test_new_runs_store_no_machine_paths(tmp_path):
     out = tmp_path / "machine-folder"
     result = invoke("run", "edition2", "--bots", "greedy;random", "--games", "4", "--jobs",
@@ -339,7 +339,7 @@ def test_the_committed_reports_carry_no_machine_paths():
                 assert marker not in text, f"{path}: {marker}"
 
 
-# --- fuzz: a mutated manifest is a message or a success, never a traceback ---------------------
+# --- fuzz: a mutated manifest is a message or a success, never a traceback -------------------
 def _mutations():
     json_values = st.recursive(
         st.none() | st.booleans() | st.integers(-10, 10**20) | st.floats(allow_nan=False)

@@ -161,12 +161,12 @@ def run(
                 raise RunError("--resume continues a run as it was configured; --bots, --set, "
                                "--seed and a config cannot change it (only --games can add "
                                "deals)")
+            check_not_running(run_dir, "resuming it")
+            _, cfg = read_manifest(run_dir)
             if out is not None and Path(out).resolve() != run_dir.resolve():
                 raise RunError(f"--resume {resume} continues that run in its own folder; "
                                f"--out {out} cannot move it (copy the folder first to keep "
                                "the original)")
-            check_not_running(run_dir, "resuming it")
-            _, cfg = read_manifest(run_dir)
             cfg.bot_path = (os.getcwd(),)  # as for a new run: bots importable from here
             if games is not None:
                 cfg.deals = max(cfg.deals, games_to_deals(games))

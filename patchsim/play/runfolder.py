@@ -115,7 +115,9 @@ def file_digest(path: Path) -> str:
 
 def settings_digests(manifest: dict[str, Any]) -> dict[str, str]:
     """A digest per part of what defines the run: ``config.<key>`` and the run's own keys."""
-    out = {f"config.{k}": _json_digest(v) for k, v in manifest.get("config", {}).items()}
+    cfg = manifest.get("config", {})
+    out = ({f"config.{k}": _json_digest(v) for k, v in cfg.items()} if isinstance(cfg, dict)
+           else {"config": _json_digest(cfg)})
     out.update({k: _json_digest(manifest.get(k)) for k in RUN_KEYS})
     return out
 
@@ -250,14 +252,15 @@ def _first_line(e: BaseException) -> str:
 # --- reading the manifest -------------------------------------------------------------------------
 def load_manifest(run_dir: Path) -> dict[str, Any]:
     """The manifest as JSON (a mapping); RunFolderError if the folder is not a run folder or
-    the file is not a manifest. Nothing is checked beyond that (see :func:`read_manifest`)."""
+    the file is not JSON. Nothing is checked beyond that (see :func:`read_manifest`)."""
     run_dir = Path(run_dir)
     path = run_dir / MANIFEST
     if run_dir.exists() and not run_dir.is_dir():
         raise RunFolderError(run_dir, f"{run_dir} is a file, not a run folder (a run folder "
                              f"holds {MANIFEST} and the tables)")
     if not run_dir.exists():
-        raise RunFolderError(run_dir, f"{run_dir} does not exist")
+        raise RunFolderError(run_dir, f"{run_dir} is not a run folder (there is no such "
+                             "folder)")
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -270,10 +273,9 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
         raise RunFolderError(path, f"{path} is damaged: not JSON ({_first_line(e)}); "
                              "restore it from a copy, or start a new run in another "
                              "folder") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
-        raise RunFolderError(path, f"{path} is not a patchsim manifest (no config "
-                             "mapping); restore it from a copy, or start a new run in "
-                             "another folder")
+    if not isinstance(manifest, dict):
+        raise RunFolderError(path, f"{path} is not a patchsim manifest (not a mapping); "
+                             "restore it from a copy, or start a new run in another folder")
     return manifest
 
 
@@ -368,8 +370,8 @@ def check_output_folder(run_dir: Path) -> None:
     its tables into a new or empty folder, or continues its own)."""
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
-        raise RunFolderError(run_dir, f"the output folder {run_dir} is a file; give a new "
-                             "or empty folder")
+        raise RunFolderError(run_dir, f"cannot write to the output folder {run_dir}: it is "
+                             "a file; give a new or empty folder")
     if not run_dir.is_dir() or (run_dir / MANIFEST).exists():
         return
     others = sorted(p.name for p in run_dir.iterdir()
@@ -454,5 +456,5 @@ def same_experiment(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
     try:
         return key(a) == key(b)
-    except AttributeError:
+    except (AttributeError, TypeError):
         return False
