@@ -173,10 +173,12 @@ def test_a_damaged_table_is_named_by_resume_report_plan_and_compare(pristine, ru
 
 def test_a_garbage_or_missing_events_table_is_not_a_successful_resume(run):
     (run / "events.parquet").write_bytes(b"garbage")
-    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress"))
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress",
+                                     "--no-report"))
     assert "events.parquet" in out
     (run / "events.parquet").unlink()
-    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress"))
+    out = one_paragraph_error(invoke("run", "--resume", str(run), "--no-progress",
+                                     "--no-report"))
     assert "events.parquet is missing" in out
 
 
@@ -405,3 +407,13 @@ def check_commands(run_dir: Path) -> None:
         if result.exit_code != 0:
             one_paragraph_error(result)
             assert snapshot(run_dir) == before, args
+
+
+def test_a_read_only_folder_is_not_told_to_free_space_by_report(run, monkeypatch):
+    def read_only(*_a, **_k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(report_module, "build_sections", lambda *_a, **_k: [])
+    monkeypatch.setattr(report_module, "atomic_write", read_only)
+    out = one_paragraph_error(invoke("report", str(run)))
+    assert "Read-only" in out and "free some space" not in out

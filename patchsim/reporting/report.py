@@ -231,10 +231,12 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
         atomic_write(out_html, render_html(title, sections))
         atomic_write(out_md, render_markdown(title, sections, run.run_dir))
     except OSError as e:
-        what = "the disk is full" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        what = "the disk is full" if full else (e.strerror or str(e))
+        todo = "free some space" if full else "make the folder writable"  # not for read-only
         raise ReportError(f"cannot write the report in {run.run_dir}: {what}; the run's "
-                          "tables are intact and no half-written report was left: free some "
-                          "space and write the report again") from None
+                          "tables are intact and no half-written report was left: "
+                          f"{todo} and write the report again") from None
     return out_html
 
 
