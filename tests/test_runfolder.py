@@ -417,3 +417,9 @@ def test_a_read_only_folder_is_not_told_to_free_space_by_report(run, monkeypatch
     monkeypatch.setattr(report_module, "atomic_write", read_only)
     out = one_paragraph_error(invoke("report", str(run)))
     assert "Read-only" in out and "free some space" not in out
+
+
+def test_a_committed_report_without_tables_says_how_to_play_it_again():
+    out = one_paragraph_error(invoke("plan", "reports/edition1-vs-edition2"))
+    assert "play it again with: patchsim run experiments/edition1-vs-edition2.yaml" in out
+    assert "resume the run first" not in out

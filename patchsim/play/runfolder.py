@@ -426,6 +426,12 @@ def check_folder(run_dir: str | Path, *, tables: bool = True) -> FolderCheck:
         out.notes += check_settings(out.manifest, run_dir / MANIFEST)
         if tables:
             if not table_path(run_dir, "games").exists():
+                if out.manifest.get("complete") is True:
+                    # a committed report keeps its manifest and report, not the raw tables
+                    again = out.manifest.get("command") or "the command in its manifest"
+                    raise RunFolderError(run_dir, f"{run_dir} holds no {GAMES} (a finished "
+                                         "run's folder without its tables, e.g. a committed "
+                                         f"report); play it again with: {again}")
                 raise RunFolderError(run_dir, f"{run_dir}: the run is not finished (no "
                                      f"{GAMES}); resume the run first")
             for kind in SCHEMAS:
