@@ -275,11 +275,14 @@ def test_killed_main_process_leaves_no_workers_and_resumes(slow_reference, tmp_p
     while time.time() < end and any(_alive(w) for w in workers):
         time.sleep(0.1)
     assert not any(_alive(w) for w in workers), "workers outlived the main process"
+    # the merge runs while batches finish: the kill left its partial tables behind
+    assert list(out.glob(".games.parquet.*")) and list(out.glob(".events.parquet.*"))
     resumed = subprocess.run([sys.executable, "-m", "patchsim.cli", "run", "--resume",
                               str(out), "--jobs", "1", "--no-report", "--no-progress"],
                              capture_output=True, text=True, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert tables(out) == tables(ref)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [LOCK]
 
 
 def test_a_disk_that_fills_during_the_report_is_a_message_and_leaves_no_truncated_file(
