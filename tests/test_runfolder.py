@@ -115,6 +115,12 @@ def test_a_manifest_without_digests_still_loads_with_a_note(run, monkeypatch):
     assert check_folder(run).problem is None
 
 
+def test_digests_set_to_null_are_not_taken_for_an_old_manifest(run):
+    edit(run, lambda m: m.update(digests=None))
+    out = one_paragraph_error(invoke("plan", str(run)))
+    assert "digests" in out
+
+
 def test_an_edited_seed_without_digests_is_caught_by_the_run_id(run):
     edit(run, lambda m: (m.pop("digests"), m["config"].update(seed=99)))
     with pytest.raises(RunFolderError, match="run_id"):
@@ -330,7 +336,7 @@ def test_new_runs_store_no_machine_paths(tmp_path):
     assert "bot_path" not in json.loads(text)["config"]
     shipped = Path(execution.__file__).resolve().parents[1] / "models" / "x" / "model.json"
     assert portable_path(str(shipped)) == "patchsim/models/x/model.json"
-    assert portable_path("/elsewhere/abc/model.json") == "model.json"
+    assert portable_path("/elsewhere/abc/model.json") == "abc/model.json"
 
 
 def test_the_committed_reports_carry_no_machine_paths():
@@ -423,3 +429,15 @@ def test_a_committed_report_without_tables_says_how_to_play_it_again():
     out = one_paragraph_error(invoke("plan", "reports/edition1-vs-edition2"))
     assert "play it again with: patchsim run experiments/edition1-vs-edition2.yaml" in out
     assert "resume the run first" not in out
+
+
+def test_simulate_writes_no_batch_files_among_unrelated_files(tmp_path):
+    from patchsim.play.simulate import simulate
+
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    sim = simulate("edition2", "greedy;random", games=2, pairings="cross")
+    with pytest.raises(RunFolderError, match=r"notes\.txt"):
+        sim.write(folder)
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]

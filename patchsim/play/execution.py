@@ -199,14 +199,14 @@ def run_models(config: RunConfig) -> list[dict[str, Any]]:
 def portable_path(path: str) -> str:
     """A path for a manifest, without this machine's folders: relative to the installed
     package's parent (shipped models: ``patchsim/models/...``) or to the working folder;
-    else only the file's name (the sha256 next to it identifies the file)."""
+    else only the file's folder and name (the sha256 next to it identifies the file)."""
     p = Path(path)
     if not p.is_absolute():
         return path
     for base in (Path(__file__).resolve().parents[2], Path.cwd()):
         with contextlib.suppress(ValueError):
             return p.resolve().relative_to(base.resolve()).as_posix()
-    return p.name
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
 def _plan(config: RunConfig, segments: list[int], merged: int) -> list[Batch]:

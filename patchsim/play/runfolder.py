@@ -140,9 +140,9 @@ def stamp_digests(manifest: dict[str, Any], run_dir: Path, *, tables: bool) -> N
 
 
 def _digests(manifest: dict[str, Any], path: Path) -> dict[str, Any] | None:
-    d = manifest.get("digests")
-    if d is None:
+    if "digests" not in manifest:  # made before the digests (a null is an edit)
         return None
+    d = manifest["digests"]
     if not (isinstance(d, dict) and isinstance(d.get("settings"), dict)
             and isinstance(d.get("tables", {}), dict)):
         raise RunFolderError(path, f"{path}: digests: expected the digests patchsim records, "

@@ -29,6 +29,7 @@ from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
 from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
 from patchsim.play.execution import batch_results, execute, make_parallel
+from patchsim.play.runfolder import check_output_folder
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
 from patchsim.play.worker import (
     check_jobs,
@@ -72,6 +73,7 @@ class Simulation:
         run_dir = Path(run_dir)
         if (run_dir / MANIFEST).exists():
             raise RunError(f"{run_dir} already holds a run; write to a new folder")
+        check_output_folder(run_dir)  # no batch files among unrelated files
         check_writable(run_dir)
         for key, games, events in self._batches:
             write_batch(events, batch_path(run_dir, self.run_id, key, "events"))
