@@ -42,13 +42,14 @@ def replay(
                                         "after every move (JSON lines with --json).")] = False,
 ) -> None:
     """Replay a game record and show the final position (or every position with --trace)."""
-    from patchsim.engine.record import GameRecord, RecordError
+    from patchsim.engine.record import MAX_RECORD_BYTES, GameRecord, RecordError
     from patchsim.engine.record import replay as replay_record
     from patchsim.engine.render import render
 
     try:
         if file == "-":
-            record = GameRecord.from_json(sys.stdin.read(), "-")
+            # one character past the limit is enough for the record's size check
+            record = GameRecord.from_json(sys.stdin.read(MAX_RECORD_BYTES + 1), "-")
         else:
             record = GameRecord.load(file)
         game = None
