@@ -179,6 +179,12 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
                 rulesets.append(load_ruleset(target))
             except RulesetError as e:
                 raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
+        hashes = [r.content_hash() for r in rulesets]
+        for i, h in enumerate(hashes):
+            if h in hashes[:i]:  # one ruleset twice: the same games twice, under two names
+                raise RunError(f"{ref}: {key}[{i}] ({refs[i]}) has the same rules as "
+                               f"{key}[{hashes.index(h)}] ({refs[hashes.index(h)]}, hash {h}); "
+                               "list each ruleset once")
         file_bots = data.get("bots")
         if isinstance(file_bots, str | dict):
             file_bots = [file_bots]  # one bot
