@@ -363,6 +363,12 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                 if not isinstance(overrides, dict):
                     bad(f"variants[{i}].set", "expected a mapping of ruleset fields to values")
                     continue
+                given = v.get("name")
+                if given is not None and (not isinstance(given, str) or len(given) > MAX_NAME
+                                          or not given.isprintable() or not given.strip()):
+                    bad(f"variants[{i}].name", f"expected at most {MAX_NAME} printable "
+                                               f"characters, got {quote(given)}")
+                    continue
                 if "ruleset" in v:
                     # a whole other ruleset (e.g. another quilt size with its own track and
                     # patch set), still played on the experiment's deals

@@ -171,6 +171,9 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
                            f"them, got {data.get(key)!r}")
         name = str(data.get("name") or path.stem)
+        if len(name) > 100 or not name.isprintable():  # it names the run folder
+            raise RunError(f"{ref}: name: expected at most 100 printable characters, got "
+                           f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
         base = path.parent
         rulesets = []
         for i, r in enumerate(refs):
