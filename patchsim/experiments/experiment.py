@@ -549,8 +549,8 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         for k in sorted(set(t) - TOLERANCE_KEYS, key=str):
             bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         m = t.get("metric")
-        if m not in METRICS:
-            bad(f"{key}.metric", f"unknown metric {m!r} (metrics: {', '.join(METRICS)})")
+        if not isinstance(m, str) or m not in METRICS:
+            bad(f"{key}.metric", f"unknown metric {quote(m)} (metrics: {', '.join(METRICS)})")
             continue
         numbers_ok = True
         for k in ("min", "max", "target", "margin"):
