@@ -343,9 +343,10 @@ def test_yaml_merge_keys_are_not_duplicates(tmp_path: Path) -> None:
     path = tmp_path / "merge.yaml"
     path.write_text("name: t\nbase: edition2\nbots: [greedy]\ngames: 20\nvariants:\n"
                     "  - &v {name: a, set: {starting_buttons: 6}}\n"
-                    "  - {<<: *v, name: b}\n", encoding="utf-8")
+                    "  - {<<: *v, name: b, set: {starting_buttons: 7}}\n", encoding="utf-8")
     exp = load_experiment(path)
-    assert [v.label for v in exp.variants] == ["base", "a"]  # b has a's rules: played once
+    assert [v.label for v in exp.variants] == ["base", "a", "b"]
+    assert exp.variants[2].ruleset.starting_buttons == 7  # b's own key wins over the merged
 
 
 def test_a_run_experiment_points_to_patchsim_run(tmp_path: Path) -> None:

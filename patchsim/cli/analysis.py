@@ -105,7 +105,8 @@ def _measure_prices(run_dir: str, bot: str | None, games: int, jobs: int) -> Non
     from patchsim.experiments.prices import prices_for_run
 
     with prices_errors({"games": "--prices-games", "bots": "--prices-bot"}):
-        res = prices_for_run(run_dir, bot, games=games, jobs=jobs_count(jobs), echo=typer.echo)
+        res = prices_for_run(run_dir, bot, games=games, jobs=jobs_count(jobs, dask=False),
+                             echo=typer.echo)
     typer.echo(f"prices: {res.folder}/prices.md")
 
 
@@ -173,6 +174,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
 
     if games < 1:
         raise _fail(f"--games must be at least 1, got {games}")
+    n_jobs = jobs_count(jobs, dask=False)  # before a run folder is made
     specs = [s.strip() for s in bots.split(";") if s.strip()]
     if not specs:
         raise _fail("--bots needs at least one bot spec")
@@ -193,7 +195,6 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         if h[0] == h[1]:
             raise RunError(f"{a} and {b} are the same rules (hash {h[0]}): nothing to compare")
         run_dir = new_run_dir(cfg, out)
-        n_jobs = jobs_count(jobs)
         typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
                    f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
         with run_progress() as bar:

@@ -93,6 +93,8 @@ _PARAMS = ("games", "seed", "jobs", "until", "backend", "bots")
 
 
 def _flags(message: str) -> str:
+    if message.startswith("decide_margin="):  # the library's name for --until-decided
+        return "--until-decided" + message[len("decide_margin"):]
     for param in _PARAMS:
         if message.startswith((f"{param}:", f"{param}=", f"{param} ")):
             return "--" + message
@@ -101,8 +103,8 @@ def _flags(message: str) -> str:
     return message
 
 
-def jobs_count(jobs: int) -> int:
-    """--jobs: -1 means every core."""
+def jobs_count(jobs: int, dask: bool = True) -> int:
+    """--jobs: -1 means every core. ``dask``: the command has --backend dask (a cluster)."""
     if jobs == -1:
         return os.cpu_count() or 1
     if jobs < 1:
@@ -110,8 +112,8 @@ def jobs_count(jobs: int) -> int:
     cores = os.cpu_count() or 1
     if jobs > cores:
         raise fail(f"--jobs {jobs}: this machine has {cores} core(s); more workers than cores "
-                   f"only slow a run down and multiply its memory (use --jobs {cores}, or "
-                   "--backend dask for a cluster)")
+                   f"only slow a run down and multiply its memory (use --jobs {cores}"
+                   + (", or --backend dask for a cluster)" if dask else ")"))
     return jobs
 
 

@@ -42,13 +42,14 @@ def replay(
                                         "after every move (JSON lines with --json).")] = False,
 ) -> None:
     """Replay a game record and show the final position (or every position with --trace)."""
-    from patchsim.engine.record import GameRecord, RecordError
+    from patchsim.engine.record import MAX_RECORD_BYTES, GameRecord, RecordError
     from patchsim.engine.record import replay as replay_record
     from patchsim.engine.render import render
 
     try:
         if file == "-":
-            record = GameRecord.from_json(sys.stdin.read(), "-")
+            # one character past the limit is enough for the record's size check
+            record = GameRecord.from_json(sys.stdin.read(MAX_RECORD_BYTES + 1), "-")
         else:
             record = GameRecord.load(file)
         game = None
@@ -251,14 +252,16 @@ def ladder_cmd(
     from patchsim.play.storage import new_run_dir
 
     try:
+        # import-path bots from the working folder, as `run` finds them
         cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
-                              seed=seed, pairings="cross", allow_time_budgets=timed)
+                              seed=seed, pairings="cross", allow_time_budgets=timed,
+                              bot_path=[os.getcwd()])
         cfg.name = "ladder"
         if cfg.timed:
             typer.echo("timed: bots with time budgets; the results depend on this machine and "
                        "its load")
         run_dir = new_run_dir(cfg, out)
-        n_jobs = jobs_count(jobs)
+        n_jobs = jobs_count(jobs, dask=False)
         typer.echo(f"ladder: {len(cfg.bots)} bots, {len(cfg.pairings)} pairings x "
                    f"{2 * cfg.deals} games on {rules}, {n_jobs} worker(s) -> {run_dir}")
         with run_progress(progress) as bar:

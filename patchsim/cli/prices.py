@@ -4,6 +4,7 @@ which it stops being worth buying (:mod:`patchsim.experiments.prices`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated
@@ -17,9 +18,13 @@ def _deltas(text: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise fail(f"--deltas {text!r}: give whole numbers of buttons separated by commas, "
-                   "e.g. --deltas=-2,-1,0,1,2") from None
+        raise fail(f"--deltas {_short(text)}: give whole numbers of buttons separated by "
+                   "commas, e.g. --deltas=-2,-1,0,1,2") from None
     return out or [0]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
 
 
 def prices(
@@ -38,6 +43,7 @@ def prices(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="New folder for the results (default "
                                             "reports/<ruleset>-prices/<time>).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress (a line per patch).")] = True,
 ) -> None:
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
     (restricted play), and the cost at which that value crosses zero (price response).
@@ -56,17 +62,24 @@ def prices(
     target = Path(out) if out else fresh_dir(f"{rs.name}-prices")
     if target.exists():
         raise fail(f"--out {target} already exists; give a new folder")
-    n_jobs = jobs_count(jobs)
-    ids = [p.strip() for p in patches.split(",") if p.strip()] if patches else None
+    n_jobs = jobs_count(jobs, dask=False)
+    ids = None
+    if patches is not None:
+        ids = [p.strip() for p in patches.split(",") if p.strip()]
+        if not ids:  # an empty list would mean every patch
+            raise fail(f"--patches {_short(patches)}: no patch id given; give ids separated "
+                       "by commas (e.g. P19,P20), or leave --patches out for every patch")
     with prices_errors(FLAGS):
+        # import-path bots from the working folder, as `patchsim run` finds them
         study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
-                               echo=typer.echo)
+                               echo=typer.echo if progress else None,
+                               bot_path=[os.getcwd()])
         res = write_prices(study, target)
     typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
     typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")
 
 
-FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots"}
+FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots", "deltas": "--deltas"}
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ def train(
     self-play (resumable: rerun the same command after Ctrl-C). Writes
     <models>/<ruleset hash>/model.json, manifest.json and report.md."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
+    from patchsim.play.train import TrainError, check_arguments
     from patchsim.play.train import train as run_train
 
     try:
@@ -41,9 +42,11 @@ def train(
         raise fail(str(e)) from None
     except (FileNotFoundError, ValueError) as e:
         raise fail(str(e)) from None
-    if minutes <= 0 and generations is None:
-        raise fail("--minutes must be > 0 (or give --generations)")
-    n_jobs = jobs_count(jobs)
+    n_jobs = jobs_count(jobs, dask=False)
+    try:
+        check_arguments(minutes, n_jobs, seed, generations)
+    except TrainError as e:
+        raise fail(f"--{e}") from None
     bar: dict[str, Any] = {}
 
     def show(done: int, total: int, label: str) -> None:
@@ -66,6 +69,9 @@ def train(
     try:
         res = run_train(rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
                         models=models, fresh=fresh, progress=show)
+    except TrainError as e:
+        # the library names its parameters ("minutes: ..."); here they are flags
+        raise fail(f"--{e}") from None
     except KeyboardInterrupt:
         if "bar" in bar:
             bar["bar"].close()

@@ -11,6 +11,7 @@ A record is ``{"rules": ..., "circle": [...], "moves": [...]}``:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,13 @@ from typing import Any
 
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
+from patchsim.engine.yamlfile import InputTooLargeError, quote, read_text_bounded, short_path
+
+# A record of a finished game is a few kB; these limits are far above any real one.
+MAX_RECORD_BYTES = 4_000_000
+MAX_RECORD_DEPTH = 40  # nested JSON arrays and objects (an inline ruleset needs 4)
+MAX_MOVES = 10_000  # a game on the largest board and track has far fewer
+MAX_MOVE_CHARS = 1000  # "buy <patch> <square>...": a patch covers at most 128 squares
 
 
 class RecordError(ValueError):
@@ -53,10 +61,25 @@ class GameRecord:
             raise RecordError(f"{source}: circle: expected a list of patch ids")
         if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
             raise RecordError(f"{source}: moves: expected a list of move strings")
+        if len(moves) > MAX_MOVES:
+            raise RecordError(f"{source}: moves: {len(moves):,} moves, more than any game has "
+                              f"(the limit is {MAX_MOVES:,})")
+        for i, move in enumerate(moves, start=1):
+            if len(move) > MAX_MOVE_CHARS:
+                raise RecordError(f"{source}: move {i} ({quote(move)}) is malformed: longer "
+                                  f"than any move ({MAX_MOVE_CHARS} characters)", i)
         return cls(rules, list(circle), list(moves), source)
 
     @classmethod
     def from_json(cls, text: str, source: str = "<record>") -> GameRecord:
+        if len(text) > MAX_RECORD_BYTES:
+            raise RecordError(f"{source}: longer than {MAX_RECORD_BYTES:,} characters, the "
+                              "limit for a game record")
+        depth = _nesting(text)
+        if depth > MAX_RECORD_DEPTH:
+            # json.loads recurses once per level: refuse before a RecursionError
+            raise RecordError(f"{source}: nested more than {MAX_RECORD_DEPTH} levels deep; a "
+                              "record is {\"rules\": ..., \"circle\": [...], \"moves\": [...]}")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -66,14 +89,18 @@ class GameRecord:
 
     @classmethod
     def load(cls, path: str | Path) -> GameRecord:
-        p = Path(path)
+        shown = short_path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_text_bounded(path, MAX_RECORD_BYTES, "a game record", shown)
+        except InputTooLargeError as e:
+            raise RecordError(str(e)) from None
         except OSError as e:
-            raise RecordError(f"{path}: cannot read the record: {e.strerror}") from None
+            raise RecordError(f"{shown}: cannot read the record: {e.strerror or e}") from None
         except UnicodeDecodeError as e:
-            raise RecordError(f"{path}: not a UTF-8 text file (byte {e.start}); a record is "
+            raise RecordError(f"{shown}: not a UTF-8 text file (byte {e.start}); a record is "
                               "JSON text") from None
+        except ValueError as e:  # a NUL character in the path
+            raise RecordError(f"{shown}: not a usable file name ({e})") from None
         return cls.from_json(text, str(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +120,9 @@ class GameRecord:
                 if beside.exists():
                     return load_ruleset(beside)
             return load_ruleset(ref)
+        except OSError as e:  # a name too long for a file
+            raise RecordError(f"{self.source}: rules: {quote(self.rules)}: not a usable file "
+                              f"name ({e.strerror or e})") from None
         except RulesetError as e:
             raise RecordError(f"{self.source}: rules: {e}") from None
 
@@ -102,7 +132,7 @@ class GameRecord:
         try:
             return Game.new(ruleset, circle=self.circle)
         except ValueError as e:
-            raise RecordError(f"{self.source}: {e}") from None
+            raise RecordError(f"{self.source}: {_cut(str(e))}") from None
 
 
 def replay(record: GameRecord) -> Iterator[Game]:
@@ -119,12 +149,34 @@ def replay(record: GameRecord) -> Iterator[Game]:
             game.apply(move)
         except IllegalMoveError as e:
             why = e.reason.describe(game.ruleset.offer_size)
-            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: {why}",
+            raise RecordError(f"{record.source}: move {i} ({quote(text)}) is illegal: {why}",
                               i) from None
         except ValueError as e:
-            raise RecordError(f"{record.source}: move {i} ({text!r}) is malformed: {e}",
-                              i) from None
+            raise RecordError(f"{record.source}: move {i} ({quote(text)}) is malformed: "
+                              f"{_cut(str(e))}", i) from None
         yield game
+
+
+def _cut(message: str, limit: int = 300) -> str:
+    """A message from the move parser, which may quote the whole move, cut to a paragraph."""
+    return message if len(message) <= limit else message[:limit] + "..."
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _nesting(text: str) -> int:
+    """How deeply the JSON arrays and objects of ``text`` nest (brackets inside strings are
+    skipped; the text need not be valid JSON)."""
+    depth = deepest = 0
+    for m in _BRACKET.finditer(_STRING.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 def final_position(record: GameRecord) -> Game:

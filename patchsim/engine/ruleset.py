@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchsim.engine.yamlfile import YamlFileError, parse_yaml, read_yaml
+from patchsim.engine.yamlfile import (
+    QUOTE_CHARS,
+    YamlFileError,
+    parse_yaml,
+    quote,
+    read_yaml,
+    short_path,
+)
 
 __all__ = [
     "PatchSpec",
@@ -44,6 +51,7 @@ MAX_LAST_SPACE = 1000
 MAX_LEATHER = 60
 MAX_PATCHES = 200
 MAX_VALUE = 1_000_000  # any count, price or position in a ruleset
+MAX_NAME = 100  # characters of a ruleset name (it names folders and table rows)
 LEATHER_POLICIES = ("discard", "stay")
 
 # Bumped whenever the meaning of a ruleset field changes, so that old hashes stop matching.
@@ -227,7 +235,7 @@ class Ruleset:
                 return p
         close = difflib.get_close_matches(str(patch_id), [p.id for p in self.patches], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise KeyError(f"no patch {patch_id!r} in ruleset {self.name!r}{hint}")
+        raise KeyError(f"no patch {quote(patch_id)} in ruleset {self.name!r}{hint}")
 
     def with_overrides(self, overrides: Mapping[str, object]) -> Ruleset:
         """A copy with dotted-key overrides applied, validated exactly like a file.
@@ -303,14 +311,18 @@ def _locate(ref: str | os.PathLike[str]) -> Path:
     if (isinstance(ref, str) and not ref.endswith((".yaml", ".yml"))
             and ref in shipped_rulesets()):
         return (configs_dir() / f"{ref}.yaml").resolve()
-    path = Path(ref).expanduser()
-    if path.is_file():
-        return path.resolve()
-    what = "is a directory, not a ruleset file" if path.is_dir() else "no such file"
+    shown = short_path(os.fspath(ref))
+    try:
+        path = Path(ref).expanduser()
+        if path.is_file():
+            return path.resolve()
+        what = "is a directory, not a ruleset file" if path.is_dir() else "no such file"
+    except (OSError, ValueError) as e:  # a name too long for a file, a NUL character
+        what = f"not a usable file name ({getattr(e, 'strerror', None) or e})"
     raise RulesetError(
-        [f"{os.fspath(ref)}: {what}, and not a shipped ruleset name "
+        [f"{shown}: {what}, and not a shipped ruleset name "
          f"(shipped rulesets: {_shipped_text()})"],
-        os.fspath(ref))
+        shown)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,12 +383,12 @@ def _resolve_extends(ref: object, label: str, base_dir: Path) -> Path:
     if ref.endswith((".yaml", ".yml")):
         path = (base_dir / Path(ref).expanduser()).resolve()
         if not path.is_file():
-            raise RulesetError([f"{label}: extends: no such file {ref!r} (looked for {path})"],
+            raise RulesetError([f"{label}: extends: no such file {quote(ref)} (looked for {path})"],
                                label)
         return path
     if ref in shipped_rulesets():
         return (configs_dir() / f"{ref}.yaml").resolve()
-    raise RulesetError([f"{label}: extends: unknown ruleset {ref!r}; shipped rulesets: "
+    raise RulesetError([f"{label}: extends: unknown ruleset {quote(ref)}; shipped rulesets: "
                         f"{_shipped_text()} (or give a path ending in .yaml)"], label)
 
 
@@ -387,7 +399,7 @@ def _load_patch_table(ref: str, where: str, base_dir: Path) -> tuple[Any, str]:
     """
     path = (base_dir / Path(ref).expanduser()).resolve()
     if not path.is_file():
-        raise RulesetError([f"{where}: no such patch table file {ref!r} (looked for {path})"])
+        raise RulesetError([f"{where}: no such patch table file {quote(ref)} (looked for {path})"])
     tlabel = _display(path)
     raw = _read_yaml(path, tlabel)
     if not isinstance(raw, dict) or "patches" not in raw:
@@ -506,7 +518,7 @@ def _describe(value: object) -> str:
 def _unknown_key_text(key: object, known: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(known)})"
-    return f"unknown key {str(key)!r}{hint}"
+    return f"unknown key {quote(str(key))}{hint}"
 
 
 class _Reporter:
@@ -530,6 +542,16 @@ class _Reporter:
 
     def add(self, path: str, message: str) -> None:
         label, shown = self.where(path)
+        if label != _OVERRIDE_LABEL:
+            # A mapping a file gave but an override changed below (board, with --set
+            # board.rows=12 making the quilt too big) is blamed on the override.
+            below = sorted(d for p, (lab, d) in self.prov.items()
+                           if lab == _OVERRIDE_LABEL and p.startswith((path + ".", path + "["))
+                           and path)
+            if below:
+                label, shown = _OVERRIDE_LABEL, below[0]
+        if len(shown) > 2 * QUOTE_CHARS:  # a huge key in a path
+            shown = shown[:2 * QUOTE_CHARS] + "..."
         if not shown:
             self.problems.append(f"{label}: {message}")
         elif label == _OVERRIDE_LABEL:
@@ -748,11 +770,11 @@ def _check_patches(rep: _Reporter, data: Mapping[Any, Any], rows: int | None,
             rep.add(path, f"expected a string, got {_describe(pid)}{hint}")
             ok = False
         elif not _ID_RE.fullmatch(pid):
-            rep.add(path, f"invalid id {pid!r}: use only letters, digits and '_' "
+            rep.add(path, f"invalid id {quote(pid)}: use only letters, digits and '_' "
                           "(ids appear in text records)")
             ok = False
         elif pid in index:
-            rep.add(path, f"duplicate id {pid!r} (also patches[{index[pid]}])")
+            rep.add(path, f"duplicate id {quote(pid)} (also patches[{index[pid]}])")
             ok = False
         else:
             index[pid] = i
@@ -767,7 +789,7 @@ def _check_patches(rep: _Reporter, data: Mapping[Any, Any], rows: int | None,
         if not isinstance(pid, str) or pid not in index:
             close = difflib.get_close_matches(str(pid), list(index), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            rep.add(path, f"unknown patch id {str(pid)!r}{hint}")
+            rep.add(path, f"unknown patch id {quote(str(pid))}{hint}")
             ok = False
             continue
         if not isinstance(fields, dict):
@@ -781,7 +803,7 @@ def _check_patches(rep: _Reporter, data: Mapping[Any, Any], rows: int | None,
             if fname not in _CHANGEABLE:
                 close = difflib.get_close_matches(str(fname), _CHANGEABLE, n=1)
                 hint = f"did you mean {close[0]!r}? " if close else ""
-                rep.add(_join(path, fname), f"cannot change {str(fname)!r} ({hint}allowed: "
+                rep.add(_join(path, fname), f"cannot change {quote(str(fname))} ({hint}allowed: "
                                             f"{', '.join(_CHANGEABLE)})")
                 ok = False
                 continue
@@ -815,6 +837,9 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
     name = data.get("name", default_name)
     if "name" in data and (not isinstance(name, str) or not name.strip()):
         rep.add("name", f"expected a non-empty string, got {_describe(name)}")
+    elif isinstance(name, str) and (len(name) > MAX_NAME or not name.isprintable()):
+        # the name becomes a folder name and a table value
+        rep.add("name", f"expected at most {MAX_NAME} printable characters, got {quote(name)}")
     elif name is None:
         rep.add("name", "missing required key (there is no file name to default to)")
     description = data.get("description")
@@ -822,6 +847,8 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
         description = ""
     if not isinstance(description, str):
         rep.add("description", f"expected a string, got {_describe(description)}")
+    elif "\0" in description:
+        rep.add("description", "contains a NUL character")
 
     rows = cols = None
     board = _section(rep, data, "board", _BOARD_KEYS, "{rows: R, cols: C}")
@@ -864,6 +891,11 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
             bonus_points = _int_key(rep, section, "points", "bonus", 0)
 
     patches, index = _check_patches(rep, data, rows, cols)
+    if patches is not None and offer_size is not None and offer_size > len(patches):
+        # more than every patch on the circle is the same offer, at a far higher cost
+        rep.add("offer_size", f"must be at most {len(patches)} (the number of patches), "
+                              f"got {offer_size}")
+        offer_size = None
 
     start_after = data.get("start_after")
     if "start_after" in data:
@@ -872,7 +904,7 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
         elif index is not None and start_after not in index:
             close = difflib.get_close_matches(start_after, list(index), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            rep.add("start_after", f"unknown patch id {start_after!r}{hint}")
+            rep.add("start_after", f"unknown patch id {quote(start_after)}{hint}")
 
     policy = data.get("leather_when_full")
     if "leather_when_full" in data and policy not in LEATHER_POLICIES:
@@ -943,6 +975,6 @@ def parse_override(text: str) -> tuple[str, object]:
     try:
         value = parse_yaml(raw, f"{_OVERRIDE_LABEL} {key}")
     except YamlFileError as e:
-        raise RulesetError([f"{_OVERRIDE_LABEL} {key}: cannot read the value {raw!r} as "
+        raise RulesetError([f"{_OVERRIDE_LABEL} {key}: cannot read the value {quote(raw)} as "
                             f"YAML: {e.problems[0]}"], title=title) from None
     return key, value

@@ -11,17 +11,18 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from patchsim.analysis.metrics import METRICS, RATE_METRICS
+from patchsim.analysis.metrics import BOUNDS, METRICS, RATE_METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
-from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-from patchsim.engine.yamlfile import YamlFileError, read_yaml
-from patchsim.play.config import all_pairings
+from patchsim.engine.ruleset import MAX_NAME, Ruleset, RulesetError, load_ruleset
+from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
+from patchsim.play.config import MAX_GAMES, all_pairings
 from patchsim.play.runfolder import folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
@@ -40,6 +41,15 @@ LINKED_METRICS = {"first_player_edge": ("first_player_win", -0.5)}
 
 
 RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the base
+
+# Far beyond any study on one machine; a few lines of YAML can otherwise ask for millions.
+MAX_VARIANTS = 1000
+MAX_BOTS = 50
+
+# The range each metric's values lie in (a tolerance reaching beyond it cannot fail there).
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **{m: (-math.inf, math.inf) for m in METRICS}, **BOUNDS,
+    **{m: (0.0, math.inf) for m in ("score_margin", "score_sd", "plies", "passes")}}
 
 
 class ExperimentError(ValueError):
@@ -165,7 +175,10 @@ def load_experiment(path: str | Path) -> Experiment:
     for k in sorted(set(data) - TOP_KEYS, key=str):
         bad(k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
     name = str(data.get("name") or p.stem)
-    if "name" in data and folder_name(name) != name:
+    if len(name) > MAX_NAME or not name.isprintable():
+        # the name becomes the report folder's name
+        bad("name", f"expected at most {MAX_NAME} printable characters, got {quote(name)}")
+    elif "name" in data and folder_name(name) != name:
         # the name is the study's folder under reports/: "..", "a/b" or ".x" would lead
         # out of it or hide it
         bad("name", f"{name!r} cannot name a folder under reports/; use letters, digits and "
@@ -199,6 +212,9 @@ def load_experiment(path: str | Path) -> Experiment:
         return v
 
     games = ints("games", 400, 1)
+    if games > MAX_GAMES:
+        bad("games", f"at most {MAX_GAMES:,} games per variant and pairing, got {games:,}")
+        games = 400
     seed = ints("seed", 1, 0)
     batch_deals = ints("batch_deals", 1, 1) if data.get("batch_deals") is not None else None
 
@@ -210,13 +226,16 @@ def load_experiment(path: str | Path) -> Experiment:
         if isinstance(v, str):
             v = [v]
         if not isinstance(v, list) or not v:
-            bad(key, f"expected a bot or a non-empty list of bots, got {v!r}")
+            bad(key, f"expected a bot or a non-empty list of bots, got {quote(v)}")
+            return []
+        if len(v) > MAX_BOTS:
+            bad(key, f"at most {MAX_BOTS} bots, got {len(v):,}")
             return []
         out: list[str] = []
         first: dict[str, int] = {}
         for i, spec in enumerate(v):
             if not isinstance(spec, str):
-                bad(f"{key}[{i}]", f"expected a bot spec such as greedy, got {spec!r}")
+                bad(f"{key}[{i}]", f"expected a bot spec such as greedy, got {quote(spec)}")
                 continue
             try:
                 canon = make_bot(spec).spec
@@ -250,8 +269,14 @@ def load_experiment(path: str | Path) -> Experiment:
         bad("metric", f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     # the equivalence margin of the primary metric: +-2 points for rates, 1 unit otherwise
     margin = data.get("margin", 0.02 if metric in RATE_METRICS else 1.0)
-    if not _is_number(margin) or not margin > 0:
-        bad("margin", f"expected a number above 0 (0.02: +-2 points), got {margin!r}")
+    low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
+    if not _is_number(margin) or not 0 < margin < math.inf:
+        bad("margin", f"expected a number above 0 (0.02: +-2 points), got {quote(margin)}")
+        margin = 0.02
+    elif margin >= (high - low) / 2:
+        # a margin of half the range makes every value "the same as fair"
+        bad("margin", f"must be below {(high - low) / 2:g}, half the range of {metric} "
+                      f"[{low:g}, {high:g}] (0.02: +-2 points), got {margin:g}")
         margin = 0.02
 
     variants: list[Variant] = []
@@ -262,6 +287,7 @@ def load_experiment(path: str | Path) -> Experiment:
         if isinstance(data.get("grid"), dict):
             grid_fields = list(data["grid"].keys())
         seen = {base.content_hash(): BASE_LABEL}
+        seen_key = {base.content_hash(): "the base ruleset"}  # the key that declared it
         labels: dict[str, tuple[str, str]] = {}  # label -> (key, overrides) of its first use
         for key, label, overrides, coords in _variant_specs(data, src, bad):
             if label == BASE_LABEL:
@@ -291,8 +317,13 @@ def load_experiment(path: str | Path) -> Experiment:
                     "; ".join(e.problems))
                 continue
             h = rs.content_hash()
+            if h in seen and seen[h] != label and not _may_repeat(key, seen[h], seen_key[h]):
+                bad(key, f"the same rules as {seen_key[h]} (hash {h}): each variant must "
+                         "differ from the base and from the others")
+                continue
             if h not in seen:  # identical rules (e.g. the base's grid point) are played once
                 seen[h] = label
+                seen_key[h] = key
                 variants.append(Variant(label, overrides, dataclasses.replace(rs, name=label),
                                         coords))
             if coords:
@@ -312,6 +343,13 @@ def load_experiment(path: str | Path) -> Experiment:
                       batch_deals, tolerances, float(margin))
 
 
+def _may_repeat(key: str, first_label: str, first_key: str) -> bool:
+    """Whether a variant (``key``) may have the same rules as an earlier one: a grid point
+    may be the base itself (the grid is complete), a random sample may draw anything."""
+    return (key.startswith("sample[") or first_key.startswith("sample[")
+            or (key.startswith("grid") and first_label == BASE_LABEL))
+
+
 def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, dict, dict]]:
     """(key for messages, label, overrides, grid coordinates) of every declared variant."""
     out: list[tuple[str, str, dict, dict]] = []
@@ -319,6 +357,8 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
         vs = data["variants"]
         if not isinstance(vs, list) or not vs:
             bad("variants", "expected a non-empty list of {name, set} mappings")
+        elif len(vs) > MAX_VARIANTS:
+            bad("variants", f"at most {MAX_VARIANTS} variants, got {len(vs):,}")
         else:
             for i, v in enumerate(vs):
                 if not isinstance(v, dict) or set(v) - {"name", "set", "ruleset"}:
@@ -328,6 +368,12 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                 overrides = v.get("set") or {}
                 if not isinstance(overrides, dict):
                     bad(f"variants[{i}].set", "expected a mapping of ruleset fields to values")
+                    continue
+                given = v.get("name")
+                if given is not None and (not isinstance(given, str) or len(given) > MAX_NAME
+                                          or not given.isprintable() or not given.strip()):
+                    bad(f"variants[{i}].name", f"expected at most {MAX_NAME} printable "
+                                               f"characters, got {quote(given)}")
                     continue
                 if "ruleset" in v:
                     # a whole other ruleset (e.g. another quilt size with its own track and
@@ -345,6 +391,19 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                 if not isinstance(values, list) or not values:
                     bad(f"grid.{k}", "expected a non-empty list of values")
                     ok = False
+                    continue
+                first: dict[str, int] = {}
+                for i, value in enumerate(values):
+                    text = json.dumps(value, sort_keys=True, default=str)
+                    if text in first:
+                        bad(f"grid.{k}[{i}]", f"{quote(value)} is listed twice (also "
+                                              f"grid.{k}[{first[text]}])")
+                        ok = False
+                    first.setdefault(text, i)
+            points = math.prod(len(v) for v in grid.values() if isinstance(v, list))
+            if ok and points > MAX_VARIANTS:
+                bad("grid", f"{points:,} grid points, more than {MAX_VARIANTS} variants")
+                ok = False
             if ok:
                 keys = list(grid)
                 for combo in itertools.product(*(grid[k] for k in keys)):
@@ -358,8 +417,9 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                           "{min: a, max: b}}}")
         else:
             n = sample.get("n", 8)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                bad("sample.n", f"expected a whole number >= 1, got {n!r}")
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_VARIANTS:
+                bad("sample.n", f"expected a whole number from 1 to {MAX_VARIANTS}, got "
+                                f"{quote(n)}")
                 n = 0
             sample_seed = sample.get("seed", 0)
             if not _is_whole(sample_seed, 0):
@@ -437,7 +497,13 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
                 bad(f"{key}.target", "required: the value to aim for")
                 ok = False
             elif not _is_number(t["target"]) or not np.isfinite(t["target"]):
-                bad(f"{key}.target", f"expected a number, got {t['target']!r}")
+                bad(f"{key}.target", f"expected a number, got {quote(t['target'])}")
+                ok = False
+            elif m in METRIC_RANGES and not (
+                    METRIC_RANGES[m][0] <= t["target"] <= METRIC_RANGES[m][1]):
+                lo_m, hi_m = METRIC_RANGES[m]
+                bad(f"{key}.target", f"{t['target']:g} is outside the range of {m} "
+                                     f"[{lo_m:g}, {hi_m:g}]")
                 ok = False
             if "tolerance" not in t:
                 bad(f"{key}.tolerance", "required: how far from the target is close enough "
@@ -455,10 +521,13 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
                 bad("tune.targets", f"contradictory: {scale} in [{lo1:g}, {hi1:g}] and {m} in "
                                     f"[{lo2:g}, {hi2:g}] cannot both hold "
                                     f"({_relation(m)})")
-    for k in ("candidates", "rounds", "games", "finalists", "final_games"):
+    # rounds double the games: 30 rounds already ask for 2**30 times tune.games
+    limits = {"candidates": MAX_VARIANTS, "rounds": 30, "games": MAX_GAMES,
+              "finalists": MAX_VARIANTS, "final_games": MAX_GAMES}
+    for k, most in limits.items():
         v = tune.get(k)
-        if v is not None and not _is_whole(v, 1):
-            bad(f"tune.{k}", f"expected a whole number >= 1, got {v!r}")
+        if v is not None and not (_is_whole(v, 1) and v <= most):
+            bad(f"tune.{k}", f"expected a whole number from 1 to {most:,}, got {quote(v)}")
     if tune.get("seed") is not None and not _is_whole(tune["seed"], 0):
         bad("tune.seed", f"expected a whole number >= 0, got {tune['seed']!r}")
 
@@ -486,8 +555,8 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         for k in sorted(set(t) - TOLERANCE_KEYS, key=str):
             bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         m = t.get("metric")
-        if m not in METRICS:
-            bad(f"{key}.metric", f"unknown metric {m!r} (metrics: {', '.join(METRICS)})")
+        if not isinstance(m, str) or m not in METRICS:
+            bad(f"{key}.metric", f"unknown metric {quote(m)} (metrics: {', '.join(METRICS)})")
             continue
         numbers_ok = True
         for k in ("min", "max", "target", "margin"):
@@ -516,6 +585,10 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         if not lo < hi:
             bad(key, f"the interval [{lo}, {hi}] is empty: contradictory tolerance")
             continue
+        outside = _outside_range(str(m), lo, hi, "target" in t)
+        if outside:
+            bad(key, outside)
+            continue
         pairing = t.get("pairing")
         if pairing is not None:
             if not isinstance(pairing, str):
@@ -540,9 +613,30 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
                                 f"bound a value must lie to pass), got {res!r}")
     for k in ("max_games", "step_games"):
         v = check.get(k)
-        if v is not None and not _is_whole(v, 2):
-            bad(f"check.{k}", f"expected a whole number >= 2, got {v!r}")
+        if v is not None and not (_is_whole(v, 2) and v <= MAX_GAMES):
+            bad(f"check.{k}", f"expected a whole number from 2 to {MAX_GAMES:,}, got "
+                              f"{quote(v)}")
     return out
+
+
+def _outside_range(metric: str, lo: float, hi: float, centred: bool) -> str | None:
+    """Why a tolerance [lo, hi] on ``metric`` is no test, or None: a bound beyond the range of
+    the metric's values (a gate that cannot fail there), or a band that covers the whole range
+    or none of it."""
+    a, b = METRIC_RANGES.get(metric, (-math.inf, math.inf))
+    where = f"{metric} lies in [{a:g}, {b:g}]"
+    given = (f"target +- margin gives [{lo:g}, {hi:g}]" if centred
+             else f"[{lo:g}, {hi:g}]")
+    if lo >= b or hi <= a:
+        return f"{given} cannot hold: {where}"
+    if (math.isfinite(lo) and lo < a) or (math.isfinite(hi) and hi > b):
+        side = "lower" if math.isfinite(lo) and lo < a else "upper"
+        return (f"{given} leaves the range of the metric ({where}): its {side} edge could "
+                "never be crossed; give bounds inside the range (min or max alone for a "
+                "one-sided check)")
+    if lo <= a and hi >= b:
+        return f"{given} covers every value ({where}): a check that cannot fail"
+    return None
 
 
 def _contradictions(tols: list[Tolerance], keys: list[str], bad) -> None:

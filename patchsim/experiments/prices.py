@@ -47,8 +47,9 @@ from patchsim.analysis.estimators import (
     verdict,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
-from patchsim.engine.ruleset import Ruleset, load_ruleset
+from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
+from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
 from patchsim.play.storage import read_manifest
 from patchsim.reporting.plots import new_figure, png_bytes
@@ -56,6 +57,7 @@ from patchsim.reporting.plots import new_figure, png_bytes
 DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
 BOOTSTRAP = 2000
 VALUE_BOUNDS = (-0.5, 0.5)  # a value is 0.5 minus a win rate
+MAX_DELTAS = 50  # cost changes per patch: each one plays the study's games again
 
 
 class PricesError(ValueError):
@@ -208,10 +210,12 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
                    patches: Sequence[str] | None = None, *,
                    deltas: Sequence[int] = DEFAULT_DELTAS, games: int = 1000, seed: int = 1,
                    jobs: int = 1, margin: float = DEFAULT_MARGIN,
-                   echo: Callable[[str], None] | None = None) -> PriceStudy:
+                   echo: Callable[[str], None] | None = None,
+                   bot_path: Sequence[str] = ()) -> PriceStudy:
     """Play the study: for each patch (default every patch) and each cost ``base + delta``
     (0 always included; costs below 0 skipped), ``games`` seat-swapped games between ``bot``
     forbidden the patch and ``bot``, on the same deals (``seed``) for every patch and cost.
+    Import-path bots are looked for in ``bot_path`` too (as :func:`simulate` does).
 
     Raises PricesError, RulesetError, BotSpecError or RunError for a bad request before
     playing anything (except a ruleset variant a cost change makes invalid)."""
@@ -220,11 +224,21 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
     if games < 2:
         raise PricesError(f"games: {games} is too few; give at least 2 (one seat-swapped "
                           "deal) per patch and price")
+    if games > MAX_GAMES:
+        raise PricesError(f"games: at most {MAX_GAMES:,} per patch and price, got {games:,}")
     try:
-        base = make_bot(bot).spec
+        base = make_bot(bot, bot_path=bot_path).spec
     except BotSpecError as e:
         raise PricesError(f"bots: {e}") from None
     ds = sorted({0, *(int(d) for d in deltas)})
+    if len(ds) > MAX_DELTAS:
+        raise PricesError(f"deltas: at most {MAX_DELTAS} cost changes, got {len(ds)}")
+    # a cost the ruleset refuses would surface as an override problem of some variant
+    top = MAX_VALUE - max(p.cost for p in rs.patches)
+    too_far = [d for d in ds if d > top or d < -MAX_VALUE]
+    if too_far:
+        raise PricesError(f"deltas: {too_far[0]} moves a cost beyond what a ruleset allows "
+                          f"(costs are at most {MAX_VALUE:,}); give smaller changes")
     study = PriceStudy(rs, base, ids, ds, games, seed, margin)
     say = echo or (lambda _line: None)
     for n, pid in enumerate(ids, 1):
@@ -239,7 +253,7 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
         say(f"[{n}/{len(ids)}] {pid} (cost {cost}): costs "
             f"{', '.join(str(cost + d) for d in mine)}, {games} games each")
         sim = simulate(variants, [base, restricted], games=games, seed=seed, jobs=jobs,
-                       pairings="cross")
+                       pairings="cross", bot_path=bot_path)
         g, ev = sim.games, sim.events
         for d, v in zip(mine, variants, strict=True):
             rows = g[g["ruleset_hash"] == v.content_hash()]

@@ -31,7 +31,7 @@ from patchsim.analysis.metrics import (
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.experiments.experiment import Experiment
-from patchsim.play.config import RunConfig, all_pairings, games_to_deals
+from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
 from patchsim.play.storage import fresh_dir
 
@@ -49,7 +49,8 @@ def run_config(exp: Experiment, games: int | None = None, seed: int | None = Non
     bots = exp.skill or exp.bots
     mode = "self" if exp.skill else exp.pairings
     return RunConfig(name or exp.name, [v.ruleset for v in vs], list(bots),
-                     all_pairings(len(bots), mode), games_to_deals(games or exp.games),
+                     all_pairings(len(bots), mode),
+                     games_to_deals(exp.games if games is None else games),
                      exp.seed if seed is None else seed, exp.batch_deals, str(exp.path))
 
 
@@ -181,7 +182,11 @@ def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
               progress: ProgressFn | None = None, games: int | None = None,
               command: str = "") -> SweepResult:
     """Play every variant on common deals (resumable: the run folder is reused) and write
-    the sweep report."""
+    the sweep report. ``games`` (per variant and pairing) replaces the file's."""
+    if games is not None and (isinstance(games, bool) or not 1 <= games <= MAX_GAMES):
+        # 0 must not mean "the file's number" (it did, as a false value)
+        raise RunError(f"games: give from 1 to {MAX_GAMES:,} games per variant and pairing, "
+                       f"got {games}")
     cfg = run_config(exp, games=games)
     run_dir = Path(out) if out else fresh_dir(exp.name)
     execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress,

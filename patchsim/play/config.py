@@ -224,6 +224,9 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
                            f"them, got {data.get(key)!r}")
         name = str(data.get("name") or path.stem)
+        if len(name) > 100 or not name.isprintable():  # it names the run folder
+            raise RunError(f"{ref}: name: expected at most 100 printable characters, got "
+                           f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
         if "name" in data and re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", name) is None:
             # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
             raise RunError(f"{ref}: name: {name!r} cannot name a folder under reports/; use "
@@ -236,6 +239,12 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
                 rulesets.append(load_ruleset(target))
             except RulesetError as e:
                 raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
+        hashes = [r.content_hash() for r in rulesets]
+        for i, h in enumerate(hashes):
+            if h in hashes[:i]:  # one ruleset twice: the same games twice, under two names
+                raise RunError(f"{ref}: {key}[{i}] ({refs[i]}) has the same rules as "
+                               f"{key}[{hashes.index(h)}] ({refs[hashes.index(h)]}, hash {h}); "
+                               "list each ruleset once")
         file_bots = data.get("bots")
         if isinstance(file_bots, str | dict):
             file_bots = [file_bots]  # one bot

@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -58,6 +59,13 @@ WINDOW = 4  # generations of data a fit uses
 RIDGE = 1e-4  # relative to the mean squared feature (the features are standardised)
 CHUNK = 8  # games per work unit (fixed, so results do not depend on the worker count)
 OPPONENTS = ("greedy", "mcts(iterations=100)")
+MAX_GENERATIONS = 100_000  # each one plays games_per_generation games: far beyond any budget
+SEED_LIMIT = 2**63  # seeds are non-negative 64-bit integers
+
+
+class TrainError(ValueError):
+    """An argument ``train`` cannot use, or a models folder it cannot write. The message
+    starts with the parameter's name (``minutes: ...``)."""
 CHECKPOINT = "checkpoint.npz"
 
 
@@ -267,11 +275,18 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     its manifest and the training report under ``<models>/<ruleset hash>/``.
 
     Stops after ``generations`` generations if given, else at the first generation end past
-    ``minutes`` of training time (time spent before an interruption counts)."""
+    ``minutes`` of training time (time spent before an interruption counts).
+    TrainError for an argument out of range or a models folder that cannot be written."""
+    check_arguments(minutes, jobs, seed, generations)
     settings = settings or TrainSettings(seed=seed)
     h = ruleset.content_hash()
-    folder = user_model_root(models) / h
-    (folder / "training").mkdir(parents=True, exist_ok=True)
+    root = user_model_root(models)
+    folder = root / h
+    try:
+        (folder / "training").mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file in the way, no permission, a read-only disk
+        raise TrainError(f"models: cannot create a model folder in {root}: "
+                         f"{e.strerror or e}") from None
     ck_path = folder / "training" / CHECKPOINT
     config = {"ruleset_hash": h, "feature_version": F.FEATURE_VERSION, **asdict(settings)}
     ck = None if fresh else _checkpoint_load(ck_path, config)
@@ -355,6 +370,25 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
             raise ValueError("no generation was trained (give minutes > 0 or generations)")
         model = load_model(folder / MODEL_FILE, h)
     return TrainResult(folder / MODEL_FILE, model, gen, history, resumed_from)
+
+
+def check_arguments(minutes: float, jobs: int, seed: int, generations: int | None) -> None:
+    """TrainError if :func:`train` cannot use these arguments (checked before any work)."""
+    def whole(v: object) -> bool:
+        return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+    if generations is not None and not (whole(generations)
+                                        and 1 <= generations <= MAX_GENERATIONS):
+        raise TrainError(f"generations: give a whole number from 1 to {MAX_GENERATIONS:,}, "
+                         f"got {generations}")
+    if generations is None and not (isinstance(minutes, int | float)
+                                    and math.isfinite(minutes) and minutes > 0):
+        raise TrainError(f"minutes: give a time budget above 0 (or a number of generations), "
+                         f"got {minutes}")
+    if not (whole(seed) and 0 <= seed < SEED_LIMIT):
+        raise TrainError(f"seed: give a whole number from 0 to 2**63 - 1, got {seed}")
+    if not (whole(jobs) and jobs >= 1):
+        raise TrainError(f"jobs: give a number of worker threads >= 1, got {jobs}")
 
 
 def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> Path:
