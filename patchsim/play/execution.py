@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,11 +112,16 @@ def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs:
     closes the stream when it stops early, so batches still playing stop too."""
     if not batches:
         return (r for r in ())  # closable, like every other stream here
+    calls = [(config, bt, run_id, write_to) for bt in batches]
     if backend == "threading" and jobs > 1:
         warm_up(config)  # compile once here, not in every thread at once
-        return in_threads(jobs, run_batch, [(config, bt, run_id, write_to) for bt in batches])
-    if parallel is None:  # in this process: the first batch compiles what it needs
-        return (run_batch(config, bt, run_id, write_to) for bt in batches)
+        return in_threads(jobs, run_batch, calls)
+    if parallel is None:
+        # in this process, but never on the main thread: a signal's KeyboardInterrupt
+        # raised while numba boxes a compiled call's result makes the boxing fail half way,
+        # and the process dies of SIGSEGV. On a thread, the main thread only waits, takes
+        # the signal, and stops the batch through its flag before the next move
+        return in_threads(1, run_batch, calls)
     if backend == "loky":
         join_started_workers()  # those start_workers began, if any: reused now
         # local workers start (and import) while this process warms up behind the gate;
@@ -278,7 +284,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                                     parallel=parallel, write_to=write_to)
             # closed on the way out (a failure, Ctrl-C): batches still playing stop now,
             # not when the generator is collected
-            with contextlib.closing(results):
+            with _closing_quietly(results):
                 for bt, games, events, err, _secs, n_games in results:
                     if err is not None:
                         failure = err
@@ -339,6 +345,19 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     if not keep_batches:
         clear_batches(run_dir)
     return RunResult(run_dir, total_games, seconds, rate, complete)
+
+
+@contextlib.contextmanager
+def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
+    """Close a stream of batch results on the way out, without joblib's warning that the
+    batches still playing were cancelled: the run stops them on purpose (a bot failed, or
+    the user stopped it), and the warning would come before the message that says why."""
+    try:
+        yield results
+    finally:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*tasks .*(cancelled|not used)")
+            results.close()  # type: ignore[attr-defined]
 
 
 def _first_line(e: BaseException) -> str:

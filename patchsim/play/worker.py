@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -129,6 +130,11 @@ def _watch_owner(owner_pid: int) -> None:
     if _WATCHDOG or owner_pid == os.getpid():
         return
     _WATCHDOG.append(owner_pid)
+    # Ctrl-C in a terminal reaches the whole process group, workers too: the run's main
+    # process stops the workers itself, and a KeyboardInterrupt here could land while
+    # numba boxes a compiled call's result, which crashes (see execution.batch_results)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while True:
@@ -251,7 +257,9 @@ def start_workers(jobs: int, config: RunConfig | None = None) -> None:
         return
 
     def start() -> None:
-        with parallel_config(backend="loky", n_jobs=jobs):
+        # only a head start: when the run ends first (nothing left to play) and its workers
+        # are stopped under it, or a worker dies, the run has nothing to be told
+        with contextlib.suppress(Exception), parallel_config(backend="loky", n_jobs=jobs):
             Parallel()(delayed(_ready)(config) for _ in range(jobs))
 
     thread = threading.Thread(target=start, name="patchsim-start-workers", daemon=True)
@@ -282,6 +290,7 @@ def stop_workers() -> None:
     its next run starts faster."""
     from joblib.externals.loky import reusable_executor
 
+    join_started_workers()  # not under a pool that is still being set up
     # loky keeps its one reusable executor in a module variable; there is no public handle
     executor = getattr(reusable_executor, "_executor", None)
     if executor is not None:
