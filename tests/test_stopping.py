@@ -27,6 +27,7 @@ from patchsim.play import loops as playout
 from patchsim.play.config import load_run_config
 from patchsim.play.execution import execute
 from patchsim.play.match import BotError, GameStopped, max_events, max_plies, play_game
+from patchsim.play.worker import warm_up
 
 TESTS = Path(__file__).parent
 E2 = load_ruleset("edition2")
@@ -167,9 +168,17 @@ def tables(run_dir: Path) -> dict[str, bytes]:
     return {k: (run_dir / f"{k}.parquet").read_bytes() for k in ("games", "events")}
 
 
+@pytest.fixture(scope="module")
+def warm() -> None:
+    """The compiled code in the cache before a run starts, so that a signal lands while
+    the run plays, not while it compiles (which takes a minute and cannot be cut short)."""
+    warm_up(load_run_config("edition2", games=2, bots=["mcts(iterations=2)", "greedy"]))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_stops_a_long_search_run_at_once_with_the_resume_command(tmp_path, sig, code):
+def test_a_signal_stops_a_long_search_run_at_once_with_the_resume_command(warm, tmp_path, sig,
+                                                                          code):
     """One worker: the batch plays on a thread while the main thread takes the signal (in
     the main thread, a signal landing as numba boxed a result crashed the process with
     SIGSEGV). A move of this search takes minutes: the stop is per move, or faster."""
@@ -192,7 +201,8 @@ STOP_RUN = ("ruleset: edition2\nbots: ['mcts(iterations=150)', greedy]\npairings
 
 
 @pytest.mark.slow
-def test_a_search_run_stopped_by_sigint_resumes_to_the_tables_of_an_uninterrupted_run(tmp_path):
+def test_a_search_run_stopped_by_sigint_resumes_to_the_tables_of_an_uninterrupted_run(warm,
+                                                                                      tmp_path):
     exp = tmp_path / "stop.yaml"
     exp.write_text(STOP_RUN)
     ref = tmp_path / "ref"
@@ -211,7 +221,7 @@ def test_a_search_run_stopped_by_sigint_resumes_to_the_tables_of_an_uninterrupte
 
 
 @pytest.mark.slow
-def test_a_python_bot_run_that_completes_or_resumes_prints_no_thread_exception(tmp_path):
+def test_a_python_bot_run_that_completes_or_resumes_prints_no_thread_exception(warm, tmp_path):
     out = tmp_path / "run"
     args = ["--jobs", "2", "--out", str(out)]
     first = cli("edition2", "--bots", "custom_bots:Hoarder;greedy", "--games", "4", *args,

@@ -49,6 +49,7 @@ from patchsim.play.storage import (
 )
 from patchsim.play.worker import (
     BACKENDS,
+    CRASH_LOG,
     check_jobs,
     in_threads,
     join_started_workers,
@@ -158,9 +159,12 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
         info = {"pid": os.getpid(), "host": platform.node(), "seed": config.seed,
                 "started": _dt.datetime.now().isoformat(timespec="seconds")}
         with RunLock(run_dir, info) as lock:
-            result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
-                                 progress=progress, command=command,
-                                 keep_batches=keep_batches)
+            try:
+                result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs,
+                                     backend=backend, progress=progress, command=command,
+                                     keep_batches=keep_batches)
+            except KeyboardInterrupt as e:
+                raise _stopped_early(run_dir, e) from None
             if lock.stale:
                 result.notes.insert(0, "an earlier run in this folder stopped without "
                                     f"finishing (pid {lock.stale.get('pid', '?')}, started "
@@ -319,10 +323,15 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     except OSError as e:
         merger.abort()
         raise RunStorageError(run_dir, e) from None
-    except TerminatedWorkerError as e:
+    except TerminatedWorkerError:
         merger.abort()
+        log = run_dir / "batches" / CRASH_LOG
+        where = (f"; its stacks are in {log}" if log.exists() and log.stat().st_size
+                 else "")
         raise RunInterrupted(run_dir, len(done), len(batches),
-                             f"a worker process died ({_first_line(e)})") from None
+                             "a worker process died (it crashed, e.g. a segmentation fault "
+                             f"in a bot, or the system killed it for its memory{where})"
+                             ) from None
     except BaseException:
         merger.abort()
         raise
@@ -347,6 +356,18 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     return RunResult(run_dir, total_games, seconds, rate, complete)
 
 
+def _stopped_early(run_dir: Path, e: KeyboardInterrupt) -> BaseException:
+    """A stop that came before the batches started (or after they ended): once the manifest
+    is written, the run is resumable, and the caller is told so like after any other stop."""
+    try:
+        manifest, _ = read_manifest(run_dir)
+    except (OSError, RunError, ValueError, KeyError):
+        return e  # nothing of the run was written yet: there is nothing to resume
+    stored = len(list((run_dir / "batches").glob("*.games.arrow")))
+    total = int(manifest.get("batches_total", stored))
+    return RunInterrupted(run_dir, min(stored, total), total, str(e) or "interrupted")
+
+
 @contextlib.contextmanager
 def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
     """Close a stream of batch results on the way out, without joblib's warning that the
@@ -358,11 +379,6 @@ def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*tasks .*(cancelled|not used)")
             results.close()  # type: ignore[attr-defined]
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = None, *,

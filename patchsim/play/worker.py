@@ -9,6 +9,7 @@ the time it would take if it imported the runner, its statistics and pandas.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import fcntl
 import os
 import signal
@@ -145,6 +146,28 @@ def _watch_owner(owner_pid: int) -> None:
     threading.Thread(target=watch, name="patchsim-owner-watch", daemon=True).start()
 
 
+CRASH_LOG = "worker-crashes.log"  # in a run's batches folder: the stacks of a crashed worker
+_CRASH_LOG: list = []  # the run folder and open file this worker's fault handler writes to
+
+
+def _log_crashes(run_dir: str) -> None:
+    """In a local worker process: a fatal error (a bot's segfault) dumps the stacks into the
+    run's batches folder (removed with it once the run completes), not onto the terminal,
+    where fifty lines would come before the message that a worker died."""
+    if _CRASH_LOG and _CRASH_LOG[0] == run_dir:
+        return
+    path = Path(run_dir) / "batches" / CRASH_LOG
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "a")  # noqa: SIM115 - open for the process's life: the handler's
+    except OSError:
+        return  # then the stacks go where they went before
+    faulthandler.enable(file=log, all_threads=True)
+    if _CRASH_LOG:
+        _CRASH_LOG[1].close()  # the previous run's (the handler now writes to the new one)
+    _CRASH_LOG[:] = [run_dir, log]
+
+
 def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
               owner_pid: int | None = None, gate: str | None = None,
               stop: np.ndarray | None = None):
@@ -156,6 +179,8 @@ def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None
     ``stop`` is the flag of :func:`in_threads` (BatchStopped once it is set)."""
     if owner_pid is not None:
         _watch_owner(owner_pid)
+        if write_to is not None:
+            _log_crashes(write_to)
     if gate is not None:
         _wait_at_gate(gate)
     if stop is not None and stop[0] != 0:
