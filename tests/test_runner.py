@@ -511,7 +511,7 @@ def test_in_threads_stops_the_calls_still_running_when_the_caller_leaves():
     assert next(results) == 0
     closer = threading.Thread(target=results.close)
     closer.start()
-    closer.join(timeout=20)
+    closer.join(timeout=60)
     assert not closer.is_alive(), "closing waited for calls that were never told to stop"
     assert len(started) < 6  # calls not started yet were dropped
 
@@ -521,6 +521,11 @@ def test_in_threads_waits_for_its_threads_even_through_a_second_interrupt():
     # while a thread still plays and writes
     finished = []
     playing = threading.Event()
+    handled = threading.Event()  # the main thread has taken the second Ctrl-C
+
+    def on_sigint(_signum: int, _frame: object) -> None:
+        handled.set()
+        raise KeyboardInterrupt
 
     def call(i: int, stop: np.ndarray) -> int:
         if i == 0:
@@ -528,22 +533,23 @@ def test_in_threads_waits_for_its_threads_even_through_a_second_interrupt():
         playing.set()
         while stop[0] == 0:
             time.sleep(0.001)
-        time.sleep(0.5)  # the rest of the game the thread was playing
+        # the pool winds down: a real signal at the main thread (interrupt_main would wait
+        # for the join to return), and the rest of the game until the main thread took it
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        assert handled.wait(60)
         finished.append(i)
         return i
 
-    results = in_threads(2, call, [(0,), (1,)])
-    assert next(results) == 0
-    assert playing.wait(10)
-    main = threading.main_thread().ident
-    # a real signal at the main thread (interrupt_main would wait for the join to return)
-    second = threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGINT))
-    second.start()
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
+        results = in_threads(2, call, [(0,), (1,)])
+        assert next(results) == 0
+        assert playing.wait(60)
         with pytest.raises(KeyboardInterrupt):
             results.close()
     finally:
-        second.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert handled.is_set()
     assert finished == [1]
 
 
@@ -571,15 +577,22 @@ def test_the_compiled_loop_sees_a_stop_set_by_another_thread_while_it_plays():
         return playout.play_deals(tables.tab, circles[:n], streams[:n], kinds, params,
                                   max_plies(rs), max_events(rs), stop)
 
-    play(1, np.zeros(1, dtype=np.int64))  # compiled (or loaded) before the clock matters
+    play(1, np.zeros(1, dtype=np.int64))  # compiled (or loaded) before it is timed
+    # the CPU time of the call's set-up alone (its output arrays), stopped before a game
+    t = time.thread_time()
+    play(5000, np.ones(1, dtype=np.int64))
+    setup = time.thread_time() - t
     stop = np.zeros(1, dtype=np.int64)
     out: dict = {}
     thread = threading.Thread(target=lambda: out.update(r=play(5000, stop)))
     thread.start()
-    time.sleep(0.2)
+    # the flag is set once the thread has played: its own CPU time, which a busy machine
+    # does not advance, is 50 ms past its set-up (some 100 greedy games; 10,000 take seconds)
+    clock = time.pthread_getcpuclockid(thread.ident)
+    while time.clock_gettime(clock) < 2 * setup + 0.05 and "r" not in out:
+        time.sleep(0.001)
     stop[0] = 1
-    thread.join(timeout=60)
-    assert not thread.is_alive()
+    thread.join()
     res, *_, bad = out["r"]
     assert bad == playout.STOPPED
     assert 0 < np.count_nonzero(res[:, playout.R_PLIES]) < 10000

@@ -276,7 +276,8 @@ def _load_once(path: str, mtime_ns: int, expected_hash: str | None) -> Model:
 
 
 LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
-    "iterations": (F.L_ITERATIONS, Param(100, "search iterations per move", int, low=1)),
+    "iterations": (F.L_ITERATIONS, Param(100, "search iterations per move", int, low=1,
+                                                 high=10**9)),
     "c": (F.L_C, Param(0.15, "UCT exploration constant", low=0)),
     # one placement per patch: at equal time the deeper tree wins (200 games: 66.5% for
     # top_k=1 with 300 iterations against top_k=2 with 200)

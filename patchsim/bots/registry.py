@@ -276,7 +276,8 @@ for _name, (_desc, _preset) in STRATEGIES.items():
 DEFAULT_ROLLOUT = "greedy(epsilon=0.1, holes=0, window=0)"
 
 MCTS_PARAMS: dict[str, tuple[int, Param]] = {
-    "iterations": (search.M_ITERATIONS, Param(1000, "playouts per move", int, low=1)),
+    "iterations": (search.M_ITERATIONS, Param(1000, "playouts per move", int, low=1,
+                                                  high=10**9)),
     "c": (search.M_C, Param(0.7, "UCT exploration constant", low=0)),
     "top_k": (search.M_TOP_K, Param(2, "placements searched per patch (best by the heuristic)",
                                int, low=1, high=64)),
@@ -521,7 +522,8 @@ def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ())
     except SyntaxError as e:
         raise BotSpecError(f"bot module {module_name!r} has a syntax error: {e.filename}, "
                            f"line {e.lineno}: {e.msg}") from None
-    except Exception as e:  # noqa: BLE001 - a user's module may raise anything on import
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's module may raise anything
+        # on import, sys.exit() too (a KeyboardInterrupt here may be the user's Ctrl-C)
         raise BotSpecError(f"bot module {module_name!r} raised {type(e).__name__} while "
                            f"being imported: {e}") from None
     factory = getattr(module, attr, None)
@@ -531,7 +533,8 @@ def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ())
         bot = factory(**params)
     except TypeError as e:
         raise BotSpecError(f"{path}: bad parameters {params!r}: {e}") from None
-    except Exception as e:  # noqa: BLE001 - a user's constructor may raise anything
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's constructor may raise
+        # anything, sys.exit() too
         raise BotSpecError(f"{path}({_params_text(params)}) raised {type(e).__name__} when "
                            f"constructed: {e}") from None
     if not callable(getattr(bot, "choose", None)):

@@ -44,11 +44,27 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                           forbid)
 
 
+# The tree is sized for at most this many iterations' expansions: a larger budget keeps
+# searching (rollouts from the leaves of the full tree), in bounded memory (about 140,000
+# nodes, about 70 MB, at top_k=2), instead of asking for terabytes.
+TREE_ITERATIONS = 20000
+STOP_EVERY = 16  # iterations between two reads of the stop flag
+
+
 @njit(cache=True)
 def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
               buf: np.ndarray) -> np.int64:
     """Monte Carlo tree search (UCT) over pass and the best few placements of each patch,
     with rollouts by a scripted policy; returns the most visited root move."""
+    return mcts_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
+                buf: np.ndarray, stop: np.ndarray) -> np.int64:
+    """:func:`mcts_move`, cut short (the most visited root move so far) once another thread
+    sets ``stop[0]``: it is read every ``STOP_EVERY`` iterations, so a run stops within a
+    move's fraction, not after the move (a million-iteration move takes minutes)."""
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
@@ -68,13 +84,16 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
     if n_root == 1:
         return core.PASS
 
-    cap = 1 + iters * max_children
+    cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     nodes = 1
     work = np.empty(state.shape[0], dtype=np.int64)
 
     for it in range(iters):
         if time_ms > 0 and it % 32 == 31 and now_ms() - t_start > time_ms:
+            break
+        # never before the root is expanded (the first iteration): a move must come back
+        if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
         node = 0
         depth = 0

@@ -18,7 +18,14 @@ from patchsim.engine.tables import Tables, compile_ruleset, square_name
 from patchsim.play import columns as cols
 from patchsim.play import loops as playout
 from patchsim.play.config import RunConfig, RunError
-from patchsim.play.match import GameResult, bot_error, max_events, max_plies, play_game
+from patchsim.play.match import (
+    GameResult,
+    GameStopped,
+    bot_error,
+    max_events,
+    max_plies,
+    play_game,
+)
 from patchsim.play.storage import EVENTS_SCHEMA, GAMES_SCHEMA
 
 
@@ -99,7 +106,8 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str,
                stop: np.ndarray | None = None) -> tuple[pa.Table, pa.Table]:
     """Play one batch; return its games and events tables. Raises BotError on a bot failure.
     ``stop``: a one-element int64 array; once another thread sets it to non-zero, the batch
-    stops before its next game and raises BatchStopped.
+    stops before its next move (a search within a few iterations, a Python bot without
+    waiting for its move) and raises BatchStopped.
 
     Built-in bots play inside the compiled loop, all deals of a seat order in one call; other
     bots play game by game through the Python driver. Either way the tables are built from
@@ -161,7 +169,11 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str,
                 # carry it into the next game, or results would depend on the batch size
                 pair = (make_bot(specs[0], bot_path=config.bot_path),
                         make_bot(specs[1], bot_path=config.bot_path))
-                r = play_game(tables, pair, circle(i), int(seeds[i]), streams=st)
+                try:
+                    r = play_game(tables, pair, circle(i), int(seeds[i]), streams=st,
+                                  move_seconds=config.move_seconds, stop=stop)
+                except GameStopped:
+                    raise BatchStopped(batch.key) from None
                 rows.append(_result_row(r))
                 move_parts.append(r.moves)
                 ev_parts.append(r.events)

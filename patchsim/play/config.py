@@ -55,6 +55,9 @@ class RunConfig:
     # a bot plays to a time budget (time_ms, allowed by load_run_config(allow_time_budgets=
     # True)): the games depend on the machine and its load, and a rerun plays other games
     timed: bool = False
+    # a Python bot's time limit per move (None: none); how long to wait is not part of what
+    # the run's games are, so it is neither stored nor in the run's identity
+    move_seconds: float | None = 60.0
 
     def to_dict(self) -> dict[str, Any]:
         return {

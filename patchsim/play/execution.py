@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ from patchsim.play.storage import (
 )
 from patchsim.play.worker import (
     BACKENDS,
+    CRASH_LOG,
     check_jobs,
     in_threads,
     join_started_workers,
@@ -118,11 +120,16 @@ def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs:
     closes the stream when it stops early, so batches still playing stop too."""
     if not batches:
         return (r for r in ())  # closable, like every other stream here
+    calls = [(config, bt, run_id, write_to) for bt in batches]
     if backend == "threading" and jobs > 1:
         warm_up(config)  # compile once here, not in every thread at once
-        return in_threads(jobs, run_batch, [(config, bt, run_id, write_to) for bt in batches])
-    if parallel is None:  # in this process: the first batch compiles what it needs
-        return (run_batch(config, bt, run_id, write_to) for bt in batches)
+        return in_threads(jobs, run_batch, calls)
+    if parallel is None:
+        # in this process, but never on the main thread: a signal's KeyboardInterrupt
+        # raised while numba boxes a compiled call's result makes the boxing fail half way,
+        # and the process dies of SIGSEGV. On a thread, the main thread only waits, takes
+        # the signal, and stops the batch through its flag before the next move
+        return in_threads(1, run_batch, calls)
     if backend == "loky":
         join_started_workers()  # those start_workers began, if any: reused now
         # local workers start (and import) while this process warms up behind the gate;
@@ -163,9 +170,12 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             # what a killed run was writing (partial tables of a merge, half-written batch
             # files): never complete, so never read; removed while the lock is held
             clean_partials(run_dir)
-            result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs, backend=backend,
-                                 progress=progress, command=command,
-                                 keep_batches=keep_batches)
+            try:
+                result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs,
+                                     backend=backend, progress=progress, command=command,
+                                     keep_batches=keep_batches)
+            except KeyboardInterrupt as e:
+                raise _stopped_early(run_dir, e) from None
             if lock.stale:
                 result.notes.insert(0, "an earlier run in this folder stopped without "
                                     f"finishing (pid {lock.stale.get('pid', '?')}, started "
@@ -312,7 +322,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
                                     parallel=parallel, write_to=write_to)
             # closed on the way out (a failure, Ctrl-C): batches still playing stop now,
             # not when the generator is collected
-            with contextlib.closing(results):
+            with _closing_quietly(results):
                 for bt, games, events, err, _secs, n_games in results:
                     if err is not None:
                         failure = err
@@ -347,10 +357,15 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     except OSError as e:
         merger.abort()
         raise RunStorageError(run_dir, e) from None
-    except TerminatedWorkerError as e:
+    except TerminatedWorkerError:
         merger.abort()
+        log = run_dir / "batches" / CRASH_LOG
+        where = (f"; its stacks are in {log}" if log.exists() and log.stat().st_size
+                 else "")
         raise RunInterrupted(run_dir, len(done), len(batches),
-                             f"a worker process died ({_first_line(e)})") from None
+                             "a worker process died (it crashed, e.g. a segmentation fault "
+                             f"in a bot, or the system killed it for its memory{where})"
+                             ) from None
     except BaseException:
         merger.abort()
         raise
@@ -385,9 +400,29 @@ def _write_manifest(manifest: dict[str, Any], run_dir: Path, *, tables: bool) ->
         raise RunStorageError(run_dir, e) from None
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
+def _stopped_early(run_dir: Path, e: KeyboardInterrupt) -> BaseException:
+    """A stop that came before the batches started (or after they ended): once the manifest
+    is written, the run is resumable, and the caller is told so like after any other stop."""
+    try:
+        manifest, _ = read_manifest(run_dir)
+    except (OSError, RunError, ValueError, KeyError):
+        return e  # nothing of the run was written yet: there is nothing to resume
+    stored = len(list((run_dir / "batches").glob("*.games.arrow")))
+    total = int(manifest.get("batches_total", stored))
+    return RunInterrupted(run_dir, min(stored, total), total, str(e) or "interrupted")
+
+
+@contextlib.contextmanager
+def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
+    """Close a stream of batch results on the way out, without joblib's warning that the
+    batches still playing were cancelled: the run stops them on purpose (a bot failed, or
+    the user stopped it), and the warning would come before the message that says why."""
+    try:
+        yield results
+    finally:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*tasks .*(cancelled|not used)")
+            results.close()  # type: ignore[attr-defined]
 
 
 def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = None, *,

@@ -1,7 +1,8 @@
 """Compiled whole-game loops: play games from start to end without returning to Python.
 
-The loops call :func:`patchsim.bots.policies.choose_move`, which dispatches on a policy id to the
-compiled bots, and the same :mod:`patchsim.engine.core` functions the Python API uses.
+The loops call :func:`choose_or_stop`, which dispatches on a policy id to the compiled bots
+(as :func:`patchsim.bots.policies.choose_move` does, but with a stop flag the search reads),
+and the same :mod:`patchsim.engine.core` functions the Python API uses.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim.bots.policies import choose_move
+from patchsim.bots.features import LEARNED, learned_move
+from patchsim.bots.scripted import rollout_move
+from patchsim.bots.search import MCTS, mcts_search
 from patchsim.engine import core
 
 # columns of a game result row (see play_game)
@@ -30,6 +33,19 @@ STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
 @njit(cache=True)
+def choose_or_stop(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                   rng: np.ndarray, buf: np.ndarray, stop: np.ndarray) -> np.int64:
+    """The move policy ``kind`` chooses in ``state`` (as
+    :func:`patchsim.bots.policies.choose_move`); the search gives up early, with the best
+    move found so far, once ``stop[0]`` is not 0."""
+    if kind == MCTS:
+        return mcts_search(params, state, tab, rng, buf, stop)
+    if kind == LEARNED:
+        return learned_move(params, state, tab, rng, buf)
+    return rollout_move(kind, params, state, tab, rng, buf)
+
+
+@njit(cache=True)
 def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.ndarray,
               rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> np.int64:
     """Play ``state`` to the end in place with compiled policies ``kinds[p]``/``params[p]``.
@@ -40,6 +56,17 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
     a result row to ``result``; returns the number of event rows written. A policy that
     returns an illegal move stops the game with ``result[R_ERROR] = 1 + player``.
     """
+    return play_game_or_stop(tab, state, kinds, params, rng, moves, ev, result,
+                             np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
+                      params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
+                      result: np.ndarray, stop: np.ndarray) -> np.int64:
+    """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
+    gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
+    caller, which set the flag, discards them."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     ne = 0
     result[:] = 0
@@ -47,7 +74,9 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
         p = core.to_move(state, tab)
         if p < 0:
             break
-        code = choose_move(kinds[p], params[p], state, tab, rng[p : p + 1], buf)
+        if stop[0] != 0:
+            return ne
+        code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -84,11 +113,12 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
     moves = np.empty(0, dtype=np.int64)
     ev = np.zeros((0, core.EV_WIDTH), dtype=np.int64)
     rng = np.zeros(2, dtype=np.uint64)
+    never = np.zeros(1, dtype=np.int64)
     for i in range(n):
         state = core.new_state(tab, circles[i])
         rng[0] = seeds[i, 0]
         rng[1] = seeds[i, 1]
-        play_game(tab, state, kinds, params, rng, moves, ev, out[i])
+        play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never)
     return out
 
 
@@ -103,9 +133,9 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
     Returns (results (2n, R_WIDTH), moves (total plies,), events (total events, EV_WIDTH),
     event counts (2n,), error row or -1). Stops after a game whose policy made an illegal
     move; its row number is returned. ``stop`` is a one-element array another thread may
-    set: when it is not 0 before a game, the call returns at once with STOPPED as the error
-    row (the batch is abandoned: a thread in compiled code cannot be interrupted, so this
-    is how a threaded run stops within one game)."""
+    set: once it is not 0, the call returns before the next move (a search within a few
+    iterations) with STOPPED as the error row (the batch is abandoned: a thread in compiled
+    code cannot be interrupted, so this is how a run stops promptly)."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -129,8 +159,10 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
             rng[0] = streams[i, a]
             rng[1] = streams[i, 1 - a]
             state = core.new_state(tab, circles[i])
-            nev[row] = play_game(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
-                                 ev[ne:ne + max_events], res[row])
+            nev[row] = play_game_or_stop(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
+                                         ev[ne:ne + max_events], res[row], stop)
+            if stop[0] != 0:  # the game may be unfinished: the batch is abandoned
+                return res, moves[:nm], ev[:ne], nev, STOPPED
             if res[row, R_ERROR] != 0:
                 return res, moves[:nm + max_plies], ev[:ne], nev, row
             nm += res[row, R_PLIES]

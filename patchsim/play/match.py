@@ -6,7 +6,12 @@ A *deal* is a patch circle plus a seed; the seed gives each seat its own random 
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +38,67 @@ class BotError(RuntimeError):
     def __reduce__(self):
         # picklable with all its fields, so that it crosses from a worker process intact
         return (type(self), (str(self), self.bot, self.seed, self.move_number, self.record))
+
+
+class GameStopped(Exception):
+    """A game was given up because its ``stop`` flag was set (the run is stopping)."""
+
+
+MOVE_SECONDS = 60.0  # a Python bot's default time limit per move: generous, but not forever
+_STOP_POLL = 0.05  # seconds between two looks at the stop flag while a Python bot thinks
+_INT64 = 2**63
+
+
+class _BotThread:
+    """Runs a Python bot's ``choose`` on a thread of its own, so that the game's thread can
+    give up on it: after ``limit`` seconds (a bot that hangs), or when the run stops. Then
+    the thread is left to finish on its own (a daemon, on a copy of the game: it changes
+    nothing), because a Python thread cannot be killed. And whatever the bot raises,
+    ``KeyboardInterrupt`` and ``SystemExit`` included, is the bot's: a user's Ctrl-C or a
+    signal is delivered to the main thread, never to this one."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="patchsim-python-bot",
+                                       daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            call = self.calls.get()
+            if call is None:
+                return
+            fn, args, box, done = call
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:  # noqa: BLE001 - the bot's, reported by the caller
+                box.append((False, e))
+            done.set()
+
+    def call(self, fn: Callable[..., Any], args: tuple, limit: float | None,
+             stop: np.ndarray | None) -> tuple[bool, Any]:
+        """(True, what ``fn(*args)`` returned) or (False, what it raised); None when it
+        took longer than ``limit`` seconds. Raises GameStopped once ``stop`` is set."""
+        box: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        self.calls.put((fn, args, box, done))
+        deadline = None if limit is None else time.monotonic() + limit
+        while True:
+            wait = _STOP_POLL if stop is not None else None
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                wait = left if wait is None else min(wait, left)
+            if done.wait(None if wait is None else max(wait, 0.0)):
+                return box[0]
+            if stop is not None and stop[0] != 0:
+                self.close()
+                raise GameStopped()
+            if deadline is not None and time.monotonic() >= deadline:
+                self.close()
+                return None  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.calls.put(None)  # the thread ends once the call it runs (if any) returns
 
 
 @dataclass
@@ -90,12 +156,18 @@ def _record(tables: Tables, circle: list[str], codes: np.ndarray | list[int]) ->
 
 
 def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
-              circle: list[str], seed: int, streams: np.ndarray | None = None) -> GameResult:
+              circle: list[str], seed: int, streams: np.ndarray | None = None, *,
+              move_seconds: float | None = MOVE_SECONDS,
+              stop: np.ndarray | None = None) -> GameResult:
     """Play one game: ``bots[0]`` takes the first turn. Raises BotError naming the bot, the
-    seed and the 1-based move number when a bot fails.
+    seed and the 1-based move number when a bot fails: raises anything (even
+    ``KeyboardInterrupt`` or ``SystemExit``), returns something that is not a legal move,
+    or, for a Python bot, takes longer than ``move_seconds`` over a move (None: no limit).
 
     ``streams`` (two uint64) overrides the seats' random streams derived from ``seed``; the
-    batch runner uses it so that a bot keeps its stream when the seats are swapped."""
+    batch runner uses it so that a bot keeps its stream when the seats are swapped. ``stop``
+    (a one-element int64 array another thread may set): the game is given up
+    (GameStopped) before the next move, or while a Python bot thinks."""
     tables = ruleset if isinstance(ruleset, Tables) else compile_ruleset(ruleset)
     rs = tables.ruleset
     # a learned bot carries its ruleset's model in its parameters (then it plays, and draws
@@ -120,7 +192,16 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
             raise bot_error(tables, circle, moves[: n - 1], bots[p], p, seed, n,
                              f"chose an illegal move (code {bad})")
         return GameResult.from_row(result, moves[: result[playout.R_PLIES]].copy(), ev[:ne].copy())
-    return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result)
+    runner = _BotThread()
+    try:
+        return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result,
+                            runner, move_seconds, stop)
+    finally:
+        runner.close()
+
+
+def _what(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, seed: int,
@@ -132,7 +213,8 @@ def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, see
 
 
 def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: np.ndarray,
-                 moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> GameResult:
+                 moves: np.ndarray, ev: np.ndarray, result: np.ndarray, runner: _BotThread,
+                 move_seconds: float | None, stop: np.ndarray | None) -> GameResult:
     tab = tables.tab
     state = game.state
     gens = [np.random.default_rng(int(streams[s])) for s in (0, 1)]
@@ -142,6 +224,8 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
         p = int(core.to_move(state, tab))
         if p < 0:
             break
+        if stop is not None and stop[0] != 0:
+            raise GameStopped()
         bot = bots[p]
         n = int(state[core.S_PLY])
         try:
@@ -149,7 +233,16 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
                 code = bot.choose_code(game, rngs[p])
             else:
                 legal = game.legal_moves()
-                choice = bot.choose(game.copy(), legal, gens[p])
+                answer = runner.call(bot.choose, (game.copy(), legal, gens[p]), move_seconds,
+                                     stop)
+                if answer is None:
+                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                                     f"took longer than {move_seconds:g} s to choose a move "
+                                     "(the limit per move of a Python bot)")
+                ok, choice = answer
+                if not ok:  # whatever it raised on its thread, SystemExit included
+                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                                     f"raised {_what(choice)}") from choice
                 if isinstance(choice, str):  # record text such as "buy P05 a1 b1"
                     try:
                         choice = game.parse_move(choice)
@@ -163,7 +256,10 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
                 code = choice.code if isinstance(choice, Move) else int(choice)
                 if isinstance(choice, Move) and choice.code not in legal:
                     code = -10**9  # a Move from another game or ruleset
-        except BotError:
+                if not -_INT64 <= code < _INT64:  # no move code, and no room in the table
+                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
+                                     f"returned {choice!r}, which is not a move code")
+        except (BotError, GameStopped):
             raise
         except Exception as e:  # a user's bot may raise anything: report it, with the game
             raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,

@@ -9,8 +9,10 @@ the time it would take if it imported the runner, its statistics and pandas.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import fcntl
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -129,6 +131,11 @@ def _watch_owner(owner_pid: int) -> None:
     if _WATCHDOG or owner_pid == os.getpid():
         return
     _WATCHDOG.append(owner_pid)
+    # Ctrl-C in a terminal reaches the whole process group, workers too: the run's main
+    # process stops the workers itself, and a KeyboardInterrupt here could land while
+    # numba boxes a compiled call's result, which crashes (see execution.batch_results)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while True:
@@ -137,6 +144,28 @@ def _watch_owner(owner_pid: int) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="patchsim-owner-watch", daemon=True).start()
+
+
+CRASH_LOG = "worker-crashes.log"  # in a run's batches folder: the stacks of a crashed worker
+_CRASH_LOG: list = []  # the run folder and open file this worker's fault handler writes to
+
+
+def _log_crashes(run_dir: str) -> None:
+    """In a local worker process: a fatal error (a bot's segfault) dumps the stacks into the
+    run's batches folder (removed with it once the run completes), not onto the terminal,
+    where fifty lines would come before the message that a worker died."""
+    if _CRASH_LOG and _CRASH_LOG[0] == run_dir:
+        return
+    path = Path(run_dir) / "batches" / CRASH_LOG
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "a")  # noqa: SIM115 - open for the process's life: the handler's
+    except OSError:
+        return  # then the stacks go where they went before
+    faulthandler.enable(file=log, all_threads=True)
+    if _CRASH_LOG:
+        _CRASH_LOG[1].close()  # the previous run's (the handler now writes to the new one)
+    _CRASH_LOG[:] = [run_dir, log]
 
 
 def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None = None,
@@ -150,6 +179,8 @@ def run_batch(config: RunConfig, batch: Batch, run_id: str, write_to: str | None
     ``stop`` is the flag of :func:`in_threads` (BatchStopped once it is set)."""
     if owner_pid is not None:
         _watch_owner(owner_pid)
+        if write_to is not None:
+            _log_crashes(write_to)
     if gate is not None:
         _wait_at_gate(gate)
     if stop is not None and stop[0] != 0:
@@ -251,7 +282,9 @@ def start_workers(jobs: int, config: RunConfig | None = None) -> None:
         return
 
     def start() -> None:
-        with parallel_config(backend="loky", n_jobs=jobs):
+        # only a head start: when the run ends first (nothing left to play) and its workers
+        # are stopped under it, or a worker dies, the run has nothing to be told
+        with contextlib.suppress(Exception), parallel_config(backend="loky", n_jobs=jobs):
             Parallel()(delayed(_ready)(config) for _ in range(jobs))
 
     thread = threading.Thread(target=start, name="patchsim-start-workers", daemon=True)
@@ -282,6 +315,7 @@ def stop_workers() -> None:
     its next run starts faster."""
     from joblib.externals.loky import reusable_executor
 
+    join_started_workers()  # not under a pool that is still being set up
     # loky keeps its one reusable executor in a module variable; there is no public handle
     executor = getattr(reusable_executor, "_executor", None)
     if executor is not None:
