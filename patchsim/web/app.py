@@ -91,6 +91,7 @@ class ServerState:
         self.eval_rollouts = eval_rollouts
         self.evals: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self.eval_slot = threading.Semaphore(1)
+        self.eval_work, self.eval_wait = EVAL_WORK, EVAL_WAIT
         self.evals_stopped = 0  # evaluations given up because their client left
 
     def evaluate(self, key: str, start: Game, codes: list[int], n: int,
@@ -103,7 +104,7 @@ class ServerState:
         if not learned:
             moving = max(1, len(codes))  # the final position costs nothing
             scale = max(1.0, start.ruleset.last_space / STANDARD_TRACK)
-            most = int(EVAL_WORK / (moving * scale))
+            most = int(self.eval_work / (moving * scale))
             if most < 1:
                 raise WebError(422, f"this game has {moving} positions on a track of "
                                     f"{start.ruleset.last_space}: too long to evaluate here")
@@ -136,7 +137,7 @@ class ServerState:
         def gone() -> bool:
             return cancel is not None and cancel.is_set()
 
-        waited = time.monotonic() + EVAL_WAIT
+        waited = time.monotonic() + self.eval_wait
         while not self.eval_slot.acquire(timeout=0.1):
             if gone():
                 raise WebError(503, "the client left before the evaluation started")

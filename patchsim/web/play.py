@@ -106,7 +106,8 @@ class PlayManager:
             seed: object = None) -> dict[str, Any]:
         """Start a game; the bot moves at once if it has the first turn."""
         bot = check_bot_spec(bot_spec)
-        if isinstance(human, bool) or human not in (0, 1):  # true == 1 in Python, not here
+        # true == 1 and 1.0 == 1 in Python; a seat is the number 0 or 1, nothing else
+        if type(human) is not int or human not in (0, 1):
             raise WebError(400, "seat: give 0 (you move first) or 1 (the bot moves first)")
         if isinstance(bot, LearnedBot):
             try:  # found now, not at the bot's first move in the middle of the game

@@ -417,7 +417,8 @@ class RunIndex:
                 "games": [_game_row(r) for r in page.to_dict("records")],
                 "counted_once": list(dup),
                 "counted_once_note": (f"{', '.join(dup)}: {DISTINCT_NOTE} (the seat-swapped "
-                                      "copy is not listed, as the report counts it once)"
+                                      "copy is the same game: counted once, as in the "
+                                      "report)"
                                       if dup else None)}
 
     # --- one game -----------------------------------------------------------------------------
