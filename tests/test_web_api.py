@@ -21,20 +21,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from runs import shared_run
 from typer.testing import CliRunner
 from webserver import Server
 
+from patchsim.analysis.selfplay import distinct_games
 from patchsim.cli.main import app as cli_app
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError, final_position
-from patchsim.engine.ruleset import load_ruleset, shipped_rulesets
+from patchsim.engine.ruleset import RulesetError, load_ruleset, shipped_rulesets
 from patchsim.play.evaluate import (
     evaluate_game,
     evaluate_record,
@@ -106,6 +110,34 @@ def served(tmp_path_factory: pytest.TempPathFactory, run_dir: Path) -> Path:
     unfinished = root / "unfinished"
     unfinished.mkdir()
     (unfinished / "manifest.json").write_text(json.dumps(dict(manifest, complete=False)))
+    # a run whose YAML files name files outside the served folders (issue 22)
+    (outside / "secret.yaml").write_text(f"{SECRET}\n")
+    (outside / "passwd.yaml").write_text(f"root:x:0:0:root:/root:/bin/bash {SECRET}\n")
+    (outside / "table.yaml").write_text(yaml.safe_dump(
+        {"patches": load_ruleset("edition2").to_dict()["patches"]}))
+    leaky = root / "leaky"
+    shutil.copytree(run_dir, leaky)
+    (leaky / "rules").mkdir()
+    leaks = {"patches-abs.yaml": f"name: a\nextends: edition2\npatches: {outside}/passwd.yaml\n",
+             "patches-rel.yaml": "name: b\nextends: edition2\n"
+                                 "patches: ../../../outside/secret.yaml\n",
+             "table-outside.yaml": f"name: c\nextends: edition2\npatches: {outside}/table.yaml\n",
+             "extends-rel.yaml": "extends: ../../../outside/secret.yaml\n",
+             "extends-abs.yaml": f"extends: {outside}/passwd.yaml\n",
+             "extends-home.yaml": "extends: ~/../../etc/passwd.yaml\n",
+             "chain.yaml": "name: chain\nextends: extends-rel.yaml\n",
+             "child.yaml": "name: child\nextends: ../../edition2/good/rules/rich.yaml\n"
+                           "second_player_buttons: 8\n"}
+    for name, text in leaks.items():
+        (leaky / "rules" / name).write_text(text)
+    (outside / "linked").mkdir()
+    (outside / "linked" / "secret.yaml").write_text(f"{SECRET}\n")
+    (leaky / "rules" / "linked").symlink_to(outside / "linked")
+    (leaky / "rules" / "via-link.yaml").write_text("extends: linked/secret.yaml\n")
+    (leaky / "records").mkdir()
+    for name in [*leaks, "via-link.yaml"]:
+        (leaky / "records" / name.replace(".yaml", ".json")).write_text(
+            json.dumps(dict(sample, rules=f"../rules/{name}")))
     committed = root / "committed"  # as in reports/: manifest and report, no raw tables
     committed.mkdir()
     (committed / "manifest.json").write_text(json.dumps(dict(manifest, complete=True)))
@@ -138,18 +170,21 @@ def games(run_dir: Path) -> pd.DataFrame:
     for seat in (0, 1):
         g[f"claims{seat}"] = [int(claims.get((gid, seat), 0)) for gid in g["game_id"]]
     g["margin"] = (g["score0"] - g["score1"]).abs()
-    return g
+    # the table lists each deterministic self-play game once, as the report counts it
+    return distinct_games(g)
 
 
 # --- runs -------------------------------------------------------------------------------------
 def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
-        server: Server, good: dict, games: pd.DataFrame, caplog: pytest.LogCaptureFixture
-) -> None:
+        server: Server, good: dict, games: pd.DataFrame, caplog: pytest.LogCaptureFixture,
+        run_dir: Path) -> None:
     with caplog.at_level(logging.WARNING, logger="patchsim.web"):
         server.app.state.patchsim.index._logged.clear()  # log every problem again
         status, data = server.get("/api/runs")
     assert status == 200
-    assert good["error"] is None and good["games"] == len(games) > 0
+    # the run's summary counts the stored games; its table lists the distinct ones
+    stored = pd.read_parquet(run_dir / "games.parquet", columns=["game_id"])
+    assert good["error"] is None and good["games"] == len(stored) > len(games) > 0
     assert good["rulesets"] == ["edition2"]
     assert "report.html" in good["reports"]
     by_label = {r["label"]: r for r in data["runs"]}
@@ -222,8 +257,11 @@ def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) 
     ("winner=2", "winner"),
     ("bonus=maybe", "bonus"),
     ("leather=lots", "leather"),
-    ("limit=0", "limit"),
-    ("limit=100000", "limit"),
+    ("limit=0", "limit='0': expected a number between 1 and 500"),
+    ("limit=100000", "between 1 and 500"),
+    ("limit=10000000000000", "between 1 and 500"),
+    ("offset=-1", "between 0 and 10^12"),
+    ("margin_min=" + "9" * 5000, "expected a whole number"),
     ("sort=moves;drop", "sort"),
     ("colour=red", "unknown parameter"),
 ])
@@ -312,7 +350,9 @@ def test_evaluation_over_a_stored_game(server: Server, good: dict, games: pd.Dat
     row = games[games["game_id"] == gid].iloc[0]
     assert len(pts) == row["plies"] + 1
     assert [p["ply"] for p in pts] == list(range(len(pts)))
-    assert all(0 <= p["win0_lo"] <= p["win0"] <= p["win0_hi"] <= 1 for p in pts)
+    assert all(0 <= p["win0"] <= 1 for p in pts)
+    # the model's estimate has no sampling interval: no band rather than a zero-width one
+    assert all(p["win0_lo"] is None and p["win0_hi"] is None for p in pts)
     assert pts[-1]["win0"] == (1.0 if row["winner"] == 0 else 0.0)
     assert pts[-1]["margin"] == row["score0"] - row["score1"]
     # edition 2 has a trained model: the strongest available evaluation is the learned one
@@ -449,6 +489,14 @@ def test_play_options(server: Server, good: dict) -> None:
      "iterations"),
     ({"ruleset": "edition2", "bot": "greedy(epsilon=7)", "seat": 0}, 400, "epsilon"),
     ({"ruleset": "edition2", "bot": "random", "seat": 2}, 400, "seat"),
+    ({"ruleset": "edition2", "bot": "random", "seat": True}, 400, "seat"),
+    ({"ruleset": "edition2", "bot": "random", "seat": 1.0}, 400, "seat"),
+    ({"ruleset": "edition2", "bot": "mcts(eval=learned, iterations=100000000)", "seat": 0},
+     400, "iterations"),
+    ({"ruleset": "edition2", "bot": "mcts(eval=learned, models=/etc)", "seat": 0}, 400,
+     "not read here"),
+    ({"ruleset": "edition2", "bot": "mcts(eval=learned, model=/etc/passwd)", "seat": 0}, 400,
+     "not read here"),
     ({"ruleset": "edition2", "bot": "random", "seat": 0, "seed": -1}, 400, "seed"),
     ({"ruleset": "edition2", "bot": "random", "seat": 0, "seed": "x"}, 400, "seed"),
     ({"ruleset": "edition9", "bot": "random", "seat": 0}, 400, "not a shipped ruleset"),
@@ -558,6 +606,8 @@ def test_a_whole_game_through_the_api_is_saved_and_replays(server: Server) -> No
     saved = Path(view["saved_path"])
     assert saved.parent == server.save_dir and saved.is_file()
     assert json.loads(saved.read_text()) == view["record"]
+    # the record says who played (the bot moved first: seat 0)
+    assert view["record"]["players"] == ["random", "human"]
     done = subprocess.run([sys.executable, "-m", "patchsim.cli", "replay", str(saved), "--json"],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
@@ -568,6 +618,7 @@ def test_a_whole_game_through_the_api_is_saved_and_replays(server: Server) -> No
     # the saved game opens in the viewer
     status, seen = server.get(f"/api/saved/{quote(saved.name)}")
     assert status == 200 and seen["positions"][-1]["text"] == final["text"]
+    assert seen["players"] == ["random", "human"]
     assert_refused(*server.post(f"/api/play/{sid}/move", {"move": "pass"}), 409, "over")
     assert_refused(*server.get("/api/saved/nothing.json"), 404)
     assert_refused(*server.get("/api/saved/..%2f..%2fsecret.json"), (403, 404))
@@ -703,3 +754,395 @@ def test_serve_listens_on_loopback_only_by_default(run_dir: Path, tmp_path: Path
         proc.terminate()
         out, _ = proc.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/" in out
+
+
+# --- issue 22: what a served file may make the server read ----------------------------------------
+LEAKS = ("patches-abs", "patches-rel", "table-outside", "extends-rel", "extends-abs",
+         "extends-home", "chain", "via-link")
+
+
+@pytest.fixture(scope="module")
+def leaky(server: Server) -> dict:
+    _, data = server.get("/api/runs")
+    (run,) = [r for r in data["runs"] if r["label"].endswith("leaky")]
+    return run
+
+
+def assert_no_secret(body: object) -> None:
+    text = body if isinstance(body, str | bytes) else json.dumps(body)
+    text = text.decode(errors="replace") if isinstance(text, bytes) else text
+    assert SECRET not in text and "root:x:0:0" not in text, text
+
+
+@pytest.mark.parametrize("name", LEAKS)
+def test_a_served_ruleset_cannot_name_a_file_outside_the_served_folders(
+        server: Server, leaky: dict, name: str) -> None:
+    """extends, a patch table and a chain of them must stay inside the served folders or the
+    shipped configs; the refusal names the key and the path, never the file's text."""
+    status, body = server.post("/api/play", {"ruleset": f"run:{leaky['id']}:rules/{name}.yaml",
+                                             "bot": "random", "seat": 0})
+    text = assert_refused(status, body, 400, "outside the folders")
+    assert "extends" in text or "patches" in text
+    assert_no_secret(body)
+    for url in (f"/api/runs/{leaky['id']}/record?path=records/{name}.json",
+                f"/api/runs/{leaky['id']}/record/eval?path=records/{name}.json&rollouts=2"):
+        status, body = server.get(url)
+        assert_refused(status, body, 422, "outside the folders")
+        assert_no_secret(body)
+
+
+def test_a_served_ruleset_may_extend_files_inside_the_served_folders(server: Server,
+                                                                     leaky: dict) -> None:
+    status, view = server.post("/api/play", {"ruleset": f"run:{leaky['id']}:rules/child.yaml",
+                                             "bot": "random", "seat": 0, "seed": 2})
+    assert status == 200, view
+    players = view["position"]["players"]
+    assert players[0]["buttons"] == 9 and players[1]["buttons"] == 9 + 8
+
+
+def test_the_loader_confines_every_path_and_quotes_no_file(tmp_path: Path) -> None:
+    served, outside = tmp_path / "served", tmp_path / "outside"
+    served.mkdir()
+    outside.mkdir()
+    (outside / "secret.yaml").write_text(f"{SECRET}\n")
+    (served / "a.yaml").write_text(f"extends: {outside}/secret.yaml\n")
+    (served / "b.yaml").write_text("name: b\nextends: edition2\npatches: ../outside/secret.yaml\n")
+    for name in ("a.yaml", "b.yaml"):
+        with pytest.raises(RulesetError) as e:
+            load_ruleset(served / name, allowed_roots=[served])
+        assert "outside the folders" in str(e.value) and SECRET not in str(e.value)
+        # without a confinement (the command line) the file is read, but its text is not
+        # quoted in the message either
+        with pytest.raises(RulesetError) as e:
+            load_ruleset(served / name)
+        assert "got string" in str(e.value) and SECRET not in str(e.value)
+    with pytest.raises(RulesetError, match="outside the folders"):
+        load_ruleset(outside / "secret.yaml", allowed_roots=[served])
+    assert load_ruleset("edition2", allowed_roots=[served]).name == "edition2"
+
+
+@pytest.mark.parametrize("manifest", [
+    {"config": 5}, {"config": {"rulesets": 5}}, {"config": {"rulesets": [5]}},
+    {"config": {"rulesets": [{"name": 5, "rules": {}}]}}, {"config": {"bots": 7}},
+    {"games_total": [1]}, {"games_total": "many"}, {"finished": {"x": 1}}, [1, 2],
+    {"config": {"rulesets": [{"name": "x", "rules": {"extends": "/etc/passwd.yaml"}}]}},
+])
+def test_a_malformed_manifest_is_listed_with_its_reason(tmp_path: Path, manifest: object
+                                                        ) -> None:
+    (tmp_path / "runs" / "bad").mkdir(parents=True)
+    (tmp_path / "runs" / "bad" / "manifest.json").write_text(json.dumps(manifest))
+    with Server(create_app([tmp_path / "runs"], tmp_path / "saved")) as srv:
+        status, data = srv.get("/api/runs")
+        assert status == 200, data
+        (run,) = data["runs"]
+        assert run["error"] and "manifest" in run["error"]
+        assert_refused(*srv.get(f"/api/runs/{run['id']}/games"), 409, "manifest")
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_deeply_nested_json_is_a_4xx(server: Server, good: dict, tmp_path: Path) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    deep = nested(100_000).encode()
+    for url, body in (("/api/record", b'{"record": ' + deep + b"}"),
+                      ("/api/eval", b'{"record": {"rules": ' + deep + b"}}"),
+                      ("/api/play", b'{"ruleset": ' + deep + b"}")):
+        assert_refused(*server.post(url, body), 400, "nested")
+    sid = new_game(server)["id"]
+    assert_refused(*server.post(f"/api/play/{sid}/move", b'{"move": ' + deep + b"}"), 400,
+                   "nested")
+    # parsable, but too deep to copy or hash later
+    rules: object = {"name": "x"}
+    for _ in range(900):
+        rules = {"x": rules}
+    status, body = server.post("/api/record",
+                               b'{"record": ' + json.dumps(dict(sample, rules=rules)).encode()
+                               + b"}")
+    assert_refused(status, body, (400, 422), "nested")
+
+
+def test_deeply_nested_record_and_ruleset_files_are_a_4xx(tmp_path: Path, run_dir: Path
+                                                          ) -> None:
+    run = tmp_path / "runs" / "one"
+    shutil.copytree(run_dir, run)
+    (run / "deep.json").write_text('{"rules": ' + nested(100_000) + "}")
+    sample = json.loads(SAMPLE.read_text())
+    rules: object = {"name": "x"}
+    for _ in range(900):
+        rules = {"x": rules}
+    (run / "deep-rules.json").write_text(json.dumps(dict(sample, rules=rules)))
+    (run / "deep.yaml").write_text("x: " + nested(5_000) + "\n")
+    with Server(create_app([tmp_path / "runs"], tmp_path / "saved")) as srv:
+        (info,) = srv.get("/api/runs")[1]["runs"]
+        for name in ("deep.json", "deep-rules.json"):
+            assert_refused(*srv.get(f"/api/runs/{info['id']}/record?path={name}"), 422,
+                           "nested")
+        status, body = srv.post("/api/play", {"ruleset": f"run:{info['id']}:deep.yaml",
+                                              "bot": "random", "seat": 0})
+        assert_refused(status, body, 400, "deep.yaml")
+
+
+def long_record(last_space: int = 999, passes: int = 20) -> dict:
+    """A legal record on a long track: ``passes`` passes from the start."""
+    rules = {**load_ruleset("edition2").to_dict(), "name": f"long-{last_space}-{passes}"}
+    rules["track"] = {**rules["track"], "last_space": last_space}
+    rules["track"]["income"] = [m for m in rules["track"]["income"] if m <= last_space]
+    return {"rules": rules, "circle": list(deal_circle(load_ruleset("edition2"), 1)),
+            "moves": ["pass"] * passes}
+
+
+def test_an_evaluation_is_bounded_per_request(server: Server) -> None:
+    state = server.app.state.patchsim
+    record = long_record()
+    old, state.eval_work = state.eval_work, 4_000
+    try:
+        status, ev = server.post("/api/eval?rollouts=2000", {"record": record})
+    finally:
+        state.eval_work = old
+    assert status == 200, ev
+    n = ev["rollouts"]
+    assert 1 <= n < 2000 and n * 20 * 999 / 53 <= 4_000
+    assert "2000 rollouts per position were asked" in ev["note"] and f"{n} are played" in ev["note"]
+    assert all(p["rollouts"] in (0, n) for p in ev["points"])
+
+
+def test_evaluations_run_one_at_a_time(server: Server) -> None:
+    state = server.app.state.patchsim
+    old, state.eval_wait = state.eval_wait, 0.3
+    state.eval_slot.acquire()  # as if another evaluation ran
+    try:
+        status, body = server.post("/api/eval?rollouts=3", {"record": long_record(passes=3)})
+    finally:
+        state.eval_slot.release()
+        state.eval_wait = old
+    assert_refused(status, body, 503, "busy")
+
+
+def test_an_evaluation_stops_when_its_client_leaves(server: Server) -> None:
+    state = server.app.state.patchsim
+    before, old = state.evals_stopped, state.eval_work
+    state.eval_work = 10**9  # minutes of work, unless it stops
+    body = json.dumps({"record": long_record(passes=20)}).encode()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"POST /api/eval?rollouts=2000 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        deadline = time.monotonic() + 60
+        while state.eval_slot.acquire(blocking=False):  # free: not started yet
+            state.eval_slot.release()
+            assert time.monotonic() < deadline, "the evaluation did not start"
+            time.sleep(0.02)
+    # the client has gone: the evaluation (minutes of work otherwise) stops soon
+    deadline = time.monotonic() + 60
+    while state.evals_stopped == before:
+        assert time.monotonic() < deadline, "the evaluation went on after its client left"
+        time.sleep(0.05)
+    state.eval_work = old
+    assert state.eval_slot.acquire(timeout=30)
+    state.eval_slot.release()
+
+
+# --- issue 21: the web app's gaps ----------------------------------------------------------------
+def test_a_bot_without_a_model_is_refused_when_the_game_is_set_up(server: Server,
+                                                                  good: dict) -> None:
+    status, body = server.post("/api/play", {"ruleset": f"run:{good['id']}:rules/rich.yaml",
+                                             "bot": "mcts(eval=learned, iterations=20)",
+                                             "seat": 1})
+    assert_refused(status, body, 400, "no model", "patchsim train")
+    # with a model the game starts, the bot moving first
+    status, view = server.post("/api/play", {"ruleset": "edition2", "seat": 1, "seed": 4,
+                                             "bot": "mcts(eval=learned, iterations=20)"})
+    assert status == 200 and view["moves"] and not view["error"], view
+
+
+def test_records_say_who_played_and_old_records_still_load(tmp_path: Path) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    rec = GameRecord.from_dict(dict(sample, players=["human", "greedy(epsilon=0.1)"]))
+    again = GameRecord.from_json(rec.to_json())
+    assert again.players == ["human", "greedy(epsilon=0.1)"] and again.to_dict() == rec.to_dict()
+    old = GameRecord.from_dict(sample)
+    assert old.players is None and "players" not in old.to_dict()
+    assert final_position(again).to_text() == final_position(old).to_text()
+    for bad in ("human", ["human"], ["human", 5], ["human", ""]):
+        with pytest.raises(RecordError, match="players"):
+            GameRecord.from_dict(dict(sample, players=bad))
+    path = tmp_path / "game.json"
+    path.write_text(rec.to_json())
+    done = CliRunner().invoke(cli_app, ["replay", str(path), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["text"] == final_position(old).to_text()
+
+
+def test_a_viewed_record_shows_its_players(server: Server) -> None:
+    sample = json.loads(SAMPLE.read_text())
+    status, view = server.post("/api/record", {"record": dict(sample, players=["human", "x"])})
+    assert status == 200 and view["players"] == ["human", "x"]
+    status, view = server.post("/api/record", {"record": sample})
+    assert status == 200 and view["players"] == ["seat 0", "seat 1"]
+
+
+def test_deterministic_self_play_is_listed_once(server: Server, good: dict,
+                                                run_dir: Path) -> None:
+    stored = pd.read_parquet(run_dir / "games.parquet")
+    selfplay = stored[stored["pairing"] == "greedy vs greedy"]
+    status, data = server.get(f"/api/runs/{good['id']}/games?pairing=greedy%20vs%20greedy"
+                              "&limit=500")
+    assert status == 200
+    # one game per deal, each marked, and the page says why (as the report does)
+    assert len(data["games"]) == selfplay["deal"].nunique() == len(selfplay) // 2
+    assert all(g["counted_once"] and g["order"] == 0 for g in data["games"])
+    assert data["counted_once"] == ["greedy vs greedy"]
+    assert "counted once" in data["counted_once_note"]
+    status, data = server.get(f"/api/runs/{good['id']}/games?pairing=greedy%20vs%20random")
+    assert not any(g["counted_once"] for g in data["games"])
+    copy = int(selfplay[selfplay["order"] == 1]["game_id"].iloc[0])
+    status, view = server.get(f"/api/runs/{good['id']}/games/{copy}")  # a copy still opens
+    assert status == 200
+
+
+def _manifest(run_dir: Path, **changes: object) -> str:
+    return json.dumps({**json.loads((run_dir / "manifest.json").read_text()), **changes})
+
+
+def test_runs_below_a_report_are_found_and_the_tuners_candidates_are_not(
+        tmp_path: Path, run_dir: Path) -> None:
+    reports = tmp_path / "reports"
+    study = reports / "edition1-vs-edition2"  # a committed report and newer runs below it
+    shutil.copytree(run_dir, study / "20261201-120000-s1")
+    (study / "manifest.json").write_text(_manifest(run_dir, complete=True))
+    (study / "report.md").write_text("# the report\n")
+    sweep = reports / "bonus-value"
+    shutil.copytree(run_dir, sweep)
+    (sweep / "sweep.html").write_text("<html></html>")
+    shutil.copytree(run_dir, sweep / "20261201-130000")
+    tune = reports / "fair-start-tune"  # finished: its report beside the candidates
+    (tune / "tune.md").parent.mkdir(parents=True)
+    (tune / "tune.md").write_text("# tune\n")
+    running = reports / "other-tune"  # still running: no report yet
+    for folder in (tune / "candidates" / "0123456789abcdef",
+                   tune / "finalists" / "fedcba9876543210",
+                   running / "candidates" / "00112233aabbccdd"):
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(_manifest(run_dir, complete=False))
+    with Server(create_app([reports], tmp_path / "saved")) as srv:
+        labels = {r["label"]: r for r in srv.api("/api/runs")["runs"]}
+    assert set(labels) == {"reports/edition1-vs-edition2",
+                           "reports/edition1-vs-edition2/20261201-120000-s1",
+                           "reports/bonus-value", "reports/bonus-value/20261201-130000"}
+    assert labels["reports/edition1-vs-edition2/20261201-120000-s1"]["error"] is None
+    assert "report only" in labels["reports/edition1-vs-edition2"]["error"]
+
+
+def test_a_game_whose_save_folder_fails_is_not_lost(tmp_path: Path) -> None:
+    save_dir = tmp_path / "saved"
+    app = create_app([], save_dir)
+    save_dir.write_text("a file where the folder was")  # made unusable after the start
+    with Server(app) as srv:
+        status, view = srv.post("/api/play", {"ruleset": "edition2", "bot": "pass", "seat": 1,
+                                              "seed": 3})
+        for _ in range(300):
+            if view["position"]["finished"]:
+                break
+            leather = view["legal"]["leather"]
+            move = f"leather {'abcdefghi'[leather[0] % 9]}{leather[0] // 9 + 1}" if leather \
+                else "pass"
+            status, view = srv.post(f"/api/play/{view['id']}/move", {"move": move})
+            assert status == 200, view
+    assert view["position"]["finished"] and view["saved"] is None
+    assert "could not be saved" in view["save_error"] and str(save_dir) in view["save_error"]
+    assert view["record"]["players"] == ["pass", "human"]
+    assert len(GameRecord.from_dict(view["record"]).moves) == len(view["moves"])
+
+
+def test_serve_refuses_files_as_folders_and_a_port_in_use(tmp_path: Path) -> None:
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    done = CliRunner().invoke(cli_app, ["serve", str(a_file)])
+    assert done.exit_code == 2 and "is a file, not a folder" in done.stderr, done.output
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--save-dir", str(a_file)])
+    assert done.exit_code == 2 and "--save-dir" in done.stderr, done.output
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--save-dir",
+                                        str(a_file / "below")])
+    assert done.exit_code == 2 and "is a file" in done.stderr, done.output
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--port", str(port),
+                                            "--save-dir", str(tmp_path / "s")])
+    assert done.exit_code == 2 and f"port {port} is in use" in done.stderr, done.output
+    assert "Traceback" not in done.output and "ERROR" not in done.output
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--host", "192.0.2.77",
+                                        "--save-dir", str(tmp_path / "s")])
+    assert done.exit_code == 2 and "not an address of this machine" in done.stderr, done.output
+    done = CliRunner().invoke(cli_app, ["serve", str(tmp_path), "--host", "no host!",
+                                        "--save-dir", str(tmp_path / "s")])
+    assert done.exit_code == 2 and "--host" in done.stderr, done.output
+
+
+# --- fuzzing: any request is a 2xx or a 4xx, and nothing outside is read -------------------------
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats()
+                     | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+_paths = st.sampled_from(["../../outside/secret.yaml", "/etc/passwd", "~/x.yaml", "records",
+                          "rules/patches-abs.yaml", "rules/linked/secret.yaml", "..", "",
+                          "rules/../../leaky/rules/chain.yaml", "\x00", "a\\b.yaml",
+                          "../rules/extends-abs.yaml", "../rules/via-link.yaml", "%2e%2e"])
+
+
+def _mutated_record() -> st.SearchStrategy[object]:
+    sample = json.loads(SAMPLE.read_text())
+    fields = st.fixed_dictionaries({}, optional={
+        "rules": _paths | _json | st.just("edition2"),
+        "circle": st.just(sample["circle"]) | st.lists(st.text(max_size=4), max_size=5) | _json,
+        "moves": st.just(sample["moves"][:6]) | st.lists(
+            st.sampled_from(["pass", "buy P29 b1 a2", "leather a1", "buy", "x" * 50]),
+            max_size=6) | _json,
+        "players": st.just(["human", "random"]) | _json,
+        "extra": _json})
+    return fields | _json
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzzed_requests_are_answered_without_a_crash_or_a_leak(server: Server, leaky: dict,
+                                                                 data: st.DataObject) -> None:
+    rid = leaky["id"]
+    kind = data.draw(st.sampled_from(["record", "move", "games", "file", "play", "eval"]))
+    if kind == "record":
+        status, _, body = server.request("POST", "/api/record", json.dumps(
+            {"record": data.draw(_mutated_record())}).encode(),
+            {"Content-Type": "application/json"})
+    elif kind == "eval":  # few rollouts: the fuzzing is about input, not load
+        status, _, body = server.request("POST", "/api/eval?rollouts=1", json.dumps(
+            {"record": data.draw(_mutated_record())}).encode(),
+            {"Content-Type": "application/json"})
+    elif kind == "move":
+        sid = new_game(server)["id"]
+        status, _, body = server.request("POST", f"/api/play/{sid}/move", json.dumps(
+            data.draw(st.dictionaries(st.sampled_from(["move", "x"]), _json, max_size=2))
+        ).encode(), {"Content-Type": "application/json"})
+    elif kind == "games":
+        query = data.draw(st.dictionaries(st.sampled_from(
+            ["limit", "offset", "sort", "winner", "margin_min", "bonus", "leather", "x"]),
+            st.text(max_size=12) | st.integers(-10**14, 10**14).map(str), max_size=4))
+        status, _, body = server.request("GET", f"/api/runs/{rid}/games?{urlencode(query)}")
+    elif kind == "file":
+        path = quote(data.draw(_paths | st.text(max_size=30)), safe="")
+        status, _, body = server.request("GET", f"/api/runs/{rid}/record?path={path}")
+    else:
+        ruleset = data.draw(st.one_of(
+            _paths.map(lambda p: f"run:{rid}:{p}"),
+            st.sampled_from(LEAKS).map(lambda n: f"run:{rid}:rules/{n}.yaml"), _json))
+        status, _, body = server.request("POST", "/api/play", json.dumps(
+            {"ruleset": ruleset, "bot": data.draw(st.sampled_from(["random", "pass", _FUZZ_BOT])),
+             "seat": data.draw(_json | st.sampled_from([0, 1]))}).encode(),
+            {"Content-Type": "application/json"})
+    assert status < 500, body
+    assert_no_secret(body)
+
+
+_FUZZ_BOT = "mcts(eval=learned, model=/etc/passwd)"

@@ -5,8 +5,10 @@ Registered by :mod:`patchsim.cli.main` (``app.command("serve")(cli_serve.serve)`
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +28,37 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` and listening, so that an address in use or a
+    host that is no address of this machine is a message here, not uvicorn's log lines.
+    OSError (with a sentence in ``strerror``) when it cannot be had."""
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as e:
+        raise OSError(f"--host {host}: not an address or a known host name "
+                      f"({getattr(e, 'strerror', None) or e})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            why = (f"port {port} is in use on {host} (another server runs there; stop it or "
+                   "give --port)")
+        elif e.errno == errno.EADDRNOTAVAIL:
+            why = f"--host {host}: not an address of this machine"
+        elif e.errno == errno.EACCES:
+            why = f"--port {port}: not allowed here (ports below 1024 need privileges)"
+        else:
+            why = f"cannot listen on {host}:{port} ({e.strerror or e})"
+        raise OSError(why) from None
+    return sock
 
 
 def serve(
@@ -52,6 +85,7 @@ def serve(
 
     from patchsim.bots.registry import BotSpecError
     from patchsim.web.app import MAX_EVAL_ROLLOUTS, create_app
+    from patchsim.web.runs import FolderError
 
     roots = [Path(d) for d in run_dirs] if run_dirs else [Path("reports")]
     missing = [str(r) for r in roots if not r.exists()]
@@ -81,6 +115,15 @@ def serve(
                          allowed_hosts=allowed)
     except BotSpecError as e:
         raise _fail(f"--eval-bot: {e}") from None
+    except FolderError as e:
+        flag = "--save-dir " if e.what == "save folder" else ""
+        raise _fail(f"{flag}{e}") from None
+    try:
+        sock = listening_socket(host, port)
+    except OSError as e:
+        raise _fail(str(e)) from None
+    port = sock.getsockname()[1]  # the one chosen for --port 0
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"patchsim serve: http://{shown}:{port}/ (Ctrl-C stops it)")
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    with sock:
+        uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])

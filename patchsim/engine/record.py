@@ -6,13 +6,16 @@ A record is ``{"rules": ..., "circle": [...], "moves": [...]}``:
   beside the record first, then in the working directory), or an inline ruleset mapping.
 * ``circle``: every patch id once, clockwise, from the patch right after the neutral token.
 * ``moves``: ``pass``, ``buy <patch> <square>...``, ``leather <square>``; player 0 moves first.
+* ``players`` (optional): who sat in seat 0 and seat 1, e.g. ``["human", "greedy"]`` (bot
+  specs or ``"human"``); records without it still load.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,15 +45,16 @@ class GameRecord:
     circle: list[str]
     moves: list[str] = field(default_factory=list)
     source: str = "<record>"
+    players: list[str] | None = None
 
     @classmethod
     def from_dict(cls, data: object, source: str = "<record>") -> GameRecord:
         if not isinstance(data, dict):
             raise RecordError(f"{source}: a record is a JSON object with keys rules, circle, moves")
-        unknown = sorted(set(data) - {"rules", "circle", "moves"})
+        unknown = sorted(map(str, set(data) - {"rules", "circle", "moves", "players"}))
         if unknown:
             raise RecordError(f"{source}: unknown key(s) {', '.join(unknown)} "
-                              "(a record has rules, circle, moves)")
+                              "(a record has rules, circle, moves and optionally players)")
         for key in ("rules", "circle", "moves"):
             if key not in data:
                 raise RecordError(f"{source}: missing key {key!r}")
@@ -68,7 +72,13 @@ class GameRecord:
             if len(move) > MAX_MOVE_CHARS:
                 raise RecordError(f"{source}: move {i} ({quote(move)}) is malformed: longer "
                                   f"than any move ({MAX_MOVE_CHARS} characters)", i)
-        return cls(rules, list(circle), list(moves), source)
+        players = data.get("players")
+        if players is not None and (not isinstance(players, list) or len(players) != 2 or not all(
+                isinstance(p, str) and 0 < len(p) <= 200 for p in players)):
+            raise RecordError(f"{source}: players: expected who sat in seat 0 and seat 1, two "
+                              "texts such as [\"human\", \"greedy\"]")
+        return cls(rules, list(circle), list(moves), source,
+                   list(players) if players is not None else None)
 
     @classmethod
     def from_json(cls, text: str, source: str = "<record>") -> GameRecord:
@@ -85,6 +95,8 @@ class GameRecord:
         except json.JSONDecodeError as e:
             raise RecordError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} "
                               f"column {e.colno}") from None
+        except RecursionError:
+            raise RecordError(f"{source}: nested too deeply to be a game record") from None
         return cls.from_dict(data, source)
 
     @classmethod
@@ -104,31 +116,39 @@ class GameRecord:
         return cls.from_json(text, str(path))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rules": self.rules, "circle": list(self.circle), "moves": list(self.moves)}
+        out = {"rules": self.rules, "circle": list(self.circle), "moves": list(self.moves)}
+        if self.players is not None:
+            out["players"] = list(self.players)
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def resolve_rules(self) -> Ruleset:
-        """The ruleset the record names; RecordError if it cannot be found or is invalid."""
+    def resolve_rules(self, allowed_roots: Sequence[str | os.PathLike[str]] | None = None
+                      ) -> Ruleset:
+        """The ruleset the record names; RecordError if it cannot be found or is invalid.
+        With ``allowed_roots``, every file it reads must lie inside them (see
+        :func:`load_ruleset`)."""
         try:
             if isinstance(self.rules, dict):
-                return ruleset_from_dict(self.rules, source=f"{self.source}: rules")
+                return ruleset_from_dict(self.rules, source=f"{self.source}: rules",
+                                         allowed_roots=allowed_roots)
             ref = self.rules
             if ref.endswith((".yaml", ".yml")) and self.source not in ("<record>", "-"):
                 beside = Path(self.source).parent / ref
                 if beside.exists():
-                    return load_ruleset(beside)
-            return load_ruleset(ref)
+                    return load_ruleset(beside, allowed_roots=allowed_roots)
+            return load_ruleset(ref, allowed_roots=allowed_roots)
         except OSError as e:  # a name too long for a file
             raise RecordError(f"{self.source}: rules: {quote(self.rules)}: not a usable file "
                               f"name ({e.strerror or e})") from None
         except RulesetError as e:
             raise RecordError(f"{self.source}: rules: {e}") from None
 
-    def start(self) -> Game:
-        """The start position of the recorded game."""
-        ruleset = self.resolve_rules()
+    def start(self, allowed_roots: Sequence[str | os.PathLike[str]] | None = None) -> Game:
+        """The start position of the recorded game (``allowed_roots``: see
+        :meth:`resolve_rules`)."""
+        ruleset = self.resolve_rules(allowed_roots)
         try:
             return Game.new(ruleset, circle=self.circle)
         except ValueError as e:

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,14 +306,35 @@ def _display_source(source: str) -> str:
     return _display(Path(source)) if not source.startswith("<") else source
 
 
-def _locate(ref: str | os.PathLike[str]) -> Path:
+_Allowed = tuple[Path, ...] | None  # folders a file may be read from; None: anywhere
+
+
+def _allowed(roots: Sequence[str | os.PathLike[str]] | None) -> _Allowed:
+    """``allowed_roots`` as resolved folders, the shipped configs always among them."""
+    if roots is None:
+        return None
+    return (configs_dir().resolve(), *(Path(r).resolve() for r in roots))
+
+
+def _confine(path: Path, allowed: _Allowed, where: str, ref: object) -> Path:
+    """``path`` resolved (symlinks followed); RulesetError naming ``where`` (the key that
+    gave it) and ``ref`` when it lies outside every allowed folder. Checked before the file
+    is even looked at, so that a refusal says nothing about files elsewhere."""
+    full = path.resolve()
+    if allowed is None or any(full.is_relative_to(root) for root in allowed):
+        return full
+    raise RulesetError([f"{where}: {quote(str(ref))} is outside the folders rulesets may be "
+                        "read from here (the served folders and the shipped configs)"], where)
+
+
+def _locate(ref: str | os.PathLike[str], allowed: _Allowed = None) -> Path:
     """The file a ruleset reference names: a shipped name, else a path."""
     if (isinstance(ref, str) and not ref.endswith((".yaml", ".yml"))
             and ref in shipped_rulesets()):
         return (configs_dir() / f"{ref}.yaml").resolve()
     shown = short_path(os.fspath(ref))
     try:
-        path = Path(ref).expanduser()
+        path = _confine(Path(ref).expanduser(), allowed, shown, ref)
         if path.is_file():
             return path.resolve()
         what = "is a directory, not a ruleset file" if path.is_dir() else "no such file"
@@ -375,13 +396,13 @@ def merge_batches(base: dict[Any, Any], over: Mapping[Any, Any], prov: _Provenan
     return out
 
 
-def _resolve_extends(ref: object, label: str, base_dir: Path) -> Path:
+def _resolve_extends(ref: object, label: str, base_dir: Path, allowed: _Allowed = None) -> Path:
     """The file an ``extends`` value names: a path if it ends in .yaml/.yml, else a shipped name."""
     if not isinstance(ref, str) or not ref.strip():
         raise RulesetError([f"{label}: extends: expected a shipped ruleset name or a path to a "
                             f".yaml file, got {_describe(ref)}"], label)
     if ref.endswith((".yaml", ".yml")):
-        path = (base_dir / Path(ref).expanduser()).resolve()
+        path = _confine(base_dir / Path(ref).expanduser(), allowed, f"{label}: extends", ref)
         if not path.is_file():
             raise RulesetError([f"{label}: extends: no such file {quote(ref)} (looked for {path})"],
                                label)
@@ -392,49 +413,52 @@ def _resolve_extends(ref: object, label: str, base_dir: Path) -> Path:
                         f"{_shipped_text()} (or give a path ending in .yaml)"], label)
 
 
-def _load_patch_table(ref: str, where: str, base_dir: Path) -> tuple[Any, str]:
+def _load_patch_table(ref: str, where: str, base_dir: Path,
+                      allowed: _Allowed = None) -> tuple[Any, str]:
     """The patch list of a patch table file, and the file's label for messages.
 
     ``where`` names the key that gave the path, e.g. ``"edition1.yaml: patches"``.
     """
-    path = (base_dir / Path(ref).expanduser()).resolve()
+    path = _confine(base_dir / Path(ref).expanduser(), allowed, where, ref)
     if not path.is_file():
         raise RulesetError([f"{where}: no such patch table file {quote(ref)} (looked for {path})"])
     tlabel = _display(path)
     raw = _read_yaml(path, tlabel)
     if not isinstance(raw, dict) or "patches" not in raw:
         raise RulesetError([f"{tlabel}: expected a mapping with the key 'patches' "
-                            f"(a list of patches), got {_describe(raw)}"], tlabel)
+                            f"(a list of patches), got {_kind(raw)}"], tlabel)
     unknown = [_unknown_key_text(k, _TABLE_KEYS) for k in raw if k not in _TABLE_KEYS]
     if unknown:
         raise RulesetError([f"{tlabel}: {k}" for k in unknown], tlabel)
     return raw["patches"], tlabel
 
 
-def _resolve_file(path: Path, chain: list[Path]) -> tuple[dict[Any, Any], _Provenance]:
+def _resolve_file(path: Path, chain: list[Path],
+                  allowed: _Allowed = None) -> tuple[dict[Any, Any], _Provenance]:
     label = _display(path)
     raw = _read_yaml(path, label)
     if raw is None:
         raise RulesetError([f"{label}: the file is empty"], label)
     if not isinstance(raw, dict):
         raise RulesetError([f"{label}: expected a mapping of ruleset keys at the top level, "
-                            f"got {_describe(raw)}"], label)
-    return _resolve_data(raw, label, path.parent, [*chain, path])
+                            f"got {_kind(raw)}"], label)
+    return _resolve_data(raw, label, path.parent, [*chain, path], allowed)
 
 
 def _resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
-                  chain: list[Path]) -> tuple[dict[Any, Any], _Provenance]:
+                  chain: list[Path], allowed: _Allowed = None
+                  ) -> tuple[dict[Any, Any], _Provenance]:
     """Apply ``extends`` and load a patch table path; return the merged data and provenance."""
     base: dict[Any, Any] = {}
     prov: _Provenance = {}
     if "extends" in raw:
-        parent = _resolve_extends(raw["extends"], label, base_dir)
+        parent = _resolve_extends(raw["extends"], label, base_dir, allowed)
         if parent in chain:
             # Paths relative to the first file of the cycle keep the message short.
             loop = [*chain[chain.index(parent):], parent]
             cycle = " -> ".join(os.path.relpath(p, loop[0].parent) for p in loop)
             raise RulesetError([f"{label}: extends: cycle: {cycle}"], label)
-        base, prov = _resolve_file(parent, chain)
+        base, prov = _resolve_file(parent, chain, allowed)
         # Neither name nor description is inherited: a child is other rules, and a parent's
         # description ("original printings") would misdescribe it. A child without a name
         # is named after its file.
@@ -445,7 +469,7 @@ def _resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
     table_label = None
     if isinstance(own.get("patches"), str):
         own["patches"], table_label = _load_patch_table(own["patches"], f"{label}: patches",
-                                                        base_dir)
+                                                        base_dir, allowed)
     merged = merge_batches(base, own, prov, label)
     if table_label is not None:
         _set_prov(prov, "patches", table_label, "patches")
@@ -513,6 +537,12 @@ def _describe(value: object) -> str:
         return kind
     text = repr(value)
     return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _kind(value: object) -> str:
+    """A value's YAML type only, for messages about a whole file: its text is not quoted (a
+    file that is no YAML mapping reads as one long string, its first line would show)."""
+    return _describe(value).split(" ")[0]
 
 
 def _unknown_key_text(key: object, known: tuple[str, ...]) -> str:
@@ -933,29 +963,37 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
 # Public entry points
 
 
-def load_ruleset(ref: str | os.PathLike[str]) -> Ruleset:
+def load_ruleset(ref: str | os.PathLike[str], *,
+                 allowed_roots: Sequence[str | os.PathLike[str]] | None = None) -> Ruleset:
     """Load a ruleset by shipped name (``"edition2"``, ``"variants/x"``) or from a YAML file.
 
     A string ending in .yaml/.yml is always a path; any other string is a shipped name first.
+    With ``allowed_roots`` (a server's folders), the file and every file it names
+    (``extends``, a patch table) must lie inside one of them or the shipped configs, after
+    symlinks; RulesetError names the key and the path otherwise, before anything is read.
     """
-    path = _locate(ref)
-    data, prov = _resolve_file(path, [])
+    allowed = _allowed(allowed_roots)
+    path = _locate(ref, allowed)
+    data, prov = _resolve_file(path, [], allowed)
     return _build(data, prov, default_name=path.stem, source=str(path), label=_display(path))
 
 
 def ruleset_from_dict(data: Mapping[str, Any], source: str = "<dict>",
-                      base_dir: Path | None = None) -> Ruleset:
+                      base_dir: Path | None = None, *,
+                      allowed_roots: Sequence[str | os.PathLike[str]] | None = None) -> Ruleset:
     """Build a ruleset from data in the file format.
 
     ``extends`` and a ``patches`` path resolve against ``base_dir`` (default: the working
-    directory). ``source`` names the data in messages; a ``name`` is required unless ``source``
+    directory), inside ``allowed_roots`` if given (see :func:`load_ruleset`). ``source`` names
+    the data in messages; a ``name`` is required unless ``source``
     is a file path, whose stem is then the name.
     """
     if not isinstance(data, Mapping):
         raise RulesetError([f"{source}: expected a mapping of ruleset keys, "
                             f"got {_describe(data)}"], source)
     base = Path(base_dir) if base_dir is not None else Path.cwd()
-    merged, prov = _resolve_data(copy.deepcopy(dict(data)), source, base, [])
+    merged, prov = _resolve_data(copy.deepcopy(dict(data)), source, base, [],
+                                 _allowed(allowed_roots))
     from_file = not source.startswith("<")
     return _build(merged, prov, default_name=Path(source).stem if from_file else None,
                   source=source if from_file else None, label=source)

@@ -22,7 +22,7 @@ the favourite before it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,11 @@ COLUMNS = ("ply", "to_move", "rollouts", "win0", "win0_lo", "win0_hi", "margin",
            "lead_change")
 
 
+class EvaluationStopped(Exception):
+    """An evaluation given up because its ``stop`` callback said so (e.g. a server whose
+    client left)."""
+
+
 def rollout_bot(spec: str | CompiledBot = DEFAULT_EVAL_BOT) -> CompiledBot:
     """The compiled bot that plays the rollouts; BotSpecError for a search bot (a search per
     rollout move would take minutes) or a bot that is not compiled."""
@@ -55,12 +60,13 @@ def rollout_bot(spec: str | CompiledBot = DEFAULT_EVAL_BOT) -> CompiledBot:
     return bot
 
 
-def rollouts(game: Game, bot: CompiledBot, n: int, seed: int = 0) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
+def rollouts(game: Game, bot: CompiledBot, n: int, seed: int = 0,
+             stop: Callable[[], bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Play ``n`` games from ``game``'s position to the end with ``bot`` in both seats.
 
     Returns (winners, margins score0 - score1), one entry per rollout; ``game`` is unchanged.
-    The streams depend on ``seed`` and the position's ply only, so an evaluation repeats."""
+    The streams depend on ``seed`` and the position's ply only, so an evaluation repeats.
+    ``stop`` is asked before every rollout; EvaluationStopped when it says True."""
     if n < 1 or n > MAX_ROLLOUTS:
         raise ValueError(f"rollouts: give between 1 and {MAX_ROLLOUTS}, got {n}")
     kinds = np.array([bot.kind, bot.kind], dtype=np.int64)
@@ -73,6 +79,8 @@ def rollouts(game: Game, bot: CompiledBot, n: int, seed: int = 0) -> tuple[np.nd
     winners = np.empty(n, dtype=np.int64)
     margins = np.empty(n, dtype=np.int64)
     for i in range(n):
+        if stop is not None and stop():
+            raise EvaluationStopped(f"stopped at move {game.ply}")
         work[:] = game.state
         rng = streams[2 * i: 2 * i + 2].copy()
         loops.play_game(game.tab, work, kinds, params, rng, no_moves, no_events, result)
@@ -96,14 +104,16 @@ def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot =
                   DEFAULT_EVAL_BOT, n_rollouts: int = DEFAULT_ROLLOUTS,
-                  seed: int = 0, method: str = "auto") -> pd.DataFrame:
+                  seed: int = 0, method: str = "auto",
+                  stop: Callable[[], bool] | None = None) -> pd.DataFrame:
     """Evaluate ``start`` and every position after each of ``codes`` (move codes, played on a
     copy through :meth:`Game.apply`, so an illegal one raises IllegalMoveError).
 
     One row per position (columns :data:`COLUMNS`): ``ply``, ``to_move`` (-1 at the end),
     ``win0`` (seat 0's win probability; exactly 0 or 1 once the game is over) with its 95%
     interval ``win0_lo``/``win0_hi``, ``margin`` (mean score0 - score1), ``favourite`` (the
-    seat above 50%; a tie keeps the previous one) and ``lead_change``."""
+    seat above 50%; a tie keeps the previous one) and ``lead_change``. ``stop``: see
+    :func:`rollouts`."""
     params = learned_params(start) if method == "auto" else None
     policy = rollout_bot(bot)
     game = start.copy()
@@ -111,7 +121,7 @@ def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot
     def row(g: Game) -> list:
         if params is not None:
             return _learned_position(g, params)
-        return _evaluate_position(g, policy, n_rollouts, seed)
+        return _evaluate_position(g, policy, n_rollouts, seed, stop)
 
     rows = [row(game)]
     for code in codes:
@@ -166,13 +176,14 @@ def evaluate_record(record: GameRecord | dict, bot: str | CompiledBot = DEFAULT_
     return evaluate_game(start, codes, bot, n_rollouts, seed, method)
 
 
-def _evaluate_position(game: Game, bot: CompiledBot, n: int, seed: int) -> list:
+def _evaluate_position(game: Game, bot: CompiledBot, n: int, seed: int,
+                       stop: Callable[[], bool] | None = None) -> list:
     to_move = game.to_move
     if game.finished:
         w = game.winner
         win0 = 1.0 if w == 0 else 0.0
         return [game.ply, -1, 0, win0, win0, win0, float(game.score(0) - game.score(1))]
-    winners, margins = rollouts(game, bot, n, seed)
+    winners, margins = rollouts(game, bot, n, seed, stop)
     wins0 = int(np.sum(winners == 0))
     lo, hi = wilson(wins0, n)
     return [game.ply, to_move, n, wins0 / n, lo, hi, float(margins.mean())]

@@ -16,9 +16,12 @@ unexpected failure is a 500 with a message, and its traceback goes to the log on
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +44,7 @@ from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
+    EvaluationStopped,
     evaluate_game,
     learned_params,
     rollout_bot,
@@ -51,16 +55,26 @@ from patchsim.web.runs import (
     MAX_RECORD_BYTES,
     RunIndex,
     WebError,
+    check_folders,
     inside,
     load_record_file,
     parse_record,
     record_view,
+    too_deep,
 )
 
 log = logging.getLogger("patchsim.web")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 MAX_EVAL_ROLLOUTS = 2000
+# The evaluation is the one request that costs minutes if let: its work is bounded per
+# request (rollouts x positions, scaled by the track's length), in time, and across requests
+# (one at a time), and it stops when the client leaves.
+EVAL_WORK = 40_000  # rollouts of a standard-length game per request: some 20 s of one core
+STANDARD_TRACK = 53
+EVAL_SECONDS = 120.0
+EVAL_WAIT = 60.0  # how long a request waits for the running evaluation to end
+MAX_JSON_DEPTH = 32  # records and move bodies are shallow; deeper nesting is refused
 PAGES = {"/": "index.html", "/run": "run.html", "/game": "game.html", "/play": "play.html"}
 
 
@@ -76,24 +90,74 @@ class ServerState:
         self.eval_bot = rollout_bot(eval_bot)  # fails at start-up, not at the first request
         self.eval_rollouts = eval_rollouts
         self.evals: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self.eval_slot = threading.Semaphore(1)
+        self.eval_work, self.eval_wait = EVAL_WORK, EVAL_WAIT
+        self.evals_stopped = 0  # evaluations given up because their client left
 
-    def evaluate(self, key: str, start: Game, codes: list[int], n: int) -> dict[str, Any]:
+    def evaluate(self, key: str, start: Game, codes: list[int], n: int,
+                 cancel: threading.Event | None = None) -> dict[str, Any]:
+        """The evaluation curve of a game (cached); ``cancel`` set stops it (the client
+        left). WebError 422 for a game too long to evaluate here, 503 when it is stopped
+        or the server is busy with another one."""
+        learned = learned_params(start) is not None
+        note = None
+        if not learned:
+            moving = max(1, len(codes))  # the final position costs nothing
+            scale = max(1.0, start.ruleset.last_space / STANDARD_TRACK)
+            most = int(self.eval_work / (moving * scale))
+            if most < 1:
+                raise WebError(422, f"this game has {moving} positions on a track of "
+                                    f"{start.ruleset.last_space}: too long to evaluate here")
+            if n > most:
+                note = (f"{n} rollouts per position were asked; {most} are played, which "
+                        f"bounds the server's work on a game of {moving} positions on a "
+                        f"track of {start.ruleset.last_space}")
+                n = most
         cache_key = f"{key}|{n}"
         table = self.evals.get(cache_key)
         if table is None:
-            frame = evaluate_game(start, codes, self.eval_bot, n)
-            table = json.loads(frame.to_json(orient="records"))
+            table = self._run_evaluation(start, codes, n, cancel)
             self.evals[cache_key] = table
             while len(self.evals) > 64:
                 self.evals.popitem(last=False)
-        learned = learned_params(start) is not None
+        if learned:
+            # the model gives a number, not a sampling interval: no band is drawn rather
+            # than one of zero width
+            table = [{**p, "win0_lo": None, "win0_hi": None} for p in table]
         return {"bot": "mcts(eval=learned)" if learned else self.eval_bot.spec,
-                "rollouts": 0 if learned else n, "points": table,
+                "rollouts": 0 if learned else n, "points": table, "note": note,
                 "method": ("win probability of seat 0 from this ruleset's learned evaluation "
                            "(the strongest available)" if learned else
                            f"win probability of seat 0 from {n} rollouts per position by "
                            f"{self.eval_bot.spec} in both seats (no trained model for this "
                            "ruleset)")}
+
+    def _run_evaluation(self, start: Game, codes: list[int], n: int,
+                        cancel: threading.Event | None) -> list[dict[str, Any]]:
+        def gone() -> bool:
+            return cancel is not None and cancel.is_set()
+
+        waited = time.monotonic() + self.eval_wait
+        while not self.eval_slot.acquire(timeout=0.1):
+            if gone():
+                raise WebError(503, "the client left before the evaluation started")
+            if time.monotonic() > waited:
+                raise WebError(503, "the server is busy with another evaluation; try again "
+                                    "in a minute")
+        try:
+            deadline = time.monotonic() + EVAL_SECONDS
+            frame = evaluate_game(start, codes, self.eval_bot, n,
+                                  stop=lambda: gone() or time.monotonic() > deadline)
+        except EvaluationStopped:
+            if gone():
+                self.evals_stopped += 1
+                log.info("an evaluation was stopped: its client left")
+                raise WebError(503, "the evaluation was stopped: the client left") from None
+            raise WebError(503, f"the evaluation took more than {EVAL_SECONDS:.0f} s and was "
+                                "stopped; ask for fewer rollouts") from None
+        finally:
+            self.eval_slot.release()
+        return json.loads(frame.to_json(orient="records"))
 
 
 def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games", *,
@@ -104,10 +168,12 @@ def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games
     Games played in the browser are saved to ``save_dir``. The evaluation curve uses
     ``eval_rollouts`` rollouts of ``eval_bot`` per position. ``allowed_hosts`` are the Host
     names a request may use (the loopback names by default, which keeps other sites' pages
-    from reaching the server through DNS rebinding); None allows any."""
+    from reaching the server through DNS rebinding); None allows any.
+    :class:`~patchsim.web.runs.FolderError` for a root or ``save_dir`` that is a file."""
     if not 1 <= eval_rollouts <= MAX_EVAL_ROLLOUTS:
         raise ValueError(f"eval_rollouts: give between 1 and {MAX_EVAL_ROLLOUTS}, "
                          f"got {eval_rollouts}")
+    check_folders([Path(r) for r in roots], Path(save_dir))
     state = ServerState([Path(r) for r in roots], Path(save_dir), eval_bot, eval_rollouts)
     runs = state.index.scan()
     log.info("serving %d run folder(s) from %s; games played here are saved in %s",
@@ -119,18 +185,19 @@ def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games
         Route("/api/runs/{rid}", _api(lambda r: _run(state, r)), methods=["GET"]),
         Route("/api/runs/{rid}/games", _api(lambda r: _games(state, r)), methods=["GET"]),
         Route("/api/runs/{rid}/games/{gid}", _api(lambda r: _game(state, r)), methods=["GET"]),
-        Route("/api/runs/{rid}/games/{gid}/eval", _api(lambda r: _game_eval(state, r)),
-              methods=["GET"]),
+        Route("/api/runs/{rid}/games/{gid}/eval",
+              _api(lambda r: _game_eval(state, r), watch=True), methods=["GET"]),
         Route("/api/runs/{rid}/record", _api(lambda r: _run_record(state, r)),
               methods=["GET"]),
-        Route("/api/runs/{rid}/record/eval", _api(lambda r: _run_record_eval(state, r)),
-              methods=["GET"]),
+        Route("/api/runs/{rid}/record/eval",
+              _api(lambda r: _run_record_eval(state, r), watch=True), methods=["GET"]),
         Route("/api/saved/{name}", _api(lambda r: _saved(state, r)), methods=["GET"]),
-        Route("/api/saved/{name}/eval", _api(lambda r: _saved_eval(state, r)),
+        Route("/api/saved/{name}/eval", _api(lambda r: _saved_eval(state, r), watch=True),
               methods=["GET"]),
-        Route("/api/record", _api(lambda r, body: _upload(body), body=True), methods=["POST"]),
-        Route("/api/eval", _api(lambda r, body: _upload_eval(state, r, body), body=True),
+        Route("/api/record", _api(lambda r, body: _upload(state, body), body=True),
               methods=["POST"]),
+        Route("/api/eval", _api(lambda r, body: _upload_eval(state, r, body), body=True,
+                                watch=True), methods=["POST"]),
         Route("/api/play/options", _api(lambda r: _play_options(state)), methods=["GET"]),
         Route("/api/play", _api(lambda r, body: _play_new(state, body), body=True),
               methods=["POST"]),
@@ -161,16 +228,27 @@ def _page(name: str):
     return endpoint
 
 
-def _api(fn, body: bool = False):
+def _api(fn, body: bool = False, watch: bool = False):
     """An endpoint running ``fn(request[, body])`` in a worker thread (the engine, pandas and
-    the bots are CPU work); a dict becomes JSON, a Response is passed through."""
+    the bots are CPU work); a dict becomes JSON, a Response is passed through. ``watch``:
+    while it runs, the connection is watched, and ``request.state.cancel`` (an Event) is
+    set when the client leaves, so that long work stops instead of running for nobody."""
 
     async def endpoint(request: Request) -> Response:
-        if body:
-            data = await _read_json(request)
-            result = await run_in_threadpool(fn, request, data)
+        args = (request, await _read_json(request)) if body else (request,)
+        if watch:
+            cancel = request.state.cancel = threading.Event()
+            work = asyncio.ensure_future(run_in_threadpool(fn, *args))
+            try:
+                while not work.done():
+                    await asyncio.wait({work}, timeout=0.25)
+                    if not work.done() and await request.is_disconnected():
+                        cancel.set()
+            finally:
+                cancel.set()  # a cancelled request (server stopping) stops the work too
+            result = work.result()
         else:
-            result = await run_in_threadpool(fn, request)
+            result = await run_in_threadpool(fn, *args)
         if isinstance(result, Response):
             return result
         return JSONResponse(result)
@@ -193,6 +271,8 @@ async def _read_json(request: Request, limit: int = MAX_RECORD_BYTES) -> dict[st
             raise WebError(413, f"the request body is larger than {limit // 1_000_000} MB")
     try:
         data = json.loads(bytes(raw).decode("utf-8"))
+    except RecursionError:
+        raise WebError(400, "the request body is nested too deeply") from None
     except UnicodeDecodeError as e:
         raise WebError(400, f"the request body is not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
@@ -200,6 +280,9 @@ async def _read_json(request: Request, limit: int = MAX_RECORD_BYTES) -> dict[st
                             f"column {e.colno}") from None
     if not isinstance(data, dict):
         raise WebError(400, "the request body must be a JSON object")
+    if too_deep(data, MAX_JSON_DEPTH):
+        raise WebError(400, f"the request body is nested more than {MAX_JSON_DEPTH} levels "
+                            "deep; a record or a move is not")
     return data
 
 
@@ -309,11 +392,15 @@ def _game_eval(state: ServerState, request: Request) -> dict[str, Any]:
     gid = _game_id(request)
     n = _rollouts(state, request)
     start, codes = state.index.start(run, gid)
-    return state.evaluate(f"run:{run.id}:{gid}", start, codes, n)
+    return state.evaluate(f"run:{run.id}:{gid}", start, codes, n, _cancel(request))
 
 
-def _record_codes(record: GameRecord) -> tuple[Game, list[int]]:
-    start = record.start()
+def _cancel(request: Request) -> threading.Event | None:
+    return getattr(request.state, "cancel", None)
+
+
+def _record_codes(record: GameRecord, allowed: list[Path]) -> tuple[Game, list[int]]:
+    start = record.start(allowed)
     probe = start.copy()
     codes = []
     for text in record.moves:
@@ -339,25 +426,27 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def _view(rec: GameRecord, written: dict[str, Any]) -> dict[str, Any]:
+def _view(state: ServerState, rec: GameRecord, written: dict[str, Any]) -> dict[str, Any]:
     try:
-        return record_view(rec, written)
+        return record_view(rec, written, state.index.allowed_roots)
     except RecordError as e:
         raise _record_error(e) from None
 
 
 def _run_record(state: ServerState, request: Request) -> dict[str, Any]:
     rec, written, eval_url = _run_record_file(state, request)
-    return {**_view(rec, written), "eval_url": eval_url}
+    return {**_view(state, rec, written), "eval_url": eval_url}
 
 
 def _record_eval(state: ServerState, request: Request, rec: GameRecord, key: str
                  ) -> dict[str, Any]:
     try:
-        start, codes = _record_codes(rec)
-    except (RecordError, IllegalMoveError, ValueError) as e:
+        start, codes = _record_codes(rec, state.index.allowed_roots)
+    except RecordError as e:
+        raise _record_error(e) from None
+    except (IllegalMoveError, ValueError) as e:
         raise _record_error(RecordError(f"{rec.source}: {e}")) from None
-    return state.evaluate(key, start, codes, _rollouts(state, request))
+    return state.evaluate(key, start, codes, _rollouts(state, request), _cancel(request))
 
 
 def _run_record_eval(state: ServerState, request: Request) -> dict[str, Any]:
@@ -381,7 +470,7 @@ def _saved_file(state: ServerState, request: Request) -> tuple[GameRecord, dict[
 def _saved(state: ServerState, request: Request) -> dict[str, Any]:
     rec, written = _saved_file(state, request)
     name = request.path_params["name"]
-    return {**_view(rec, written), "eval_url": f"/api/saved/{_quote(name)}/eval",
+    return {**_view(state, rec, written), "eval_url": f"/api/saved/{_quote(name)}/eval",
             "saved_path": str(state.save_dir / name)}
 
 
@@ -403,9 +492,9 @@ def _uploaded(body: dict[str, Any]) -> GameRecord:
         raise _record_error(e) from None
 
 
-def _upload(body: dict[str, Any]) -> dict[str, Any]:
+def _upload(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:
     rec = _uploaded(body)
-    return _view(rec, rec.to_dict())
+    return _view(state, rec, rec.to_dict())
 
 
 def _upload_eval(state: ServerState, request: Request, body: dict[str, Any]
@@ -450,7 +539,9 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
             _, rid, rel = parts
             run = state.index.get(rid, loaded=False)
             path = inside(run.path, rel, "ruleset file")
-            return load_ruleset(path), f"{run.label}/{rel}"
+            # what the file names (extends, a patch table) must be served or shipped too
+            return (load_ruleset(path, allowed_roots=state.index.allowed_roots),
+                    f"{run.label}/{rel}")
         if key not in shipped_rulesets():
             raise WebError(400, f"ruleset {key!r}: not a shipped ruleset (shipped: "
                                 f"{', '.join(shipped_rulesets())})")
@@ -458,6 +549,8 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
     except RulesetError as e:  # an invalid ruleset file: the page and the log say why
         log.warning("%s", e)
         raise WebError(400, f"ruleset {key!r}: {e}") from None
+    except RecursionError:
+        raise WebError(400, f"ruleset {key!r}: nested too deeply to be a ruleset") from None
 
 
 def _play_new(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import re
 import secrets
 import threading
@@ -23,12 +24,15 @@ from typing import Any
 import numpy as np
 
 from patchsim.atomic import atomic_write
+from patchsim.bots.learned import LearnedBot, ModelError
 from patchsim.bots.registry import REGISTRY, Bot, BotSpecError, MCTSBot, make_bot, parse_spec
 from patchsim.engine import core
 from patchsim.engine.game import Game, IllegalMoveError, decode_move
 from patchsim.engine.ruleset import Ruleset
 from patchsim.web.positions import QuiltTracker, legal_view, position_view, ruleset_info
 from patchsim.web.runs import WebError
+
+log = logging.getLogger("patchsim.web")
 
 MAX_SESSIONS = 64  # games kept in memory; the oldest is dropped beyond this
 MAX_ITERATIONS = 20_000  # a search bot's iterations per move: a few seconds at most
@@ -50,7 +54,12 @@ def check_bot_spec(spec: object) -> Bot:
         bot = make_bot(spec)
     except BotSpecError as e:
         raise WebError(400, f"bot: {e}") from None
-    if isinstance(bot, MCTSBot):
+    if isinstance(bot, LearnedBot) and (bot.models or bot.model_choice not in ("auto",
+                                                                               "shipped")):
+        # a request must not make the server read a file it names
+        raise WebError(400, f"bot: {bot.spec}: models= and model files are not read here; "
+                            "the server plays with the trained or shipped model (model=auto)")
+    if isinstance(bot, MCTSBot | LearnedBot):
         values = bot.values
         if values["iterations"] > MAX_ITERATIONS or values["time_ms"] > MAX_TIME_MS:
             raise WebError(400, f"bot: {bot.spec}: at most iterations={MAX_ITERATIONS} and "
@@ -71,6 +80,7 @@ class PlaySession:
     tracker: QuiltTracker
     moves: list[dict[str, Any]] = field(default_factory=list)
     saved: Path | None = None
+    save_error: str | None = None
     error: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -96,8 +106,14 @@ class PlayManager:
             seed: object = None) -> dict[str, Any]:
         """Start a game; the bot moves at once if it has the first turn."""
         bot = check_bot_spec(bot_spec)
-        if human not in (0, 1):
+        # true == 1 and 1.0 == 1 in Python; a seat is the number 0 or 1, nothing else
+        if type(human) is not int or human not in (0, 1):
             raise WebError(400, "seat: give 0 (you move first) or 1 (the bot moves first)")
+        if isinstance(bot, LearnedBot):
+            try:  # found now, not at the bot's first move in the middle of the game
+                bot.bind(ruleset)
+            except ModelError as e:
+                raise WebError(400, f"bot: {e}") from None
         if seed is None or seed == "":
             seed = secrets.randbelow(2**62)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
@@ -164,17 +180,25 @@ class PlayManager:
                 session.error = (f"the bot {session.bot.spec} failed at move {game.ply + 1}: "
                                  f"{type(e).__name__}: {e}")
                 raise WebError(500, session.error) from None
-        if game.finished and session.saved is None:
-            session.saved = self._save(session)
+        if game.finished and session.saved is None and session.save_error is None:
+            self._save(session)
 
-    def _save(self, session: PlaySession) -> Path:
+    def _save(self, session: PlaySession) -> None:
+        """Write the finished game as a record; a folder that cannot take it is said on the
+        page, which still has the record to download (the game is not lost)."""
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         who = re.sub(r"[^A-Za-z0-9]+", "-", session.bot.spec).strip("-")[:40]
         rules = re.sub(r"[^A-Za-z0-9]+", "-", session.game.ruleset.name).strip("-")[:40]
-        self.save_dir.mkdir(parents=True, exist_ok=True)
         path = self.save_dir / f"{stamp}-{rules}-seat{session.human}-vs-{who}-{session.id}.json"
-        atomic_write(path, json.dumps(session.game.record(), indent=1) + "\n")
-        return path
+        try:
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, json.dumps(session_record(session), indent=1) + "\n")
+        except OSError as e:
+            session.save_error = (f"the game could not be saved in {self.save_dir} "
+                                  f"({e.strerror or e}); download its record below")
+            log.warning("%s", session.save_error)
+            return
+        session.saved = path
 
     def view(self, session: PlaySession) -> dict[str, Any]:
         game = session.game
@@ -194,8 +218,16 @@ class PlayManager:
             "error": session.error,
             "saved": session.saved.name if session.saved else None,
             "saved_path": str(session.saved) if session.saved else None,
-            "record": game.record() if game.finished else None,
+            "save_error": session.save_error,
+            "record": session_record(session) if game.finished else None,
         }
+
+
+def session_record(session: PlaySession) -> dict[str, Any]:
+    """The game's record, with who sat where ("human" and the bot's spec)."""
+    players = [session.bot.spec, session.bot.spec]
+    players[session.human] = "human"
+    return {**session.game.record(), "players": players}
 
 
 class IllegalMove(WebError):

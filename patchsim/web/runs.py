@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from patchsim.analysis.selfplay import DISTINCT_NOTE, duplicated_pairings
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
@@ -36,6 +37,8 @@ GAMES = "games.parquet"
 EVENTS = "events.parquet"
 SCAN_DEPTH = 4  # how deep below a given folder run folders are looked for
 SKIP_DIRS = {"batches", "figures", "__pycache__", "node_modules"}
+TUNER_DIRS = ("candidates", "finalists")  # the tuner's own runs, one per candidate ruleset
+TUNER_FILES = ("tune.md", "tune-rounds.csv")
 REPORT_FILES = ("report.html", "sweep.html", "report.md", "sweep.md", "tune.md", "ladder.md")
 MAX_LIMIT = 500  # games per page of the table
 MAX_RECORD_BYTES = 4_000_000
@@ -48,6 +51,45 @@ class WebError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def too_deep(data: object, limit: int) -> bool:
+    """Whether JSON data nests lists and objects more than ``limit`` levels deep (checked
+    without recursion: copying or hashing such data later would overflow the stack)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict)
+                                                   else node))
+    return False
+
+
+class FolderError(ValueError):
+    """A folder given to the server that cannot be used: ``what`` it is for ("run folder",
+    "save folder"), its ``path`` and the ``reason``."""
+
+    def __init__(self, what: str, path: Path, reason: str) -> None:
+        super().__init__(f"{what} {path}: {reason}")
+        self.what, self.path, self.reason = what, path, reason
+
+
+def check_folders(roots: list[Path], save_dir: Path) -> None:
+    """FolderError for a served root that is a file (a missing one is fine: runs may appear
+    there later) or a save folder that cannot be one (a file, or below a file)."""
+    for root in roots:
+        if root.exists() and not root.is_dir():
+            raise FolderError("run folder", root, "is a file, not a folder (give run "
+                                                  "folders, or folders that hold them)")
+    probe = save_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise FolderError("save folder", save_dir,
+                          "is a file, not a folder" if probe == save_dir else
+                          f"cannot be made: {probe} is a file")
 
 
 # --- paths ----------------------------------------------------------------------------------------
@@ -111,19 +153,25 @@ class RunFolder:
     games_total: int = 0
 
     def summary(self) -> dict[str, Any]:
-        cfg = self.manifest.get("config", {}) if self.manifest else {}
+        # a manifest is data from a file: every field is checked, a damaged one shows as empty
+        cfg = self.manifest.get("config") if self.manifest else None
+        cfg = cfg if isinstance(cfg, dict) else {}
+        listed = cfg.get("rulesets")
+        bots = cfg.get("bots")
+        finished = self.manifest.get("finished") if self.manifest else None
         return {
             "id": self.id,
             "label": self.label,
             "path": str(self.path),
             "error": self.error,
-            "name": cfg.get("name"),
-            "rulesets": list(self.rulesets) or [r.get("name") for r in cfg.get("rulesets", [])
-                                                if isinstance(r, dict)],
-            "bots": cfg.get("bots", []),
+            "name": cfg.get("name") if isinstance(cfg.get("name"), str) else None,
+            "rulesets": list(self.rulesets) or [
+                r["name"] for r in (listed if isinstance(listed, list) else [])
+                if isinstance(r, dict) and isinstance(r.get("name"), str)],
+            "bots": [b for b in bots if isinstance(b, str)] if isinstance(bots, list) else [],
             "games": self.games_total,
             "complete": bool(self.manifest.get("complete")) if self.manifest else False,
-            "finished": self.manifest.get("finished") if self.manifest else None,
+            "finished": finished if isinstance(finished, str) else None,
             "reports": [f for f in REPORT_FILES if (self.path / f).is_file()],
         }
 
@@ -142,15 +190,25 @@ def open_run(path: Path, label: str) -> RunFolder:
         if not isinstance(manifest, dict):
             raise ValueError("not a JSON object")
         run.manifest = manifest
-        run.games_total = int(manifest.get("games_total") or 0)
+        total = manifest.get("games_total") or 0
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise ValueError(f"games_total is not a count of games: {total!r}"[:120])
+        run.games_total = total
+    except RecursionError:
+        run.error = f"{mpath}: cannot read the manifest (nested too deeply)"
+        return run
     except (OSError, ValueError, UnicodeDecodeError) as e:
         run.error = f"{mpath}: cannot read the manifest ({type(e).__name__}: {e})"
         return run
     try:
         for r in manifest["config"]["rulesets"]:
+            if not isinstance(r["name"], str):
+                raise TypeError("a ruleset name is not text")
+            # a manifest's rules are written out in full: they may not name other files
             run.rulesets[r["name"]] = ruleset_from_dict(r["rules"],
-                                                        source=f"manifest: {r['name']}")
-    except (KeyError, TypeError, RulesetError) as e:
+                                                        source=f"manifest: {r['name']}",
+                                                        allowed_roots=())
+    except (KeyError, TypeError, RulesetError, RecursionError) as e:
         run.error = (f"{mpath}: the manifest's rules do not load ({type(e).__name__}: {e}); "
                      "it is damaged or from another version of patchsim")
         return run
@@ -183,7 +241,7 @@ class RunIndex:
         self.problems: list[str] = []
         self._lock = threading.Lock()
         self._logged: set[str] = set()
-        self._tables: dict[str, tuple[float, pd.DataFrame]] = {}
+        self._tables: dict[str, tuple[float, pd.DataFrame, pd.DataFrame]] = {}
         self._views: OrderedDict[tuple[str, int], dict[str, Any]] = OrderedDict()
 
     def scan(self) -> list[RunFolder]:
@@ -193,23 +251,25 @@ class RunIndex:
             if not root.exists():
                 problems.append(f"{root}: no such folder")
                 continue
-            if (root / MANIFEST).is_file():
-                run = open_run(root, root.resolve().name)
-                found.setdefault(run.id, run)
-                continue
             if not root.is_dir():
-                problems.append(f"{root}: not a folder")
+                problems.append(f"{root}: not a folder (give run folders, or folders that "
+                                "hold them)")
                 continue
             top = root.resolve()
             for folder, dirs, names in os.walk(top):
                 rel = Path(folder).relative_to(top)
+                label = (Path(top.name) / rel).as_posix() if rel.parts else top.name
                 if MANIFEST in names:
-                    dirs[:] = []  # a run folder's sub-folders are its own (figures, batches)
-                    run = open_run(Path(folder), (Path(top.name) / rel).as_posix())
+                    run = open_run(Path(folder), label)
                     found.setdefault(run.id, run)
-                    continue
+                # a folder with a report may hold newer runs of the same study below it
+                # (reports/<name>/<time>-s<seed>), so the walk goes on; a tuner's candidate
+                # runs are its working material, shown by its own report
+                tuner = any(n in names for n in TUNER_FILES)
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                                 and d not in SKIP_DIRS and len(rel.parts) < SCAN_DEPTH)
+                                 and d not in SKIP_DIRS and len(rel.parts) < SCAN_DEPTH
+                                 and not (tuner and d in TUNER_DIRS)
+                                 and not _tuner_folder(Path(folder) / d))
         with self._lock:
             self.runs = dict(sorted(found.items(), key=lambda kv: kv[1].label))
             self.problems = problems
@@ -218,6 +278,11 @@ class RunIndex:
                     self._logged.add(msg)
                     log.warning("%s", msg)
         return list(self.runs.values())
+
+    @property
+    def allowed_roots(self) -> list[Path]:
+        """The folders files may be read from (the served ones, resolved)."""
+        return [r.resolve() for r in self.roots if r.is_dir()]
 
     def get(self, rid: str, loaded: bool = True) -> RunFolder:
         """The run with this id; WebError 404 if there is none, and 409 with its problem if
@@ -233,9 +298,11 @@ class RunIndex:
         return run
 
     # --- the games table --------------------------------------------------------------------------
-    def games(self, run: RunFolder) -> pd.DataFrame:
+    def games(self, run: RunFolder, listed_only: bool = True) -> pd.DataFrame:
         """The run's games without move lists, plus ``margin`` (winner's lead),
-        ``bonus`` (-1 nobody) and ``claims0``/``claims1`` (leather claims from the events)."""
+        ``bonus`` (-1 nobody), ``claims0``/``claims1`` (leather claims from the events) and
+        ``counted_once`` (deterministic self-play). ``listed_only``: without the identical
+        copy of each deterministic self-play game, as the report counts them."""
         gpath = run.path / GAMES
         try:
             mtime = gpath.stat().st_mtime
@@ -243,7 +310,7 @@ class RunIndex:
             raise WebError(409, f"{gpath}: {e.strerror}") from None
         cached = self._tables.get(run.id)
         if cached and cached[0] == mtime:
-            return cached[1]
+            return cached[1] if listed_only else cached[2]
         try:
             cols = [f.name for f in pq.read_schema(gpath) if f.name != "moves"]
             games = pq.read_table(gpath, columns=cols).to_pandas()
@@ -252,6 +319,11 @@ class RunIndex:
             log.warning("%s", msg)
             raise WebError(409, msg) from None
         games["margin"] = (games["score0"] - games["score1"]).abs()
+        # deterministic self-play plays each deal's game twice, identically; the report
+        # counts it once, and so does the table: the copy (seat order 1) is left out
+        dup = duplicated_pairings(games)
+        games["counted_once"] = games["pairing"].astype(str).isin(dup)
+        games.attrs["duplicated_pairings"] = dup
         games["bonus"] = np.where(games["bonus0"], 0, np.where(games["bonus1"], 1, -1))
         claims = self._claims(run)
         for seat in (0, 1):
@@ -260,8 +332,10 @@ class RunIndex:
                 games[col] = -1  # unknown: no readable events table
             else:
                 games[col] = games["game_id"].map(claims.get(seat, {})).fillna(0).astype(int)
-        self._tables[run.id] = (mtime, games)
-        return games
+        listed = games[~(games["counted_once"] & (games["order"] == 1))]
+        listed.attrs["duplicated_pairings"] = games.attrs["duplicated_pairings"]
+        self._tables[run.id] = (mtime, listed, games)
+        return listed if listed_only else games
 
     def _claims(self, run: RunFolder) -> dict[int, dict[int, int]] | None:
         path = run.path / EVENTS
@@ -333,15 +407,19 @@ class RunIndex:
             raise WebError(400, f"sort={sort!r}: give one of {', '.join(SORT_KEYS)} (a '-' "
                                 "in front sorts descending)")
         offset = _int(query, "offset") or 0
-        limit = _int(query, "limit")
+        limit = _int(query, "limit", 1, MAX_LIMIT)
         limit = 50 if limit is None else limit
-        if limit < 1 or limit > MAX_LIMIT:
-            raise WebError(400, f"limit={limit}: give between 1 and {MAX_LIMIT}")
         sub = g[mask].sort_values([key, "game_id"], ascending=[not sort.startswith("-"), True],
                                   kind="stable")
         page = sub.iloc[offset:offset + limit]
+        dup = g.attrs.get("duplicated_pairings", [])
         return {"total": len(g), "matching": len(sub), "offset": offset, "limit": limit,
-                "games": [_game_row(r) for r in page.to_dict("records")]}
+                "games": [_game_row(r) for r in page.to_dict("records")],
+                "counted_once": list(dup),
+                "counted_once_note": (f"{', '.join(dup)}: {DISTINCT_NOTE} (the seat-swapped "
+                                      "copy is the same game: counted once, as in the "
+                                      "report)"
+                                      if dup else None)}
 
     # --- one game -----------------------------------------------------------------------------
     def game_view(self, run: RunFolder, game_id: int) -> dict[str, Any]:
@@ -352,7 +430,7 @@ class RunIndex:
             if key in self._views:
                 self._views.move_to_end(key)
                 return self._views[key]
-        g = self.games(run)
+        g = self.games(run, listed_only=False)  # a copy's id still opens its game
         rows = g[g["game_id"] == game_id]
         if rows.empty:
             raise WebError(404, f"run {run.label} has no game {game_id}")
@@ -432,23 +510,40 @@ FILTERS = ("ruleset", "pairing", "winner", "margin_min", "margin_max", "bonus", 
 SORT_KEYS = ("game_id", "margin", "score0", "score1", "plies", "deal")
 
 
-def _int(query: dict[str, str], key: str) -> int | None:
+def _int(query: dict[str, str], key: str, lo: int = 0, hi: int = 10**12) -> int | None:
     raw = query.get(key, "")
     if raw == "":
         return None
     try:
-        value = int(raw)
+        value = int(raw[:40]) if len(raw) <= 40 else None  # int() of a huge text is slow
     except ValueError:
-        raise WebError(400, f"{key}={raw!r}: expected a whole number") from None
-    if value < 0 or value > 10**12:
-        raise WebError(400, f"{key}={raw!r}: expected a number between 0 and 10^12")
+        value = None
+    if value is None:
+        raise WebError(400, f"{key}={raw[:40]!r}: expected a whole number")
+    if value < lo or value > hi:
+        raise WebError(400, f"{key}={raw!r}: expected a number between {lo} and "
+                            f"{'10^12' if hi == 10**12 else hi}")
     return value
+
+
+def _tuner_folder(path: Path) -> bool:
+    """Whether ``path`` is a tuner's folder of candidate runs (``candidates``/``finalists``
+    holding folders named by a ruleset's 16-hex-digit content hash), even before the tuner
+    wrote its report beside it."""
+    if path.name not in TUNER_DIRS:
+        return False
+    try:
+        subs = [p.name for p in path.iterdir() if p.is_dir()]
+    except OSError:
+        return False
+    return bool(subs) and all(len(n) == 16 and all(c in "0123456789abcdef" for c in n)
+                              for n in subs)
 
 
 def _game_row(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("game_id", "ruleset", "pairing", "deal", "order", "bot0", "bot1", "winner",
             "winner_bot", "score0", "score1", "margin", "tie_break", "bonus", "claims0",
-            "claims1", "leather0", "leather1", "plies")
+            "claims1", "leather0", "leather1", "plies", "counted_once")
     out = {}
     for k in keys:
         v = r[k]
@@ -457,10 +552,13 @@ def _game_row(r: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- records --------------------------------------------------------------------------------------
-def record_view(record: GameRecord, as_written: dict[str, Any] | None = None) -> dict[str, Any]:
+def record_view(record: GameRecord, as_written: dict[str, Any] | None = None,
+                allowed_roots: list[Path] | None = None) -> dict[str, Any]:
     """A game record replayed by the engine, in the shape of :meth:`RunIndex.game_view`.
-    RecordError (with the move number) when it does not load or a move is illegal."""
-    start = record.start()
+    RecordError (with the move number) when it does not load or a move is illegal; the
+    files its rules name must lie in ``allowed_roots`` (default: none but the shipped
+    configs)."""
+    start = record.start(allowed_roots if allowed_roots is not None else [])
     codes = []
     probe = start.copy()
     for i, text in enumerate(record.moves, start=1):
@@ -478,7 +576,8 @@ def record_view(record: GameRecord, as_written: dict[str, Any] | None = None) ->
     return {
         "kind": "record",
         "title": f"{record.source} ({start.ruleset.name})",
-        "players": ["seat 0", "seat 1"],
+        # who played is recorded since records have "players"; older ones do not say
+        "players": (list(record.players) if record.players else ["seat 0", "seat 1"]),
         "rules": ruleset_info(start.ruleset),
         "moves": texts,
         "positions": positions,
@@ -495,6 +594,8 @@ def safe_record(record: GameRecord, folder: Path | None = None,
     relative to it). A record must not make the server read files elsewhere."""
     rules = record.rules
     shipped = shipped_rulesets()
+    if isinstance(rules, dict) and too_deep(rules, 32):
+        raise RecordError(f"{record.source}: rules: nested too deeply to be a ruleset")
     if isinstance(rules, dict):
         ext = rules.get("extends")
         if ext is not None and ext not in shipped:
@@ -512,7 +613,8 @@ def safe_record(record: GameRecord, folder: Path | None = None,
             path = inside(folder, rel, "ruleset file")
         except WebError as e:
             raise RecordError(f"{record.source}: rules: {e.message}") from None
-        return GameRecord(str(path), record.circle, record.moves, record.source)
+        return GameRecord(str(path), record.circle, record.moves, record.source,
+                          record.players)
     where = "a YAML file beside the record, " if folder is not None else ""
     raise RecordError(f"{record.source}: rules: {rules!r} is not a shipped ruleset (give "
                       f"one of {', '.join(shipped)}, {where}or the rules written out in full)")

@@ -127,6 +127,14 @@
 
   function showResult() {
     var box = PS.clear(document.getElementById("result"));
+    if (game.save_error && game.record) {
+      // the folder refused the file: the record is still here, to keep by hand
+      var blob = new Blob([JSON.stringify(game.record, null, 1) + "\n"], { type: "application/json" });
+      box.appendChild(h("p", { id: "save-error", "class": "error" }, game.save_error + " ",
+        h("a", { href: URL.createObjectURL(blob), download: "patchsim-game.json" },
+          "download the record")));
+      return;
+    }
     if (!game.saved) { return; }
     box.appendChild(h("p", { id: "saved", "data-name": game.saved, "data-path": game.saved_path },
       "The game is saved as a record: " + game.saved_path + " (",

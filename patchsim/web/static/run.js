@@ -50,6 +50,9 @@
     document.getElementById("count").textContent = data.matching ?
       "games " + (data.offset + 1) + "\u2013" + end + " of " + data.matching + " matching (" +
       data.total + " in the run)" : "no game matches (" + data.total + " in the run)";
+    if (data.counted_once_note) {
+      document.getElementById("count").textContent += "; " + data.counted_once_note;
+    }
     document.getElementById("prev").disabled = data.offset <= 0;
     document.getElementById("next").disabled = end >= data.matching;
     var rows = data.games.map(function (g) {
@@ -57,8 +60,12 @@
       var claims = g.claims0 < 0 ? "?" : g.claims0 + " / " + g.claims1;
       return h("tr", { "data-game": g.game_id, "data-winner": g.winner,
         "data-margin": g.margin, "data-bonus": g.bonus, "data-claims0": g.claims0,
-        "data-claims1": g.claims1, "data-ruleset": g.ruleset, "data-pairing": g.pairing },
-        h("td", { "class": "num" }, h("a", { href: link, "class": "game-link" }, String(g.game_id))),
+        "data-claims1": g.claims1, "data-ruleset": g.ruleset, "data-pairing": g.pairing,
+        "data-counted-once": g.counted_once },
+        h("td", { "class": "num" }, h("a", { href: link, "class": "game-link" }, String(g.game_id)),
+          g.counted_once ? h("span", { "class": "small counted-once",
+            title: "deterministic self-play: the seat-swapped game is the same game; it is " +
+              "counted once, as in the report" }, " (counted once)") : null),
         h("td", null, g.ruleset),
         h("td", null, g.bot0),
         h("td", null, g.bot1),

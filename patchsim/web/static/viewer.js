@@ -78,7 +78,8 @@
       PS.api("/api/eval", { name: upload ? upload.name : "record", record: view.record });
     req.then(function (e) {
       evaluation = e;
-      info.textContent = e.method + "; \u25c6 marks a change of favourite.";
+      info.textContent = e.method + (e.note ? " (" + e.note + ")" : "") +
+        "; \u25c6 marks a change of favourite.";
       drawCurve();
     }).catch(function (e) { info.textContent = "not available: " + e.message; });
   }
@@ -114,9 +115,14 @@
         fill: "#5d6873" }, svg);
       tx.textContent = String(m);
     }
-    var band = pts.map(function (p) { return X(p.ply) + "," + Y(p.win0_hi); })
-      .concat(pts.slice().reverse().map(function (p) { return X(p.ply) + "," + Y(p.win0_lo); }));
-    el("polygon", { points: band.join(" "), fill: "rgba(31,119,180,0.16)", stroke: "none" }, svg);
+    // an interval only where there is one (rollouts); the learned estimate has none
+    var banded = pts.filter(function (p) { return p.win0_lo !== null && p.win0_hi !== null; });
+    if (banded.length) {
+      var band = banded.map(function (p) { return X(p.ply) + "," + Y(p.win0_hi); })
+        .concat(banded.slice().reverse().map(function (p) { return X(p.ply) + "," + Y(p.win0_lo); }));
+      el("polygon", { points: band.join(" "), fill: "rgba(31,119,180,0.16)", stroke: "none",
+        "class": "eval-band" }, svg);
+    }
     el("polyline", { points: pts.map(function (p) { return X(p.ply) + "," + Y(p.win0); }).join(" "),
       fill: "none", stroke: "#1f77b4", "stroke-width": 2, "class": "eval-line" }, svg);
     pts.forEach(function (p) {
@@ -135,8 +141,9 @@
     var here = pts[ply];
     if (here) {
       box.appendChild(h("div", { id: "eval-here", "class": "small" }, "move " + ply +
-        ": seat 0 wins " + Math.round(here.win0 * 100) + "% [" + Math.round(here.win0_lo * 100) +
-        ", " + Math.round(here.win0_hi * 100) + "] (95%), expected final margin " +
+        ": seat 0 wins " + Math.round(here.win0 * 100) + "%" + (here.win0_lo === null ? "" :
+        " [" + Math.round(here.win0_lo * 100) + ", " + Math.round(here.win0_hi * 100) +
+        "] (95%)") + ", expected final margin " +
         (here.margin >= 0 ? "+" : "") + here.margin.toFixed(1) + " for seat 0"));
     }
     svg.addEventListener("click", function (e) {
