@@ -192,11 +192,12 @@ def run(
                 result = execute_until(cfg, run_dir, until, decide_margin=until_decided,
                                        echo=typer.echo, jobs=n_jobs, backend=backend,
                                        scheduler=scheduler, progress=bar,
-                                       command=command_line(), keep_batches=keep_batches)
+                                       command=command_line(), keep_batches=keep_batches,
+                                       warm_progress=_warm_line)
             else:
                 result = execute(cfg, run_dir, jobs=n_jobs, backend=backend,
                                  scheduler=scheduler, progress=bar, command=command_line(),
-                                 keep_batches=keep_batches)
+                                 keep_batches=keep_batches, warm_progress=_warm_line)
     except RunError as e:
         raise run_failure(e) from None
     except KeyboardInterrupt:  # before the run started: nothing to resume
@@ -216,6 +217,55 @@ def run(
         except ReportError as e:
             raise fail(str(e)) from None
         typer.echo(f"report: {path}")
+
+
+def _warm_line(worker, done: int, total: int) -> None:
+    """Progress of a Dask cluster's warm-up, one line per worker (through tqdm, so that a
+    progress bar already on screen is redrawn below the line)."""
+    from tqdm import tqdm
+
+    if worker is None:
+        line = (f"warming {total} Dask worker(s): the first on each machine compiles "
+                "patchsim's code (about 20 s), the others then load it")
+    else:
+        how = "loaded from the cache" if worker.was_warm else "compiled"
+        line = (f"  {done}/{total} ready: {worker.address} on {worker.host}, {how} in "
+                f"{worker.seconds:.1f} s")
+    tqdm.write(line, file=sys.stderr)
+
+
+@app.command()
+def warm(
+    scheduler: Annotated[str, typer.Option(help="Dask scheduler address or scheduler file.")],
+    config: Annotated[str, typer.Argument(
+        help="The ruleset or experiment the runs will play.")] = "edition2",
+    bots: Annotated[str | None, typer.Option(help="Bot specs separated by ';' (default: "
+                                             "the run's default line-up).")] = None,
+    override: Annotated[list[str] | None, typer.Option(
+        "--set", help="Ruleset override key=value, as for run.")] = None,
+) -> None:
+    """Load patchsim's compiled code into every worker of a Dask cluster before the first
+    run, with a line per worker: the first worker on each machine compiles (about 20 s),
+    the others load it from the cache folder they share. Runs with --backend dask warm the
+    workers too; warm ones answer at once."""
+    from patchsim.play.cluster import warm_cluster
+    from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.execution import dask_client
+
+    try:
+        spec_list = [b.strip() for b in bots.split(";")] if bots else None
+        cfg = load_run_config(config, bots=spec_list, overrides=override or (),
+                              bot_path=[os.getcwd()])
+        client = dask_client(scheduler)
+        try:
+            warmed = warm_cluster(client, cfg, _warm_line, scheduler=scheduler)
+        finally:
+            client.close()
+    except RunError as e:
+        raise run_failure(e) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    typer.echo(f"{len(warmed)} worker(s) warm for {cfg.name}: {'; '.join(cfg.bots)}")
 
 
 @app.command("ladder")
