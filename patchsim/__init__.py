@@ -3,27 +3,29 @@
 The names a notebook needs are here: ``simulate`` (many games, as DataFrames), ``Game``,
 ``Move``, ``MoveList`` (one game, move by move), ``load_ruleset``, ``make_bot``,
 ``play_game``, ``deal_circle`` and the analysis functions (``run_summary``,
-``pairing_table``, ...). Importing patchsim compiles nothing and loads neither pandas nor
-matplotlib: everything beyond the engine is imported on first use.
+``pairing_table``, ...). Importing patchsim compiles nothing and loads neither numpy, numba,
+pandas nor matplotlib: every name is imported on first use.
 """
-
-from patchsim import _jitcache
-
-_jitcache.configure()  # before any compiled function is defined
-
-# ruff: noqa: E402
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from patchsim._version import __version__
-from patchsim.engine.deal import deal_circle
-from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
-from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 
-# name -> module for the names imported on first access (they pull in pandas, scipy,
-# statsmodels or joblib, which a game of Patchwork in a terminal does not need)
+# name -> module for the names imported on first access: the engine's load numpy and numba
+# (which `patchsim --help` does not need), the others pandas, scipy, statsmodels or joblib
+# (which a game of Patchwork in a terminal does not need). numba's cache folder is set when
+# the engine is first imported (patchsim.engine).
 _LAZY = {
+    "deal_circle": "patchsim.engine.deal",
+    "Game": "patchsim.engine.game",
+    "IllegalMoveError": "patchsim.engine.game",
+    "IllegalReason": "patchsim.engine.game",
+    "Move": "patchsim.engine.game",
+    "MoveList": "patchsim.engine.game",
+    "Ruleset": "patchsim.engine.ruleset",
+    "RulesetError": "patchsim.engine.ruleset",
+    "load_ruleset": "patchsim.engine.ruleset",
     "simulate": "patchsim.play.simulate",
     "Simulation": "patchsim.play.simulate",
     "RunError": "patchsim.play.config",
@@ -57,6 +59,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
     )
     from patchsim.analysis.summary import format_summary, run_summary
     from patchsim.bots.registry import make_bot
+    from patchsim.engine.deal import deal_circle
+    from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
+    from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
     from patchsim.play.config import RunError
     from patchsim.play.match import BotError, play_game
     from patchsim.play.simulate import Simulation, simulate

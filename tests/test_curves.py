@@ -21,6 +21,7 @@ from patchsim.play.storage import read_manifest
 from patchsim.reporting.curves import (
     CURVE_COLUMNS,
     STATE_COLUMNS,
+    board_name,
     curve_table,
     game_states,
     plot_curves,
@@ -210,3 +211,24 @@ def test_curve_intervals_are_over_deals() -> None:
     e = E.mean_estimate([np.mean(p) for p in values.values()])
     assert point["n"] == 8
     assert (point["mean"], point["lo"], point["hi"]) == pytest.approx((e.value, e.lo, e.hi))
+
+
+def test_board_names_fit_the_heading_or_are_shortened_and_shown_whole():
+    """A long bot spec was cut mid-word on the replay's board ("Seat 1: mcts(eval=le…"):
+    the board gets the name whole, or the bot's name alone, and the snippet shows the full
+    specs under the title when the title does not."""
+    rules9 = {"rows": 9, "cols": 9}
+    learned = "mcts(eval=learned, iterations=100)"
+    assert board_name("greedy", rules9) == "greedy"
+    assert board_name(learned, rules9) == "mcts"
+    assert board_name("x" * 40, rules9) is None  # the board shows "Seat 1" alone
+    record = Game.new("edition2", seed=1).record("edition2")
+    snippet = replay_snippet([record], titles=["the sample"], players=[["greedy", learned]])
+    data = json.loads(re.search(r'-data">(.*?)</script>', snippet, re.S).group(1))
+    assert data["games"][0]["names"] == ["greedy", "mcts"]
+    assert data["games"][0]["players"] == ["greedy", learned]
+    assert f"seat 1</span>: {learned}" in snippet.replace("&#x27;", "'")
+    # a title that names the bots already needs no second line
+    titled = replay_snippet([record], titles=[f"greedy (seat 0) vs {learned} (seat 1)"],
+                            players=[["greedy", learned]])
+    assert "psr-players\">" not in titled

@@ -317,3 +317,30 @@ def test_report_from_streamed_tables_is_the_in_memory_one(which: str, tmp_path: 
     for f in figures:
         assert ((tmp_path / "streamed" / "figures" / f).read_bytes()
                 == (tmp_path / "in-memory" / "figures" / f).read_bytes()), f
+
+
+def texts_outside(fig: Figure) -> list[str]:
+    """The panels of ``fig`` (with their titles, tick labels and axis labels, as drawn) and
+    the figure's own texts that do not fit inside the image: cut off when it is saved."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    width, height = fig.bbox.width, fig.bbox.height
+    boxes = [(ax.get_title(), ax.get_tightbbox(renderer)) for ax in fig.axes]
+    boxes += [(t.get_text(), t.get_window_extent(renderer)) for t in fig.texts]
+    return [what for what, box in boxes if box is not None and (
+        box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1)]
+
+
+def test_seat_win_rate_figure_keeps_every_text_inside():
+    """The right panel's title (with its colour key) ran past the image's right edge."""
+    learned = "mcts(eval=learned, iterations=100)"
+    pairs = [("greedy vs greedy", True), (f"greedy vs {learned}", False),
+             (f"{learned} vs {learned}", True)]
+    rs = "edition2 (bonus.points=9)"
+    fpa = pd.DataFrame({"pairing": [p for p, _ in pairs], "ruleset": rs, "rate": 0.55,
+                        "lo": 0.45, "hi": 0.65})
+    lines = pd.DataFrame([{"pairing": p, "ruleset": rs, "self_play": self_play, "bot": "greedy",
+                           "line": line, "win_rate": 0.5, "lo": 0.4, "hi": 0.6}
+                          for p, self_play in pairs
+                          for line in ("first seat", "second seat", "pooled")])
+    assert texts_outside(plots.seat_winrates(fpa, lines)) == []

@@ -763,10 +763,16 @@ def test_time_budget_bots_are_refused_in_runs():
         load_run_config("edition2", bots=["mcts(iterations=10, time_ms=5)"])
 
 
-def test_overridden_rules_get_their_own_name():
-    cfg = load_run_config("edition2", overrides=["offer_size=4"], bots=["greedy"])
-    rs = cfg.rulesets[0]
-    assert rs.name == f"edition2+{rs.content_hash()[:6]}"
+def test_overridden_rules_get_their_own_readable_name():
+    cfg = load_run_config("edition2", overrides=["offer_size=4", " bonus.points = 9"],
+                          bots=["greedy"])
+    assert cfg.rulesets[0].name == "edition2 (offer_size=4, bonus.points=9)"
+    assert cfg.to_dict()["rulesets"][0]["hash"] == cfg.rulesets[0].content_hash()
+    # an experiment's rulesets, changed alike, keep names of their own
+    both = load_run_config("experiments/edition1-vs-edition2.yaml", overrides=["offer_size=4"])
+    names = [r.name for r in both.rulesets]
+    assert len(set(names)) == len(names) == 2
+    assert all(n.endswith(" (offer_size=4)") for n in names)
 
 
 @pytest.mark.parametrize("text", ["{", "{}", '{"config": {}}'])

@@ -14,13 +14,12 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from patchsim.play.config import RunError
-from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
-from patchsim.play.storage import RunFolderBusy
+if TYPE_CHECKING:
+    from patchsim.play.config import RunError
 
 
 def one_line_paragraphs(doc: str) -> str:
@@ -60,6 +59,10 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     """The message and exit status for an error of a run, with what to do next. ``again``
     gives the command that continues from a run folder (default: ``patchsim run --resume``;
     a study passes its own, e.g. the same sweep with ``--out`` that folder)."""
+    # imported here, not at the top: `patchsim --help` loads no numpy, numba nor the runner
+    from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
+    from patchsim.play.storage import RunFolderBusy
+
     cont = again or resume_command
     if isinstance(e, RunInterrupted):
         typer.echo(f"\n{e}.\nNothing is lost: continue with\n    {cont(e.run_dir)}",

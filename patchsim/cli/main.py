@@ -24,11 +24,50 @@ from patchsim.cli.common import (
     study_again,
 )
 
+# what an option's value is, in its help line ("--out DIR"), instead of typer's type tags
+# ("--out <str>", "--set <list[str]>"); by type otherwise: N a whole number, X a number
+_METAVARS = {"out": "DIR", "save_dir": "DIR", "resume": "RUN_DIR", "compare_with": "RUN_DIR",
+             "override": "KEY=VALUE", "set_": "KEY=VALUE", "bots": "SPECS",
+             "scheduler": "ADDRESS", "backend": "NAME"}
+
+
+class _Commands(typer.core.TyperGroup):
+    """The command group: each command's values get words, not type tags, in its help, and
+    `patchsim --help` lists each command with its first sentence whole (wrapped, where click
+    would cut it off with "..." to fit one line)."""
+
+    def format_commands(self, ctx, formatter):  # type: ignore[no-untyped-def]
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def get_command(self, ctx, cmd_name):  # type: ignore[no-untyped-def]
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if param.metavar is not None or getattr(param, "is_flag", False) \
+                    or getattr(param, "count", False):
+                continue  # named already, or a flag (no value)
+            kind = param.bare_type() if hasattr(param, "bare_type") else ""
+            param.metavar = _METAVARS.get(param.name or "") or (
+                "N" if kind == "int" else "X" if kind == "float"
+                else (param.name or "value").upper().rstrip("_").replace("_", "-"))
+        return command
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="Rules-variant simulation and balance testing for the board game Patchwork.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help: at 80 columns rich's option tables squeeze the help column until
+    # defaults are cut off ("reports/<config>/<time…"); plain help wraps every word
+    rich_markup_mode=None,
 )
 
 
@@ -200,11 +239,12 @@ def run(
                 result = execute_until(cfg, run_dir, until, decide_margin=until_decided,
                                        echo=typer.echo, jobs=n_jobs, backend=backend,
                                        scheduler=scheduler, progress=bar,
-                                       command=command_line(), keep_batches=keep_batches)
+                                       command=command_line(), keep_batches=keep_batches,
+                                       warm_progress=_warm_line)
             else:
                 result = execute(cfg, run_dir, jobs=n_jobs, backend=backend,
                                  scheduler=scheduler, progress=bar, command=command_line(),
-                                 keep_batches=keep_batches)
+                                 keep_batches=keep_batches, warm_progress=_warm_line)
     except RunError as e:
         raise run_failure(e) from None
     except KeyboardInterrupt:  # before the run started: nothing to resume
@@ -224,6 +264,57 @@ def run(
         except ReportError as e:
             raise fail(str(e)) from None
         typer.echo(f"report: {path}")
+
+
+def _warm_line(worker, done: int, total: int) -> None:
+    """Progress of a Dask cluster's warm-up, one line per worker (through tqdm, so that a
+    progress bar already on screen is redrawn below the line)."""
+    from tqdm import tqdm
+
+    if worker is None:
+        line = (f"warming {total} Dask worker(s): the first on each machine compiles "
+                "patchsim's code (about 20 s), the others then load it")
+    else:
+        how = "loaded from the cache" if worker.was_warm else "compiled"
+        line = (f"  {done}/{total} ready: {worker.address} on {worker.host}, {how} in "
+                f"{worker.seconds:.1f} s")
+    tqdm.write(line, file=sys.stderr)
+
+
+@app.command()
+def warm(
+    scheduler: Annotated[str, typer.Option(help="Dask scheduler address or scheduler file.")],
+    config: Annotated[str, typer.Argument(
+        help="The ruleset or experiment the runs will play.")] = "edition2",
+    bots: Annotated[str | None, typer.Option(help="Bot specs separated by ';' (default: "
+                                             "the run's default line-up).")] = None,
+    override: Annotated[list[str] | None, typer.Option(
+        "--set", help="Ruleset override key=value, as for run.")] = None,
+) -> None:
+    """Warm a Dask cluster: load patchsim's compiled code into every worker before a run.
+
+    A line per worker: the first worker on each machine compiles (about 20 s), the others
+    then load the code from the cache folder they share. Runs with --backend dask warm the
+    workers too (warm ones answer at once); this does it ahead, for the run's ruleset and
+    bots."""
+    from patchsim.play.cluster import warm_cluster
+    from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.execution import dask_client
+
+    try:
+        spec_list = [b.strip() for b in bots.split(";")] if bots else None
+        cfg = load_run_config(config, bots=spec_list, overrides=override or (),
+                              bot_path=[os.getcwd()])
+        client = dask_client(scheduler)
+        try:
+            warmed = warm_cluster(client, cfg, _warm_line, scheduler=scheduler)
+        finally:
+            client.close()
+    except RunError as e:
+        raise run_failure(e) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    typer.echo(f"{len(warmed)} worker(s) warm for {cfg.name}: {'; '.join(cfg.bots)}")
 
 
 @app.command("ladder")
@@ -398,7 +489,6 @@ app.command("prices")(cli_prices.prices)
 for _command in app.registered_commands:  # help from the docstrings, one line per paragraph
     if _command.help is None and _command.callback is not None and _command.callback.__doc__:
         _command.help = one_line_paragraphs(_command.callback.__doc__)
-
 
 def main() -> None:  # pragma: no cover - console entry point
     app()

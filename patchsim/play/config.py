@@ -190,6 +190,15 @@ def default_bots(rulesets: Sequence[Ruleset]) -> list[str]:
     return list(DEFAULT_BOTS_LEARNED)
 
 
+def changed_label(name: str, overrides: Sequence[str]) -> str:
+    """The name of ruleset ``name`` changed by ``overrides`` (``key=value`` texts), as typed:
+    ``edition2 (bonus.points=9, starting_buttons=6)``. Distinct rulesets keep distinct
+    names: two rulesets of a run differ in name already, and get the same overrides."""
+    changes = ", ".join(f"{k.strip()}={v.strip()}" for k, _, v in
+                        (o.partition("=") for o in overrides))
+    return f"{name} ({changes})"
+
+
 def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
                     seed: int | None = None, overrides: Sequence[str] = (),
                     pairings: str | None = None, batch_deals: int | None = None,
@@ -294,8 +303,10 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
             rulesets = [r.with_overrides(pairs) for r in rulesets]
         except RulesetError as e:
             raise RunError(str(e)) from None
-        # changed rules get a name of their own: results must not pass for the edition's
-        rulesets = [dataclasses.replace(r, name=f"{r.name}+{r.content_hash()[:6]}")
+        # changed rules get a name of their own, which says what changed: results must not
+        # pass for the edition's ("edition2 (bonus.points=9)"; the manifest and the report
+        # give each ruleset's hash beside it)
+        rulesets = [dataclasses.replace(r, name=changed_label(r.name, overrides))
                     for r in rulesets]
     if not bot_specs:
         bot_specs = default_bots(rulesets)

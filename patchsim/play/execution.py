@@ -30,6 +30,7 @@ from patchsim.analysis.estimators import (
 from patchsim.bots.learned import ModelError, bot_model_provenance
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.play.batches import Batch, plan_batches
+from patchsim.play.cluster import WarmProgress, warm_cluster
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.match import BotError
@@ -80,27 +81,32 @@ class RunResult:
     notes: list[str] = field(default_factory=list)  # things the caller may want to tell
 
 
+def dask_client(scheduler: str | None) -> Any:
+    """A Dask client connected to ``scheduler`` (an address or a scheduler file); RunError
+    when dask.distributed is missing or the scheduler cannot be reached in 10 s."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise RunError("the dask backend needs dask.distributed: "
+                       "pip install 'patchsim[dask]'") from None
+    if not scheduler:
+        raise RunError("the dask backend needs a scheduler: an address "
+                       "(tcp://host:8786) or a scheduler file")
+    try:
+        if Path(scheduler).is_file():
+            return Client(scheduler_file=scheduler, timeout="10s")
+        return Client(scheduler, timeout="10s")
+    except Exception as e:  # noqa: BLE001 - distributed raises many kinds; all mean "no"
+        raise RunError(f"cannot reach the Dask scheduler {scheduler}: "
+                       f"{type(e).__name__}: {e}") from None
+
+
 def make_parallel(jobs: int, backend: str, scheduler: str | None):
     """The Dask client (or None), the context that selects joblib's backend and the joblib
     executor; no executor for one worker, sequential play and threads (which play through
     :func:`~patchsim.play.worker.in_threads`)."""
     if backend == "dask":
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise RunError("the dask backend needs dask.distributed: "
-                           "pip install 'patchsim[dask]'") from None
-        if not scheduler:
-            raise RunError("the dask backend needs a scheduler: an address "
-                           "(tcp://host:8786) or a scheduler file")
-        try:
-            if Path(scheduler).is_file():
-                client = Client(scheduler_file=scheduler, timeout="10s")
-            else:
-                client = Client(scheduler, timeout="10s")
-        except Exception as e:  # noqa: BLE001 - distributed raises many kinds; all mean "no"
-            raise RunError(f"cannot reach the Dask scheduler {scheduler}: "
-                           f"{type(e).__name__}: {e}") from None
+        client = dask_client(scheduler)
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
     if backend not in BACKENDS:
@@ -114,12 +120,18 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
 
 
 def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs: int,
-                  backend: str, parallel: Any, write_to: str | None = None) -> Iterator:
+                  backend: str, parallel: Any, write_to: str | None = None,
+                  client: Any = None, warm_progress: WarmProgress | None = None) -> Iterator:
     """What :func:`~patchsim.play.worker.run_batch` returns for each batch, as batches
-    finish, on the backend chosen (``parallel`` from :func:`make_parallel`). The caller
-    closes the stream when it stops early, so batches still playing stop too."""
+    finish, on the backend chosen (``parallel`` and ``client`` from :func:`make_parallel`).
+    A Dask cluster is warmed first (:func:`~patchsim.play.cluster.warm_cluster`, reporting
+    to ``warm_progress``). The caller closes the stream when it stops early, so batches
+    still playing stop too."""
     if not batches:
         return (r for r in ())  # closable, like every other stream here
+    if client is not None:
+        # before any batch: otherwise every fresh worker compiles on its first batch at once
+        warm_cluster(client, config, warm_progress, scheduler=str(client.scheduler.address))
     calls = [(config, bt, run_id, write_to) for bt in batches]
     if backend == "threading" and jobs > 1:
         warm_up(config)  # compile once here, not in every thread at once
@@ -142,7 +154,8 @@ def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs:
 
 def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "auto",
             scheduler: str | None = None, progress: ProgressFn | None = None,
-            command: str = "", keep_batches: bool = False) -> RunResult:
+            command: str = "", keep_batches: bool = False,
+            warm_progress: WarmProgress | None = None) -> RunResult:
     """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
     manifest. Safe to call again on the same folder (it resumes, or tops the run up when
     ``config.deals`` grew). The folder is locked for the run's life: a second run into it
@@ -151,6 +164,7 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     Limits, the backend (and a Dask scheduler) are checked before anything is written or
     played. Batch files are removed once merged into the tables unless ``keep_batches``.
     ``progress(games, total)`` is called as batches finish; ``command`` is recorded.
+    ``warm_progress`` hears how the warm-up of a Dask cluster's workers goes.
     ``backend="auto"`` plays in threads when every bot is compiled, in worker processes
     otherwise (:func:`~patchsim.play.worker.local_backend`)."""
     run_dir = Path(run_dir)
@@ -173,7 +187,8 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
             try:
                 result = _execute_in(config, run_dir, ctx, parallel, jobs=jobs,
                                      backend=backend, progress=progress, command=command,
-                                     keep_batches=keep_batches)
+                                     keep_batches=keep_batches, client=client,
+                                     warm_progress=warm_progress)
             except KeyboardInterrupt as e:
                 raise _stopped_early(run_dir, e) from None
             if lock.stale:
@@ -231,8 +246,8 @@ def _plan(config: RunConfig, segments: list[int], merged: int) -> list[Batch]:
 
 
 def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, backend: str,
-                progress: ProgressFn | None, command: str,
-                keep_batches: bool) -> RunResult:
+                progress: ProgressFn | None, command: str, keep_batches: bool,
+                client: Any = None, warm_progress: WarmProgress | None = None) -> RunResult:
     manifest_path = run_dir / MANIFEST
     manifest: dict[str, Any] = {}
     segments: list[int] = []
@@ -319,7 +334,8 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         with ctx:
             write_to = None if backend == "dask" else str(run_dir)
             results = batch_results(config, todo, run_id, jobs=jobs, backend=backend,
-                                    parallel=parallel, write_to=write_to)
+                                    parallel=parallel, write_to=write_to, client=client,
+                                    warm_progress=warm_progress)
             # closed on the way out (a failure, Ctrl-C): batches still playing stop now,
             # not when the generator is collected
             with _closing_quietly(results):

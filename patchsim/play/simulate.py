@@ -122,7 +122,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
     try:
         with ctx:
             results = batch_results(config, batches, run_id, jobs=n_jobs, backend=backend,
-                                    parallel=parallel)
+                                    parallel=parallel, client=client)
             # closed on the way out (a bot failure, Ctrl-C): batches still playing stop now
             with contextlib.closing(results):
                 for bt, games_t, events_t, err, _secs, _n in results:

@@ -57,7 +57,8 @@ def warm_up(config: RunConfig) -> None:
 WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has filled it
 
 
-def _cache_folder() -> Path:
+def cache_folder() -> Path:
+    """numba's cache folder for this process (created if missing)."""
     folder = Path(numba.config.CACHE_DIR or tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
     return folder
@@ -66,7 +67,7 @@ def _cache_folder() -> Path:
 def cache_is_warm() -> bool:
     """Whether a warm-up has already filled numba's cache for this version of patchsim (the
     cache folder is named after a hash of the sources, so the mark goes with them)."""
-    return (_cache_folder() / WARM_MARK).exists()
+    return (cache_folder() / WARM_MARK).exists()
 
 
 @contextlib.contextmanager
@@ -85,7 +86,7 @@ def warm_gate(config: RunConfig) -> Iterator[str]:
     The gate is an ``flock`` on a file in numba's cache folder: held exclusively here,
     taken shared by the workers, so they pass together; the kernel frees it when this
     process dies, so no worker waits for a parent that is gone."""
-    folder = _cache_folder()
+    folder = cache_folder()
     path = str(folder / "patchsim-warm.lock")
     if cache_is_warm():
         yield path

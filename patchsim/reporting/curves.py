@@ -276,7 +276,7 @@ _STEPPER_JS = r"""
     function go(n) {
       ply = Math.max(0, Math.min(last, n));
       var pos = g.positions[ply];
-      PatchsimBoard.draw(board, g.rules, pos, { names: g.players, highlightLast: true });
+      PatchsimBoard.draw(board, g.rules, pos, { names: g.names, highlightLast: true });
       slider.value = ply;
       var text = ply === 0 ? "start" : "move " + ply + " of " + last + ": " +
         pos.last_move.text + " (seat " + pos.last_move.seat + ")";
@@ -308,12 +308,40 @@ _SNIPPET_CSS = """
   margin: 0.8rem 0; background: #fff; outline: none; }
 #%(uid)s .psr-game:focus { border-color: #2a6f97; }
 #%(uid)s .psr-title { font-weight: 600; margin-bottom: 0.3rem; }
+#%(uid)s .psr-players { font-size: 0.85rem; margin-bottom: 0.3rem; }
+#%(uid)s .psr-seat0 { color: #1f77b4; font-weight: 600; }
+#%(uid)s .psr-seat1 { color: #d62728; font-weight: 600; }
 #%(uid)s .psr-controls { display: flex; gap: 0.4rem; align-items: center; flex-wrap: wrap;
   margin-bottom: 0.3rem; }
 #%(uid)s .psr-controls input[type=range] { flex: 1 1 200px; }
 #%(uid)s .psr-label { font-size: 0.85rem; min-width: 16rem; }
 #%(uid)s .psr-board svg { display: block; width: 100%%; max-width: 760px; height: auto; }
 """
+
+
+def board_name(name: str, rules: Mapping[str, Any]) -> str | None:
+    """The name the board can show whole in a seat's heading ("Seat 0: NAME" beside the
+    status): ``name``, else its bot's name without the parameters ("mcts" for
+    "mcts(eval=learned, iterations=100)"), else None (the board shows "Seat 0"). The room
+    is the one board.js leaves (its layout(): the cell size from the quilt's larger side,
+    about 7.6 px a character, 110 px for the status)."""
+    side = max(int(rules["rows"]), int(rules["cols"]))
+    cell = max(14, min(28, 252 // side))
+    room = max(8, (cell * int(rules["cols"]) + 16 - 110) * 10 // 76)
+    for text in (name, name.split("(")[0].strip()):
+        if text and len(f"Seat 0: {text}") <= room:
+            return text
+    return None
+
+
+def _players_line(game: dict[str, Any]) -> str:
+    """The bots in full under the title when the board shows a name shortened and the title
+    does not name them all (a sample's title does)."""
+    if game["names"] == game["players"] or all(p in game["title"] for p in game["players"]):
+        return ""
+    seats = " &middot; ".join(f'<span class="psr-seat{p}">seat {p}</span>: {html.escape(n)}'
+                              for p, n in enumerate(game["players"]))
+    return f'<div class="psr-players">{seats}</div>'
 
 
 def replay_snippet(records: Sequence[dict[str, Any] | GameRecord], titles: Sequence[str]
@@ -345,10 +373,11 @@ def replay_snippet(records: Sequence[dict[str, Any] | GameRecord], titles: Seque
                 raise RecordError(f"{rec.source}: move {n} ({text!r}): {e}", n) from None
             codes.append(move.code)
         positions, moves = replay_positions(start, codes)
+        rules = ruleset_info(start.ruleset)
+        full = list(names or ("seat 0", "seat 1"))
         games.append({"title": title or f"Game {i + 1} ({start.ruleset.name})",
-                      "players": list(names or ("seat 0", "seat 1")),
-                      "rules": ruleset_info(start.ruleset), "positions": positions,
-                      "moves": moves})
+                      "players": full, "names": [board_name(n, rules) for n in full],
+                      "rules": rules, "positions": positions, "moves": moves})
     payload = json.dumps({"games": games}, separators=(",", ":"), sort_keys=True)
     uid = "psr-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
     # inside <script>, "</" would end the element early: escape it the JSON way
@@ -358,6 +387,7 @@ def replay_snippet(records: Sequence[dict[str, Any] | GameRecord], titles: Seque
         parts.append(
             f'<div class="psr-game" data-game="{i}" tabindex="0">'
             f'<div class="psr-title">{html.escape(g["title"])}</div>'
+            f'{_players_line(g)}'
             '<div class="psr-controls">'
             '<button type="button" data-step="-1000000">|&#x25c0;</button>'
             '<button type="button" data-step="-1">&#x25c0;</button>'

@@ -9,6 +9,7 @@ numbers in the text and in the pictures are the same numbers.
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,7 +76,14 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
     cross = (pairings[pairings["line"].isin(["first seat", "second seat", "pooled"])
                       & ~pairings["self_play"]] if pairings is not None else pd.DataFrame())
     n = len(fpa)
-    fig = new_figure(11 if len(cross) else 7, 1.2 + 0.45 * max(n, len(cross) / 3))
+    # long bot specs ("mcts(eval=learned, iterations=100)") and ruleset names are wrapped:
+    # on one line they took the panels' width, and the right panel's title ran off the image
+    left = [_wrap(f"{r.pairing}\n{r.ruleset}") for r in fpa.itertuples()]
+    right = [_wrap(f"{r.bot} {r.line}\n{r.pairing}\n({r.ruleset})") for r in cross.itertuples()]
+    lines_l = max(t.count("\n") + 1 for t in left)
+    lines_r = max((t.count("\n") + 1 for t in right), default=0)
+    height = max(n * (0.14 * lines_l + 0.17), len(cross) * (0.12 * lines_r + 0.06))
+    fig = new_figure(11 if len(cross) else 7, 1.2 + height)
     axes = fig.subplots(1, 2 if len(cross) else 1, squeeze=False)[0]
     ax = axes[0]
     y = np.arange(n)[::-1]
@@ -85,14 +93,13 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
     ax.errorbar(100 * rate, y, xerr=100 * _err(rate, fpa["lo"].to_numpy(float),
                                                fpa["hi"].to_numpy(float)),
                 fmt="o", color=SEAT_COLOURS[0], elinewidth=3, capsize=0)
-    ax.set_yticks(y, [f"{r.pairing}\n{r.ruleset}" for r in fpa.itertuples()], fontsize=8)
+    ax.set_yticks(y, left, fontsize=8)
     ax.set_xlabel("first seat wins (%)")
     ax.set_title("First-seat win rate (95% CI over deals)", fontsize=9)
     if len(cross):
         ax2 = axes[1]
-        labels, vals, los, his, cols = [], [], [], [], []
+        labels, vals, los, his, cols = right, [], [], [], []
         for r in cross.itertuples():
-            labels.append(f"{r.bot} {r.line}\n{r.pairing} ({r.ruleset})")
             vals.append(r.win_rate)
             los.append(r.lo)
             his.append(r.hi)
@@ -107,9 +114,16 @@ def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
                          fmt="o", color=cols[i], capsize=3)
         ax2.set_yticks(yy, labels, fontsize=7)
         ax2.set_xlabel("first bot wins (%)")
-        ax2.set_title("First bot by seat (blue: first seat, red: second, black: pooled)",
-                      fontsize=9)
+        # two lines: on one, the colour key ran past the figure's right edge
+        ax2.set_title("First bot's win rate by seat\n(blue: first seat, red: second seat, "
+                      "black: pooled)", fontsize=9)
     return fig
+
+
+def _wrap(text: str, width: int = 30) -> str:
+    """Each line of ``text`` wrapped at spaces to about ``width`` characters (a tick label)."""
+    return "\n".join(textwrap.fill(line, width, break_long_words=False)
+                     for line in text.split("\n"))
 
 
 def ratings_plot(table: pd.DataFrame) -> Figure:

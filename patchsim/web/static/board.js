@@ -120,12 +120,12 @@
   function drawPanel(svg, rules, pos, p, L, opts) {
     var x = L.qx[p] - L.gutter, y = 16;
     var v = pos.players[p];
-    var name = (opts.names && opts.names[p]) ? opts.names[p] : "seat " + p;
+    var name = (opts.names && opts.names[p]) ? opts.names[p] : "";
     var g = el("g", { "class": "pb-panel", "data-seat": p }, svg);
     el("circle", { cx: x + 6, cy: y - 4, r: 6, fill: SEAT[p] }, g);
     // a long bot spec is cut to leave room for the status on the same line (full in a tip)
     var room = Math.max(8, Math.floor((L.qw + L.gutter - 110) / 7.6));
-    var shown = "Seat " + p + ": " + name;
+    var shown = "Seat " + p + (name ? ": " + name : "");
     var head = label(g, x + 18, y, shown.length > room ? shown.slice(0, room - 1) + "\u2026" :
       shown, { "font-weight": 700, "font-size": 13 });
     head.setAttribute("class", "pb-name");
