@@ -374,3 +374,17 @@ def test_a_small_ruleset_dict_error_is_one_clear_list() -> None:
     with pytest.raises(RulesetError) as err:
         ruleset_from_dict({"name": "x", "offer_size": "x" * 10_000})
     assert len(str(err.value)) < 3000
+
+
+def test_a_large_broken_ruleset_is_rejected_quickly_with_a_short_message(tmp_path: Path) -> None:
+    # every one of 20,000 unknown keys used to rescan every key's provenance (quadratic: a
+    # 50 MB file took 7 minutes); the message lists the first problems and counts the rest
+    data = {"extends": "edition2", **{f"unknown_key_{i}": i for i in range(20_000)}}
+    path = write(tmp_path / "big.yaml", data)
+    t0 = time.process_time()
+    with pytest.raises(RulesetError) as err:
+        load_ruleset(path)
+    assert time.process_time() - t0 < 20
+    assert len(err.value.problems) == 20_000
+    text = str(err.value)
+    assert text.endswith("  ... and 19,970 more") and len(text) < 10_000

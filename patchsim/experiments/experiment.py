@@ -20,7 +20,13 @@ import numpy as np
 
 from patchsim.analysis.metrics import BOUNDS, METRICS, RATE_METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
-from patchsim.engine.ruleset import MAX_NAME, Ruleset, RulesetError, load_ruleset
+from patchsim.engine.ruleset import (
+    MAX_NAME,
+    MAX_SHOWN_PROBLEMS,
+    Ruleset,
+    RulesetError,
+    load_ruleset,
+)
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
 from patchsim.play.config import MAX_GAMES, all_pairings
 
@@ -57,7 +63,10 @@ class ExperimentError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         head = f"invalid experiment ({len(problems)} problem{'s' * (len(problems) != 1)}):"
-        super().__init__("\n".join([head, *("  " + p for p in problems)]))
+        shown = ["  " + p for p in problems[:MAX_SHOWN_PROBLEMS]]
+        if len(problems) > MAX_SHOWN_PROBLEMS:
+            shown.append(f"  ... and {len(problems) - MAX_SHOWN_PROBLEMS:,} more")
+        super().__init__("\n".join([head, *shown]))
 
 
 def _read_yaml(p: Path, src: str) -> Any:
