@@ -388,3 +388,14 @@ def test_a_large_broken_ruleset_is_rejected_quickly_with_a_short_message(tmp_pat
     assert len(err.value.problems) == 20_000
     text = str(err.value)
     assert text.endswith("  ... and 19,970 more") and len(text) < 10_000
+
+
+def test_a_run_file_s_bots_and_rulesets_are_bounded(tmp_path: Path) -> None:
+    for data, fragment in [
+            ({"rulesets": ["edition2"], "bots": [f"mcts(iterations={i})" for i in range(1, 60)]},
+             "bots: at most 50 bots in one run, got 59"),
+            ({"rulesets": ["edition2"] * 1001, "bots": ["greedy"]},
+             "rulesets: at most 1000 rulesets, got 1,001")]:
+        path = write(tmp_path / "run.yaml", {**data, "games": 2})
+        with pytest.raises(RunError, match=fragment):
+            load_run_config(str(path))

@@ -28,7 +28,7 @@ from patchsim.engine.ruleset import (
     load_ruleset,
 )
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
-from patchsim.play.config import MAX_GAMES, all_pairings
+from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
@@ -49,7 +49,6 @@ RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the 
 
 # Far beyond any study on one machine; a few lines of YAML can otherwise ask for millions.
 MAX_VARIANTS = 1000
-MAX_BOTS = 50
 
 # The range each metric's values lie in (a tolerance reaching beyond it cannot fail there).
 METRIC_RANGES: dict[str, tuple[float, float]] = {
