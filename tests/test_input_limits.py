@@ -374,3 +374,28 @@ def test_a_small_ruleset_dict_error_is_one_clear_list() -> None:
     with pytest.raises(RulesetError) as err:
         ruleset_from_dict({"name": "x", "offer_size": "x" * 10_000})
     assert len(str(err.value)) < 3000
+
+
+def test_a_large_broken_ruleset_is_rejected_quickly_with_a_short_message(tmp_path: Path) -> None:
+    # every one of 20,000 unknown keys used to rescan every key's provenance (quadratic: a
+    # 50 MB file took 7 minutes); the message lists the first problems and counts the rest
+    data = {"extends": "edition2", **{f"unknown_key_{i}": i for i in range(20_000)}}
+    path = write(tmp_path / "big.yaml", data)
+    t0 = time.process_time()
+    with pytest.raises(RulesetError) as err:
+        load_ruleset(path)
+    assert time.process_time() - t0 < 20
+    assert len(err.value.problems) == 20_000
+    text = str(err.value)
+    assert text.endswith("  ... and 19,970 more") and len(text) < 10_000
+
+
+def test_a_run_file_s_bots_and_rulesets_are_bounded(tmp_path: Path) -> None:
+    for data, fragment in [
+            ({"rulesets": ["edition2"], "bots": [f"mcts(iterations={i})" for i in range(1, 60)]},
+             "bots: at most 50 bots in one run, got 59"),
+            ({"rulesets": ["edition2"] * 1001, "bots": ["greedy"]},
+             "rulesets: at most 1000 rulesets, got 1,001")]:
+        path = write(tmp_path / "run.yaml", {**data, "games": 2})
+        with pytest.raises(RunError, match=fragment):
+            load_run_config(str(path))

@@ -52,6 +52,7 @@ MAX_LEATHER = 60
 MAX_PATCHES = 200
 MAX_VALUE = 1_000_000  # any count, price or position in a ruleset
 MAX_NAME = 100  # characters of a ruleset name (it names folders and table rows)
+MAX_SHOWN_PROBLEMS = 30  # an error message lists this many problems, then counts the rest
 LEATHER_POLICIES = ("discard", "stay")
 
 # Bumped whenever the meaning of a ruleset field changes, so that old hashes stop matching.
@@ -105,7 +106,9 @@ class RulesetError(ValueError):
         n = len(self.problems)
         head = self.title or ("invalid ruleset" + (f" {self.source}" if self.source else ""))
         lines = [f"{head} ({n} problem{'' if n == 1 else 's'}):"]
-        lines += [f"  {p}" for p in self.problems]
+        lines += [f"  {p}" for p in self.problems[:MAX_SHOWN_PROBLEMS]]
+        if n > MAX_SHOWN_PROBLEMS:  # a message, not a listing of a broken file
+            lines.append(f"  ... and {n - MAX_SHOWN_PROBLEMS:,} more")
         return "\n".join(lines)
 
 
@@ -385,7 +388,12 @@ def merge_batches(base: dict[Any, Any], over: Mapping[Any, Any], prov: _Provenan
     out = dict(base)
     for key, value in over.items():
         p, d = _join(path, key), _join(display, key)
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if key not in out:
+            # a new key has no provenance below it yet: skip _set_prov's scan of every entry
+            # (with it, a file of 40,000 unknown keys took minutes to reject)
+            out[key] = copy.deepcopy(value)
+            prov[p] = (label, d)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
             # The mapping as a whole (e.g. "board is too big") is blamed on the last file to
             # touch it; its leaves keep their own sources.
             prov[p] = (label, d)
@@ -557,6 +565,9 @@ class _Reporter:
     def __init__(self, prov: _Provenance) -> None:
         self.prov = prov
         self.problems: list[str] = []
+        # the (key path, shown path) of every override: a few, however large the data
+        self.overridden = sorted((p, d) for p, (lab, d) in prov.items()
+                                 if lab == _OVERRIDE_LABEL)
 
     def where(self, path: str) -> tuple[str, str]:
         """The source label for a key path and the path to show there (longest known prefix)."""
@@ -575,9 +586,8 @@ class _Reporter:
         if label != _OVERRIDE_LABEL:
             # A mapping a file gave but an override changed below (board, with --set
             # board.rows=12 making the quilt too big) is blamed on the override.
-            below = sorted(d for p, (lab, d) in self.prov.items()
-                           if lab == _OVERRIDE_LABEL and p.startswith((path + ".", path + "["))
-                           and path)
+            below = [d for p, d in self.overridden
+                     if path and p.startswith((path + ".", path + "["))]
             if below:
                 label, shown = _OVERRIDE_LABEL, below[0]
         if len(shown) > 2 * QUOTE_CHARS:  # a huge key in a path

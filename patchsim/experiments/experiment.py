@@ -20,9 +20,15 @@ import numpy as np
 
 from patchsim.analysis.metrics import BOUNDS, METRICS, RATE_METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
-from patchsim.engine.ruleset import MAX_NAME, Ruleset, RulesetError, load_ruleset
+from patchsim.engine.ruleset import (
+    MAX_NAME,
+    MAX_SHOWN_PROBLEMS,
+    Ruleset,
+    RulesetError,
+    load_ruleset,
+)
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
-from patchsim.play.config import MAX_GAMES, all_pairings
+from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
 from patchsim.play.runfolder import folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
@@ -44,7 +50,6 @@ RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the 
 
 # Far beyond any study on one machine; a few lines of YAML can otherwise ask for millions.
 MAX_VARIANTS = 1000
-MAX_BOTS = 50
 
 # The range each metric's values lie in (a tolerance reaching beyond it cannot fail there).
 METRIC_RANGES: dict[str, tuple[float, float]] = {
@@ -58,7 +63,10 @@ class ExperimentError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         head = f"invalid experiment ({len(problems)} problem{'s' * (len(problems) != 1)}):"
-        super().__init__("\n".join([head, *("  " + p for p in problems)]))
+        shown = ["  " + p for p in problems[:MAX_SHOWN_PROBLEMS]]
+        if len(problems) > MAX_SHOWN_PROBLEMS:
+            shown.append(f"  ... and {len(problems) - MAX_SHOWN_PROBLEMS:,} more")
+        super().__init__("\n".join([head, *shown]))
 
 
 def _read_yaml(p: Path, src: str) -> Any:
@@ -207,7 +215,7 @@ def load_experiment(path: str | Path) -> Experiment:
     def ints(key: str, default: int, lo: int) -> int:
         v = data.get(key, default)
         if not _is_whole(v, lo):
-            bad(key, f"expected a whole number >= {lo}, got {v!r}")
+            bad(key, f"expected a whole number >= {lo}, got {quote(v)}")
             return default
         return v
 
@@ -258,7 +266,7 @@ def load_experiment(path: str | Path) -> Experiment:
         bad("skill", "give either bots or skill (skill plays each bot in self-play)")
     pairings = str(data.get("pairings", "self"))
     if pairings not in ("self", "all", "cross"):
-        bad("pairings", f"{pairings!r} is not one of self, all, cross")
+        bad("pairings", f"{quote(pairings)} is not one of self, all, cross")
     if pairings == "cross" and len(bots) < 2:
         bad("pairings", "cross needs at least two bots")
     # the pairings the gate and the tuner play (a skill experiment: each bot in self-play)
@@ -266,7 +274,7 @@ def load_experiment(path: str | Path) -> Experiment:
              if bots_ok and pairings in ("self", "all", "cross") else None)
     metric = str(data.get("metric", "first_player_win"))
     if metric not in METRICS:
-        bad("metric", f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
+        bad("metric", f"unknown metric {quote(metric)} (metrics: {', '.join(METRICS)})")
     # the equivalence margin of the primary metric: +-2 points for rates, 1 unit otherwise
     margin = data.get("margin", 0.02 if metric in RATE_METRICS else 1.0)
     low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
@@ -299,7 +307,7 @@ def load_experiment(path: str | Path) -> Experiment:
                 # the same overrides drawn twice by `sample` (or a grid point repeating a
                 # variant) are the same variant, played once; a name given twice is a mistake
                 if key.startswith("variants[") or as_json != first_json:
-                    bad(key, f"the name {label!r} is already used by {first_key}")
+                    bad(key, f"the name {quote(label)} is already used by {first_key}")
                     continue
             else:
                 labels[label] = (key, as_json)
@@ -423,7 +431,7 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                 n = 0
             sample_seed = sample.get("seed", 0)
             if not _is_whole(sample_seed, 0):
-                bad("sample.seed", f"expected a whole number >= 0, got {sample_seed!r}")
+                bad("sample.seed", f"expected a whole number >= 0, got {quote(sample_seed)}")
                 sample_seed = 0
             rng = np.random.default_rng(sample_seed)
             for i in range(n):
@@ -510,7 +518,7 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
                                         "(the loss measures distances in tolerances)")
                 ok = False
             elif not _is_number(t["tolerance"]) or not 0 < t["tolerance"] < np.inf:
-                bad(f"{key}.tolerance", f"must be a positive number, got {t['tolerance']!r}")
+                bad(f"{key}.tolerance", f"must be a positive number, got {quote(t['tolerance'])}")
                 ok = False
             if ok and m in METRICS:
                 ranges[m] = (t["target"] - t["tolerance"], t["target"] + t["tolerance"])
@@ -529,7 +537,7 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
         if v is not None and not (_is_whole(v, 1) and v <= most):
             bad(f"tune.{k}", f"expected a whole number from 1 to {most:,}, got {quote(v)}")
     if tune.get("seed") is not None and not _is_whole(tune["seed"], 0):
-        bad("tune.seed", f"expected a whole number >= 0, got {tune['seed']!r}")
+        bad("tune.seed", f"expected a whole number >= 0, got {quote(tune['seed'])}")
 
 
 def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]:
@@ -561,7 +569,7 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         numbers_ok = True
         for k in ("min", "max", "target", "margin"):
             if k in t and not _is_number(t[k]):
-                bad(f"{key}.{k}", f"expected a number, got {t[k]!r}")
+                bad(f"{key}.{k}", f"expected a number, got {quote(t[k])}")
                 numbers_ok = False
         if not numbers_ok:
             continue
@@ -592,11 +600,11 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         pairing = t.get("pairing")
         if pairing is not None:
             if not isinstance(pairing, str):
-                bad(f"{key}.pairing", f"expected \"<bot> vs <bot>\", got {pairing!r}")
+                bad(f"{key}.pairing", f"expected \"<bot> vs <bot>\", got {quote(pairing)}")
                 continue
             canon = canonical_pairing(pairing)
             if pairings is not None and canon not in pairings:
-                bad(f"{key}.pairing", f"{pairing!r} is none of this experiment's pairings "
+                bad(f"{key}.pairing", f"{quote(pairing)} is none of this experiment's pairings "
                                       f"({', '.join(pairings)})")
                 continue
             pairing = canon or pairing
@@ -606,11 +614,11 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
     for name in ("alpha", "beta"):
         value = check.get(name, 0.05)
         if not isinstance(value, float) or not 0 < value < 0.5:
-            bad(f"check.{name}", f"expected a number between 0 and 0.5, got {value!r}")
+            bad(f"check.{name}", f"expected a number between 0 and 0.5, got {quote(value)}")
     res = check.get("resolution")
     if res is not None and (not _is_number(res) or not res > 0):
         bad("check.resolution", f"expected a number above 0 (how far inside a one-sided "
-                                f"bound a value must lie to pass), got {res!r}")
+                                f"bound a value must lie to pass), got {quote(res)}")
     for k in ("max_games", "step_games"):
         v = check.get(k)
         if v is not None and not (_is_whole(v, 2) and v <= MAX_GAMES):

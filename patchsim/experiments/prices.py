@@ -49,6 +49,7 @@ from patchsim.analysis.estimators import (
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
+from patchsim.engine.yamlfile import quote
 from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
 from patchsim.play.storage import read_manifest
@@ -183,10 +184,10 @@ def restricted_spec(bot: str, patch: str) -> str:
     info = REGISTRY.get(name)
     if info is None or "forbid" not in info.params:
         able = ", ".join(n for n, i in REGISTRY.items() if "forbid" in i.params)
-        raise PricesError(f"bot {bot!r} cannot be restricted: forbid= is a parameter of "
+        raise PricesError(f"bot {quote(bot)} cannot be restricted: forbid= is a parameter of "
                           f"{able} only")
     if params.get("forbid"):
-        raise PricesError(f"bot {bot!r} is already restricted (forbid=); give the "
+        raise PricesError(f"bot {quote(bot)} is already restricted (forbid=); give the "
                           "unrestricted bot, the study forbids each patch in turn")
     return make_bot({"name": name, **params, "forbid": patch}).spec
 
@@ -199,7 +200,7 @@ def _parse_patches(ruleset: Ruleset, patches: Sequence[str] | None) -> list[str]
     for given in patches:
         pid = resolve_patch_id(given.strip(), ids)
         if pid is None:
-            raise PricesError(f"patches: {given.strip()!r} is not a patch of ruleset "
+            raise PricesError(f"patches: {quote(given.strip())} is not a patch of ruleset "
                               f"{ruleset.name!r} (patches: {', '.join(ids)})")
         if pid not in out:
             out.append(pid)

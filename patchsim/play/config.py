@@ -29,6 +29,8 @@ from patchsim.engine.yamlfile import YamlFileError, read_yaml
 DEFAULT_BOTS_LEARNED = ["greedy", "mcts(eval=learned, iterations=100)"]
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
 DEFAULT_GAMES = 200
+MAX_BOTS = 50  # bots of one run (all pairings: 1,275 of them)
+MAX_RULESETS = 1000  # rulesets of one run file
 MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
 RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
             "set", "batch_deals"}
@@ -232,6 +234,8 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         if isinstance(refs, str):
             refs = [refs]
         key = "rulesets" if "rulesets" in data else "ruleset"
+        if isinstance(refs, list) and len(refs) > MAX_RULESETS:
+            raise RunError(f"{ref}: {key}: at most {MAX_RULESETS} rulesets, got {len(refs):,}")
         if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
             raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
                            f"them, got {data.get(key)!r}")
@@ -310,6 +314,8 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
                     for r in rulesets]
     if not bot_specs:
         bot_specs = default_bots(rulesets)
+    if len(bot_specs) > MAX_BOTS:
+        raise RunError(f"bots: at most {MAX_BOTS} bots in one run, got {len(bot_specs):,}")
     canonical = []
     timed = False
     for spec in bot_specs:
