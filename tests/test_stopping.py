@@ -132,18 +132,20 @@ def test_a_search_move_stops_when_the_flag_is_set_while_it_searches():
     assert out["r"][-1] == playout.STOPPED
 
 
-def test_a_stopped_search_still_returns_a_legal_move():
+@pytest.mark.parametrize("spec", ["mcts(iterations=1000)",
+                                  "mcts(eval=learned, iterations=1000)"])
+def test_a_stopped_search_still_returns_a_legal_move(spec):
     # the flag is read only once the root has children: a stopped search returns a move
-    tables = compile_ruleset(E2)
-    bot = make_bot("mcts(iterations=1000)")
-    from patchsim.bots.search import mcts_search
+    from patchsim.bots.learned import bind_bot
     from patchsim.engine import core
     from patchsim.engine.game import Game
 
+    tables = compile_ruleset(E2)
+    bot = bind_bot(make_bot(spec), tables)
     game = Game.new(E2, circle=deal_circle(E2, 2))
     buf = np.empty(core.max_moves(tables.tab), dtype=np.int64)
-    code = mcts_search(bot.params, game.state, tables.tab, np.ones(1, dtype=np.uint64), buf,
-                       np.ones(1, dtype=np.int64))
+    code = playout.choose_or_stop(bot.kind, bot.params, game.state, tables.tab,
+                                  np.ones(1, dtype=np.uint64), buf, np.ones(1, dtype=np.int64))
     assert core.legality(game.state, tables.tab, code) == 0
 
 
