@@ -47,6 +47,18 @@ def test_a_python_bot_that_hangs_fails_at_the_time_limit_per_move():
     assert time.monotonic() - t < 1800  # not the hour it sleeps
 
 
+def test_a_run_gives_a_python_bot_its_configured_time_per_move():
+    from patchsim.play.batches import plan_batches, play_batch
+    from patchsim.play.config import run_identity
+
+    cfg = load_run_config("edition2", games=2, bots=["unruly_bots:Sleeper(at=2)", "greedy"],
+                          pairings="cross")
+    assert cfg.move_seconds == 60  # the default: generous, but a hang ends
+    cfg.move_seconds = 0.3
+    with pytest.raises(BotError, match="took longer than 0.3 s"):
+        play_batch(cfg, plan_batches(cfg)[0], run_identity(cfg))
+
+
 def test_a_python_bot_returning_a_huge_number_is_a_bot_failure():
     with pytest.raises(BotError, match=r"Huge\(at=3\)' \(seat 0\) returned 1180591620717411303424"
                                        r", which is not a move code at move 5"):
@@ -132,18 +144,20 @@ def test_a_search_move_stops_when_the_flag_is_set_while_it_searches():
     assert out["r"][-1] == playout.STOPPED
 
 
-def test_a_stopped_search_still_returns_a_legal_move():
+@pytest.mark.parametrize("spec", ["mcts(iterations=1000)",
+                                  "mcts(eval=learned, iterations=1000)"])
+def test_a_stopped_search_still_returns_a_legal_move(spec):
     # the flag is read only once the root has children: a stopped search returns a move
-    tables = compile_ruleset(E2)
-    bot = make_bot("mcts(iterations=1000)")
-    from patchsim.bots.search import mcts_search
+    from patchsim.bots.learned import bind_bot
     from patchsim.engine import core
     from patchsim.engine.game import Game
 
+    tables = compile_ruleset(E2)
+    bot = bind_bot(make_bot(spec), tables)
     game = Game.new(E2, circle=deal_circle(E2, 2))
     buf = np.empty(core.max_moves(tables.tab), dtype=np.int64)
-    code = mcts_search(bot.params, game.state, tables.tab, np.ones(1, dtype=np.uint64), buf,
-                       np.ones(1, dtype=np.int64))
+    code = playout.choose_or_stop(bot.kind, bot.params, game.state, tables.tab,
+                                  np.ones(1, dtype=np.uint64), buf, np.ones(1, dtype=np.int64))
     assert core.legality(game.state, tables.tab, code) == 0
 
 
@@ -259,3 +273,17 @@ def test_a_bot_module_exiting_on_import_is_a_message(tmp_path):
     _, err = p.communicate(timeout=600)
     assert p.returncode == 2, err
     assert "raised SystemExit while being imported: 4" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_python_bot_that_crashes_its_worker_is_one_message_with_the_stacks_in_a_log(tmp_path):
+    out = tmp_path / "run"
+    p = cli("edition2", "--bots", "unruly_bots:Crasher(at=3);greedy", "--games", "4",
+            "--jobs", "2", "--out", str(out), cwd=TESTS)
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 1, err
+    log = out / "batches" / "worker-crashes.log"
+    assert f"a worker process died (it crashed, e.g. a segmentation fault in a bot, or the " \
+           f"system killed it for its memory; its stacks are in {log})" in err
+    assert "Fatal Python error" not in err and f"patchsim run --resume {out}" in err, err
+    assert "Segmentation fault" in log.read_text()

@@ -201,6 +201,13 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 @njit(cache=True)
 def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                  buf: np.ndarray) -> np.int64:
+    """:func:`learned_search`, never stopped early."""
+    return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
+                   buf: np.ndarray, stop: np.ndarray) -> np.int64:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -213,6 +220,9 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     uniform pick among the root's searched moves instead, drawn from ``rng`` (the seat's
     splitmix64 stream, as the scripted bots' epsilon). At 0 ``rng`` is never touched and the
     search is deterministic, as it always was.
+
+    Cut short (the most visited root move so far) once another thread sets ``stop[0]``,
+    read every 16 iterations, so that a run stops within a move.
     """
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
@@ -243,6 +253,8 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
     nodes = 1
     for it in range(iters):
         if time_ms > 0 and it % 8 == 7 and now_ms() - t_start > time_ms:
+            break
+        if it % 16 == 15 and stop[0] != 0:  # the first iteration has expanded the root
             break
         node = 0
         depth = 0

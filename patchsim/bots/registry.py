@@ -462,8 +462,11 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
         value = float(value)
     lo, hi = param.low, param.high
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        rule = (f"between {lo:g} and {hi:g}" if lo is not None and hi is not None
-                else f"at least {lo:g}" if lo is not None else f"at most {hi:g}")
+        def num(x: float) -> str:  # 1000000000, not 1e+09
+            return _fmt(float(x))
+
+        rule = (f"between {num(lo)} and {num(hi)}" if lo is not None and hi is not None
+                else f"at least {num(lo)}" if lo is not None else f"at most {num(hi)}")
         raise BotSpecError(f"{bot}: {key}={value!r} must be {rule}")
     return value
 

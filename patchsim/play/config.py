@@ -22,6 +22,7 @@ from patchsim.engine.ruleset import (
     ruleset_from_dict,
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
+from patchsim.play.match import MOVE_SECONDS
 
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
 # a minute. The learned search where every ruleset of the run has a trained model (the
@@ -59,7 +60,7 @@ class RunConfig:
     timed: bool = False
     # a Python bot's time limit per move (None: none); how long to wait is not part of what
     # the run's games are, so it is neither stored nor in the run's identity
-    move_seconds: float | None = 60.0
+    move_seconds: float | None = MOVE_SECONDS
 
     def to_dict(self) -> dict[str, Any]:
         return {

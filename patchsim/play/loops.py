@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import LEARNED, learned_move
+from patchsim.bots.features import LEARNED, learned_search
 from patchsim.bots.scripted import rollout_move
 from patchsim.bots.search import MCTS, mcts_search
 from patchsim.engine import core
@@ -36,12 +36,12 @@ STOPPED = -2  # play_deals' error row when it was asked to stop
 def choose_or_stop(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    rng: np.ndarray, buf: np.ndarray, stop: np.ndarray) -> np.int64:
     """The move policy ``kind`` chooses in ``state`` (as
-    :func:`patchsim.bots.policies.choose_move`); the search gives up early, with the best
+    :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
     move found so far, once ``stop[0]`` is not 0."""
     if kind == MCTS:
         return mcts_search(params, state, tab, rng, buf, stop)
     if kind == LEARNED:
-        return learned_move(params, state, tab, rng, buf)
+        return learned_search(params, state, tab, rng, buf, stop)
     return rollout_move(kind, params, state, tab, rng, buf)
 
 

@@ -192,12 +192,8 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
             raise bot_error(tables, circle, moves[: n - 1], bots[p], p, seed, n,
                              f"chose an illegal move (code {bad})")
         return GameResult.from_row(result, moves[: result[playout.R_PLIES]].copy(), ev[:ne].copy())
-    runner = _BotThread()
-    try:
-        return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result,
-                            runner, move_seconds, stop)
-    finally:
-        runner.close()
+    return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result,
+                        move_seconds=move_seconds, stop=stop)
 
 
 def _what(e: BaseException) -> str:
@@ -213,8 +209,16 @@ def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, see
 
 
 def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: np.ndarray,
-                 moves: np.ndarray, ev: np.ndarray, result: np.ndarray, runner: _BotThread,
-                 move_seconds: float | None, stop: np.ndarray | None) -> GameResult:
+                 moves: np.ndarray, ev: np.ndarray, result: np.ndarray,
+                 runner: _BotThread | None = None, move_seconds: float | None = MOVE_SECONDS,
+                 stop: np.ndarray | None = None) -> GameResult:
+    if runner is None:
+        runner = _BotThread()
+        try:
+            return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result,
+                                runner, move_seconds, stop)
+        finally:
+            runner.close()
     tab = tables.tab
     state = game.state
     gens = [np.random.default_rng(int(streams[s])) for s in (0, 1)]
