@@ -114,6 +114,9 @@ class GameRecord:
             return load_ruleset(ref, allowed_roots=allowed_roots)
         except RulesetError as e:
             raise RecordError(f"{self.source}: rules: {e}") from None
+        except RecursionError:  # a YAML or mapping nested thousands of levels deep
+            raise RecordError(f"{self.source}: rules: nested too deeply to be a "
+                              "ruleset") from None
 
     def start(self, allowed_roots: Sequence[str | os.PathLike[str]] | None = None) -> Game:
         """The start position of the recorded game (``allowed_roots``: see
