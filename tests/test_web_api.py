@@ -874,9 +874,10 @@ def test_deeply_nested_record_and_ruleset_files_are_a_4xx(tmp_path: Path, run_di
         rules = {"x": rules}
     (run / "deep-rules.json").write_text(json.dumps(dict(sample, rules=rules)))
     (run / "deep.yaml").write_text("x: " + nested(5_000) + "\n")
+    (run / "deep-yaml.json").write_text(json.dumps(dict(sample, rules="deep.yaml")))
     with Server(create_app([tmp_path / "runs"], tmp_path / "saved")) as srv:
         (info,) = srv.get("/api/runs")[1]["runs"]
-        for name in ("deep.json", "deep-rules.json"):
+        for name in ("deep.json", "deep-rules.json", "deep-yaml.json"):
             assert_refused(*srv.get(f"/api/runs/{info['id']}/record?path={name}"), 422,
                            "nested")
         status, body = srv.post("/api/play", {"ruleset": f"run:{info['id']}:deep.yaml",

@@ -23,6 +23,7 @@ import pytest
 from runs import shared_run
 from webserver import Server
 
+from patchsim.analysis.selfplay import distinct_games
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord
@@ -63,7 +64,7 @@ def games(run_dir: Path) -> pd.DataFrame:
     claims = ev[ev["event"] == "leather_claim"].groupby(["game_id", "seat"]).size()
     for seat in (0, 1):
         g[f"claims{seat}"] = [int(claims.get((gid, seat), 0)) for gid in g["game_id"]]
-    return g
+    return distinct_games(g)  # the table lists a deterministic self-play game once
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +205,12 @@ def test_open_a_run_filter_its_games_and_open_one(page, server: Server,
     page.click("a.run-link")
     wait_table(page, len(games))
     assert table_ids(page) == sorted(games["game_id"])
+    # deterministic self-play: one row per deal, labelled, as the report counts it
+    once = sorted(games[games["pairing"] == "greedy vs greedy"]["game_id"])
+    assert once and page.eval_on_selector_all(
+        "#games-table tr[data-counted-once] .counted-once",
+        "s => s.map(x => +x.closest('tr').dataset.game)") == once
+    assert "counted once" in page.text_content("#count")
     page.select_option("#f-winner", "1")
     want = games[games["winner"] == 1]
     wait_table(page, len(want))
@@ -276,6 +283,9 @@ def test_step_through_a_game_and_see_the_engines_positions(page, server: Server,
     page.click('#moves li[data-ply="5"]')
     wait_ply(page, 5)
     assert page.text_content("#eval-here").startswith("move 5: seat 0 wins")
+    # the learned evaluation has no sampling interval: no band and no [lo, hi] is shown
+    assert "learned" in ev["method"] and page.query_selector(".eval-band") is None
+    assert "[" not in page.text_content("#eval-here")
 
 
 def test_a_record_that_does_not_load_says_why(page, server: Server, tmp_path: Path) -> None:
@@ -368,6 +378,9 @@ def test_play_a_whole_game_against_random_by_clicking(page, server: Server) -> N
     page.wait_for_selector("#board svg.pb-board")
     page.click("#last")
     assert drawn(page)["text"] == final["text"]
+    # the record says who played, and the viewer shows it
+    assert json.loads(Path(saved).read_text())["players"] == ["human", "random"]
+    assert "seat 0: human \u00b7 seat 1: random" in page.text_content("#about")
 
 
 def try_an_overlap(page, game: Game, patch: str) -> None:

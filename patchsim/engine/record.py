@@ -144,6 +144,9 @@ class GameRecord:
                               f"name ({e.strerror or e})") from None
         except RulesetError as e:
             raise RecordError(f"{self.source}: rules: {e}") from None
+        except RecursionError:  # a YAML or mapping nested thousands of levels deep
+            raise RecordError(f"{self.source}: rules: nested too deeply to be a "
+                              "ruleset") from None
 
     def start(self, allowed_roots: Sequence[str | os.PathLike[str]] | None = None) -> Game:
         """The start position of the recorded game (``allowed_roots``: see

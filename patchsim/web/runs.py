@@ -3,7 +3,9 @@ games, replaying one game, and serving a run's files without ever leaving its fo
 
 Paths from requests are never joined blindly: a run is named by an id the index made (a hash
 of its resolved path), and a file in it by a relative path that :func:`inside` resolves
-(symlinks included) and refuses unless it stays inside the run folder.
+(symlinks included) and refuses unless it stays inside the run folder. What a served ruleset
+file names in turn (``extends``, a patch table) is loaded with the served folders as the
+loader's ``allowed_roots``, so that no file elsewhere is read, and no message quotes a file.
 """
 
 from __future__ import annotations
