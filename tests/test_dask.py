@@ -175,3 +175,18 @@ def test_a_scheduler_without_workers_is_run_error(tmp_path, monkeypatch):
             distributed.Client(lc.scheduler_address, timeout="10s") as client, \
             pytest.raises(RunError, match="has no workers"):
         warm_cluster(client, cfg, scheduler=lc.scheduler_address)
+
+
+@pytest.mark.slow
+def test_warm_command_reports_every_worker(cluster):
+    """`patchsim warm --scheduler ADDR`: a line as each worker is ready, then a summary."""
+    from typer.testing import CliRunner
+
+    from patchsim.cli.main import app
+
+    result = CliRunner().invoke(app, ["warm", "--scheduler", cluster.scheduler_address,
+                                      "edition2", "--bots", "greedy;random"])
+    assert result.exit_code == 0, result.output
+    assert "warming 2 Dask worker(s)" in result.output
+    assert "1/2 ready" in result.output and "2/2 ready" in result.output
+    assert "2 worker(s) warm for edition2: greedy; random" in result.output

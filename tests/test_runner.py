@@ -863,6 +863,13 @@ def test_run_until_stops_when_precise_enough(tmp_path):
     assert res.complete and "20 deals" in messages[0]
     played = frame(tmp_path / "until", "games")
     assert played["deal"].nunique() < 200  # stopped before the budget
+    # the last line says the target was reached; the rate is the session's, every step's
+    # games over the whole time (not the last step's 40 games over its own time)
+    deals = played["deal"].nunique()
+    assert messages[-1] == (f"target reached at {deals} deals: every 95% half-width is at "
+                            "most 15.00 points")
+    assert res.played == len(played) > 40
+    assert res.games_per_s == pytest.approx(res.played / res.seconds)
     plain = config(bots=("greedy(epsilon=0.05)",), games=2 * played["deal"].nunique(),
                    pairings="self")
     run(plain, tmp_path / "plain")
@@ -883,6 +890,7 @@ def test_run_until_decided_stops_when_the_sequential_test_decides(tmp_path):
                         backend="sequential")
     assert res.complete and any("within 50% +-20 points" in n for n in res.notes)
     assert frame(tmp_path / "sprt", "games")["deal"].nunique() < 2000
+    assert res.played == len(frame(tmp_path / "sprt", "games"))
     with pytest.raises(RunError, match="not both"):
         execute_until(cfg, tmp_path / "x", 0.01, decide_margin=0.02, jobs=1)
 

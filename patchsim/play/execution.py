@@ -4,6 +4,7 @@ Dask cluster through joblib), resumable, topped up on request, or stopped on pre
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
 import os
@@ -79,6 +80,7 @@ class RunResult:
     complete: bool
     summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)  # things the caller may want to tell
+    played: int = 0  # games played in this session (the rest were stored already)
 
 
 def dask_client(scheduler: str | None) -> Any:
@@ -403,7 +405,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     _write_manifest(manifest, run_dir, tables=True)  # the tables this run just wrote
     if not keep_batches:
         clear_batches(run_dir)
-    return RunResult(run_dir, total_games, seconds, rate, complete, notes=notes)
+    return RunResult(run_dir, total_games, seconds, rate, complete, notes=notes, played=played)
 
 
 def _write_manifest(manifest: dict[str, Any], run_dir: Path, *, tables: bool) -> None:
@@ -463,6 +465,14 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
             what = "a half-width" if name == "until" else "a margin"
             raise RunError(f"{name}={value}: give {what} between 0 and 0.5 (0.01: 1 point)")
     say = echo or (lambda _line: None)
+    t0 = time.perf_counter()
+    played = 0  # over every step: the session's rate, not the last step's
+
+    def session(result: RunResult) -> RunResult:
+        seconds = time.perf_counter() - t0
+        return dataclasses.replace(result, seconds=seconds, played=played,
+                                   games_per_s=played / seconds if played else 0.0)
+
     budget = config.deals
     deals = min(budget, max(step_deals, 1))
     if (Path(run_dir) / MANIFEST).exists():  # resuming: never ask for fewer deals than stored
@@ -470,8 +480,9 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
     while True:
         config.deals = deals
         result = execute(config, run_dir, **kw)
+        played += result.played
         if not result.complete:
-            return result
+            return session(result)
         games = pd.read_parquet(Path(run_dir) / "games.parquet",
                                 columns=["ruleset", "pairing", "deal", "winner"])
         widest, open_groups, notes = 0.0, 0, []
@@ -499,8 +510,13 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
             say(f"{deals} deals: {len(notes)} decided, {open_groups} still open")
             done = open_groups == 0
         if done or deals >= budget:
-            if not done:
+            if done and halfwidth is not None:
+                say(f"target reached at {deals} deals: every 95% half-width is at most "
+                    f"{100 * halfwidth:.2f} points")
+            elif done:
+                say(f"target reached at {deals} deals: every pairing is decided")
+            else:
                 say(f"stopped at the budget of {budget} deals before reaching the target")
             result.notes.extend(notes)
-            return result
+            return session(result)
         deals = min(budget, deals + step_deals)

@@ -352,7 +352,7 @@ def replay_snippet(records: Sequence[dict[str, Any] | GameRecord], titles: Seque
     style), so the fragment works in a file opened from disk with no network; the same input
     gives the same text. RecordError if a record does not replay."""
 
-    games = []
+    games: list[dict[str, Any]] = []
     for i, item in enumerate(records):
         title = titles[i] if titles and i < len(titles) else None
         names = list(players[i]) if players and i < len(players) else None
