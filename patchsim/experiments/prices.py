@@ -39,12 +39,11 @@ import pandas as pd
 from patchsim.analysis.estimators import (
     DEFAULT_MARGIN,
     Estimate,
-    benjamini_hochberg,
+    Verdict,
     deal_values,
     difference_pvalue,
-    holm,
     mean_estimate,
-    verdict,
+    verdicts,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
 from patchsim.engine.ruleset import Ruleset, load_ruleset
@@ -66,9 +65,14 @@ class PricesError(ValueError):
 # --- the price response fit ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Crossing:
-    """The line ``value = intercept + slope * cost`` through the per-cost means and the cost
-    where it crosses zero (``fair``, NaN if the slope is 0) with its bootstrap interval.
-    ``in_range``: the crossing lies within the costs measured."""
+    """The price response of a patch: a monotone piecewise-linear fit of value against cost
+    (falling with slope ``slope_below`` up to the knee ``fair``, where the value reaches 0,
+    then with the flatter ``slope_above``: 0 where the bot stops buying the patch), the knee
+    with its bootstrap interval, and for context the least-squares line through the
+    per-cost means (``intercept``, ``slope`` with its bootstrap interval). ``in_range``: the
+    knee lies within the costs measured; ``side`` says where it lies otherwise ("above":
+    the value is still positive at the highest cost, "below": not positive even at the
+    lowest)."""
 
     intercept: float
     slope: float
@@ -79,22 +83,34 @@ class Crossing:
     fair_hi: float
     in_range: bool
     costs: tuple[int, ...]
+    slope_below: float = math.nan
+    slope_above: float = math.nan
+    means: tuple[float, ...] = ()
 
     @property
     def flat(self) -> bool:
-        """The slope's interval holds 0: no measurable price response in the range."""
+        """The line's slope interval holds 0: no measurable price response in the range."""
         return not (self.slope_hi < 0 or self.slope_lo > 0)
+
+    @property
+    def side(self) -> str:
+        """'in range', 'above' (the value stays positive over the range) or 'below'."""
+        if self.in_range or not math.isfinite(self.fair) or not self.costs:
+            return "in range" if self.in_range else ""
+        return "above" if self.fair > max(self.costs) else "below"
 
     def text(self) -> str:
         if len(self.costs) < 2:
             return "one price only: no price response"
+        span = f"{min(self.costs)}..{max(self.costs)}"
         if self.flat and self.in_range:
-            return (f"not identified: value flat over {min(self.costs)}..{max(self.costs)} "
-                    f"(line crosses at {self.fair:.1f} [{_num(self.fair_lo)}, "
-                    f"{_num(self.fair_hi)}])")
+            return (f"not identified: value flat over {span} (fit crosses at {self.fair:.1f} "
+                    f"[{_num(self.fair_lo)}, {_num(self.fair_hi)}])")
         if not self.in_range:
-            return (f"no crossing in range {min(self.costs)}..{max(self.costs)}"
-                    + (f" (line crosses at {self.fair:.1f})" if math.isfinite(self.fair) else ""))
+            where = {"above": "the value is still positive at the highest cost",
+                     "below": "the value is not positive even at the lowest cost"}
+            return (f"not found in {span}"
+                    + (f" ({where[self.side]})" if self.side in where else ""))
         return f"{self.fair:.1f} [{_num(self.fair_lo)}, {_num(self.fair_hi)}]"
 
 
@@ -109,45 +125,119 @@ def _line(costs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return means.mean(axis=-1) - slope * costs.mean(), slope
 
 
-def _zero(intercept: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    """Where the lines cross zero; +-inf for a flat line (the sign says where the value
-    stays), so that percentiles of many replicates stay ordered."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = -intercept / slope
-    flat = slope == 0
-    return np.where(flat, np.where(intercept > 0, np.inf, -np.inf), x)
+KNEE_STEP = 0.1  # buttons between the knees tried by the fit
+
+
+def fit_knee(costs: Sequence[float], means: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The monotone two-piece fit ``v(c) = s * min(c - k, 0) + t * max(c - k, 0)`` with
+    ``s <= t <= 0`` of per-cost means (rows: replicates), by least squares: for each knee
+    ``k`` on a grid of KNEE_STEP buttons (from a range below the lowest cost to a range
+    above the highest) the best slopes under the constraints (the optimum is unconstrained
+    or on a face: ``t = 0`` or ``s = t``), then the best knee. A value that falls and then
+    stays at 0 (the bot stops buying) gets ``t = 0`` and its knee where it reaches 0; one
+    that falls through 0 in a line gets ``s = t``. Returns the knees, ``s`` and ``t``."""
+    x = np.asarray(costs, dtype=float)
+    y = np.atleast_2d(np.asarray(means, dtype=float))
+    span = max(x.max() - x.min(), 1.0)
+    # rounded: a knee on a measured cost lands on it, not a rounding error beside it
+    knees = np.round(np.arange(x.min() - span, x.max() + span + KNEE_STEP / 2, KNEE_STEP), 6)
+    best = np.full(len(y), np.inf)
+    out_k = np.full(len(y), np.nan)
+    out_s = np.full(len(y), np.nan)
+    out_t = np.full(len(y), np.nan)
+    yy = (y**2).sum(axis=1)
+
+    def one(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The best slope <= 0 on one feature, and its sum of squares."""
+        ff = f @ f
+        b = np.minimum(0.0, (y @ f) / ff) if ff > 0 else np.zeros(len(y))
+        return b, yy - 2 * b * (y @ f) + b**2 * ff
+
+    for k in knees:
+        lo, hi = np.minimum(x - k, 0.0), np.maximum(x - k, 0.0)
+        cands = []
+        a11, a12, a22 = lo @ lo, lo @ hi, hi @ hi
+        det = a11 * a22 - a12 * a12
+        if det > 1e-12:
+            r1, r2 = y @ lo, y @ hi
+            s = (a22 * r1 - a12 * r2) / det
+            t = (a11 * r2 - a12 * r1) / det
+            ok = (s <= t) & (t <= 0)
+            sse = yy - 2 * (s * r1 + t * r2) + s * s * a11 + 2 * s * t * a12 + t * t * a22
+            cands.append((np.where(ok, sse, np.inf), s, t))
+        s0, sse0 = one(lo)  # t = 0
+        cands.append((sse0, s0, np.zeros(len(y))))
+        b, sse1 = one(x - k)  # s = t
+        cands.append((sse1, b, b))
+        for sse, s, t in cands:
+            better = sse < best - 1e-15
+            best = np.where(better, sse, best)
+            out_k = np.where(better, k, out_k)
+            out_s = np.where(better, s, out_s)
+            out_t = np.where(better, t, out_t)
+    return out_k, out_s, out_t
 
 
 def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
                  boot: int = BOOTSTRAP, level: float = 0.95) -> Crossing:
     """The fair price from per-deal values: ``values[i, j]`` is deal i's value at
-    ``costs[j]`` (the same deals at every cost). The line is fitted by least squares over
-    the per-deal values (equal deals per cost: the line through the per-cost means); the
-    intervals are percentiles of a bootstrap over deals seeded by ``seed``."""
+    ``costs[j]`` (the same deals at every cost). The knee of the monotone fit
+    (:func:`fit_knee`) through the per-cost means is where the value reaches 0; its interval
+    is the percentile interval of the knee over a bootstrap over deals seeded by ``seed``
+    (a deal is resampled with all its costs, so each replicate is a whole curve, refitted).
+    A knee beyond the costs measured is not a fair price (``in_range`` False): widen the
+    scan. The least-squares line is kept for its slope (the value of one button)."""
     x = np.asarray(costs, dtype=float)
     v = np.asarray(values, dtype=float)
     if v.ndim != 2 or v.shape[1] != len(x):
         raise ValueError(f"values: expected (deals, {len(x)}) per-deal values, got {v.shape}")
     v = v[np.isfinite(v).all(axis=1)]
+    order = np.argsort(x, kind="stable")
+    x, v = x[order], v[:, order]
     costs_t = tuple(int(c) for c in x)
     if len(x) < 2 or len(v) == 0:
         nan = math.nan
         return Crossing(nan, nan, nan, nan, nan, nan, nan, False, costs_t)
-    a, b = _line(x, v.mean(axis=0))
-    fair = float(_zero(np.array(a), np.array(b)))
+    means = v.mean(axis=0)
+    a, b = _line(x, means)
+    k, s, t = fit_knee(x, means[None, :])
+    fair = float(k[0])
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(v), size=(boot, len(v)))
-    # per-cost means of each resampled set of deals, then one line per replicate
-    means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
-    ba, bb = _line(x, means)
-    zeros = _zero(ba, bb)
+    # per-cost means of each resampled set of deals: one curve per replicate
+    boot_means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
+    _ba, bb = _line(x, boot_means)
+    bk, _bs, _bt = fit_knee(x, boot_means)
     q = ((1 - level) / 2, (1 + level) / 2)
-    # "lower"/"higher" pick replicate values: no interpolation between infinities
-    f_lo = float(np.quantile(zeros, q[0], method="lower"))
-    f_hi = float(np.quantile(zeros, q[1], method="higher"))
-    s_lo, s_hi = (float(s) for s in np.quantile(bb, q))
-    in_range = math.isfinite(fair) and x.min() <= fair <= x.max()
-    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t)
+    f_lo = float(np.quantile(bk, q[0], method="lower"))
+    f_hi = float(np.quantile(bk, q[1], method="higher"))
+    s_lo, s_hi = (float(z) for z in np.quantile(bb, q))
+    in_range = x.min() <= fair <= x.max()
+    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t,
+                    float(s[0]), float(t[0]), tuple(float(m) for m in means))
+
+
+def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,
+                step: int = 2) -> list[int]:
+    """The costs a scan adds when its fit found no fair price in range: below the lowest
+    (down to 0) when the value is not positive there or flat over the range (the bot never
+    gains from the patch: look for the price at which it starts to), above the highest (up
+    to ``max_cost``) when it is still positive. Two costs, ``step`` and ``2 * step``
+    buttons beyond; none when the fair price is in range or the scan is at its limits."""
+    lo, hi = min(costs), max(costs)
+    if crossing.in_range and not crossing.flat:
+        return []
+    down = crossing.flat or crossing.side == "below"
+    if down:
+        new = [c for c in (lo - step, lo - 2 * step) if c >= 0]
+        if not new and lo > 0:
+            new = [0]
+    else:
+        new = [c for c in (hi + step, hi + 2 * step) if c <= max_cost]
+        if not new and hi < max_cost:
+            new = [max_cost]
+    return sorted(set(new) - set(costs))
 
 
 # --- the study ------------------------------------------------------------------------------------
@@ -171,8 +261,9 @@ class PriceStudy:
         return self.ruleset.patch(patch).cost
 
     def deltas_of(self, patch: str) -> list[int]:
-        """The deltas measured for ``patch`` (costs below 0 are skipped)."""
-        return [d for d in self.deltas if (patch, d) in self.values]
+        """The deltas measured for ``patch``, in order (costs below 0 are skipped; a widened
+        scan adds its own)."""
+        return sorted(d for p, d in self.values if p == patch)
 
 
 def restricted_spec(bot: str, patch: str) -> str:
@@ -204,14 +295,24 @@ def _parse_patches(ruleset: Ruleset, patches: Sequence[str] | None) -> list[str]
     return out
 
 
+MAX_WIDEN_ROUNDS = 3  # a scan widens itself at most this often per patch
+
+
 def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
                    patches: Sequence[str] | None = None, *,
                    deltas: Sequence[int] = DEFAULT_DELTAS, games: int = 1000, seed: int = 1,
-                   jobs: int = 1, margin: float = DEFAULT_MARGIN,
+                   jobs: int = 1, margin: float = DEFAULT_MARGIN, widen: bool = True,
+                   max_cost: int | None = None,
                    echo: Callable[[str], None] | None = None) -> PriceStudy:
     """Play the study: for each patch (default every patch) and each cost ``base + delta``
     (0 always included; costs below 0 skipped), ``games`` seat-swapped games between ``bot``
     forbidden the patch and ``bot``, on the same deals (``seed``) for every patch and cost.
+
+    With ``widen`` (the default) a patch whose fit finds no fair price in the costs measured
+    gets more costs, on the same deals (:func:`widen_costs`: downward when the value is not
+    positive or flat, upward when it is still positive; at most MAX_WIDEN_ROUNDS rounds, up
+    to ``max_cost``, default the base cost + 20), so that an overpriced patch, which the bot
+    stops buying, shows the price at which it starts to gain from it.
 
     Raises PricesError, RulesetError, BotSpecError or RunError for a bad request before
     playing anything (except a ruleset variant a cost change makes invalid)."""
@@ -233,23 +334,47 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
         make_bot(restricted).bind(compile_ruleset(rs))
         cost = rs.patch(pid).cost
         mine = [d for d in ds if cost + d >= 0]
-        variants = [rs if d == 0 else rs.with_overrides(
-            {"name": f"{rs.name}-{pid}-cost{cost + d}",
-             "patch_changes": {pid: {"cost": cost + d}}}) for d in mine]
         say(f"[{n}/{len(ids)}] {pid} (cost {cost}): costs "
             f"{', '.join(str(cost + d) for d in mine)}, {games} games each")
-        sim = simulate(variants, [base, restricted], games=games, seed=seed, jobs=jobs,
-                       pairings="cross")
-        g, ev = sim.games, sim.events
-        for d, v in zip(mine, variants, strict=True):
-            rows = g[g["ruleset_hash"] == v.content_hash()]
-            won = (rows["winner_bot"] == restricted).to_numpy()
-            study.values[(pid, d)] = 0.5 - deal_values(won, rows["deal"].to_numpy())
-            # context: how often the unrestricted bot buys the patch at this cost
-            bought = ev[(ev["game_id"].isin(rows["game_id"])) & (ev["event"] == "buy")
-                        & (ev["patch"] == pid) & (ev["bot"] == base)]
-            study.buys[(pid, d)] = len(bought) / max(1, len(rows))
+        _play_costs(study, pid, restricted, mine, jobs)
+        top = cost + 20 if max_cost is None else max_cost
+        for _ in range(MAX_WIDEN_ROUNDS if widen else 0):
+            costs = [cost + d for d in study.deltas_of(pid)]
+            more = widen_costs(costs, _fit(study, pid), top)
+            if not more:
+                break
+            say(f"  {pid}: no fair price in {min(costs)}..{max(costs)}; adding costs "
+                f"{', '.join(map(str, more))}")
+            _play_costs(study, pid, restricted, [c - cost for c in more], jobs)
     return study
+
+
+def _play_costs(study: PriceStudy, pid: str, restricted: str, deltas: list[int],
+                jobs: int) -> None:
+    """Measure ``pid`` at ``base + delta`` for each delta, on the study's deals."""
+    rs, base = study.ruleset, study.bot
+    cost = rs.patch(pid).cost
+    variants = [rs if d == 0 else rs.with_overrides(
+        {"name": f"{rs.name}-{pid}-cost{cost + d}",
+         "patch_changes": {pid: {"cost": cost + d}}}) for d in deltas]
+    sim = simulate(variants, [base, restricted], games=study.games, seed=study.seed, jobs=jobs,
+                   pairings="cross")
+    g, ev = sim.games, sim.events
+    for d, v in zip(deltas, variants, strict=True):
+        rows = g[g["ruleset_hash"] == v.content_hash()]
+        won = (rows["winner_bot"] == restricted).to_numpy()
+        study.values[(pid, d)] = 0.5 - deal_values(won, rows["deal"].to_numpy())
+        # context: how often the unrestricted bot buys the patch at this cost
+        bought = ev[(ev["game_id"].isin(rows["game_id"])) & (ev["event"] == "buy")
+                    & (ev["patch"] == pid) & (ev["bot"] == base)]
+        study.buys[(pid, d)] = len(bought) / max(1, len(rows))
+
+
+def _fit(study: PriceStudy, pid: str) -> Crossing:
+    ds = study.deltas_of(pid)
+    base = study.base_cost(pid)
+    mat = np.column_stack([study.values[(pid, d)] for d in ds])
+    return fit_crossing([base + d for d in ds], mat, seed=study.seed)
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -276,52 +401,107 @@ def price_table(study: PriceStudy) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    primary = df["delta"] == 0
-    df["p_adjusted"] = math.nan
-    df.loc[primary, "p_adjusted"] = holm(df.loc[primary, "p_value"].to_numpy())
-    df.loc[~primary, "p_adjusted"] = benjamini_hochberg(df.loc[~primary, "p_value"].to_numpy())
-    df["verdict"] = [verdict(e, study.margin, p_difference=p).text()
-                     for e, p in zip(df["_est"], df["p_adjusted"], strict=True)]
+    # the verdicts: one Holm family over the patches at their printed cost (the primary
+    # question), one Benjamini-Hochberg family over the other costs (exploratory)
+    primary = (df["delta"] == 0).to_numpy()
+    found: list[Verdict | None] = [None] * len(df)
+    for sel, family in ((primary, "holm"), (~primary, "bh")):
+        idx = np.flatnonzero(sel)
+        for i, v in zip(idx, verdicts([df["_est"].iloc[i] for i in idx], study.margin,
+                                      family=family), strict=True):
+            found[i] = v
+    vs = [v for v in found if v is not None]
+    df["p_adjusted"] = [v.p_difference for v in vs]
+    df["verdict_kind"] = [v.kind for v in vs]
+    df["verdict"] = [v.text() for v in vs]
     return df.drop(columns="_est")
 
 
 def crossings(study: PriceStudy) -> dict[str, Crossing]:
     """The price-response fit of every patch (bootstrap seeded by the study's seed)."""
-    out = {}
-    for pid in study.patches:
-        ds = study.deltas_of(pid)
-        base = study.base_cost(pid)
-        mat = np.column_stack([study.values[(pid, d)] for d in ds])
-        out[pid] = fit_crossing([base + d for d in ds], mat, seed=study.seed)
-    return out
+    return {pid: _fit(study, pid) for pid in study.patches}
 
 
-def _reading(value: Estimate, p_adj: float, margin: float, cross: Crossing) -> str:
-    """A plain-language reading of one patch's value at its printed cost."""
-    v = verdict(value, margin, p_difference=p_adj)
-    if v.kind == "equivalent":
-        return "no measurable value: buying it is worth no more than passing it by"
-    if v.kind == "undecided":
-        return "undecided"
+PRICE_MARGIN = 1.0  # buttons: a fair price this close to the printed cost is "about right"
+
+
+@dataclass(frozen=True)
+class PriceReading:
+    """What a patch's price is for the bot: ``kind`` one of ``underpriced``, ``overpriced``,
+    ``about right``, ``undecided``, ``not measured``; ``by`` (with ``lo``, ``hi``) how many
+    buttons the fair price lies above (under-) or below (overpriced) the printed cost;
+    ``text`` the sentence."""
+
+    kind: str
+    text: str
+    by: float = math.nan
+    lo: float = math.nan
+    hi: float = math.nan
+
+
+def price_reading(v: Verdict, cross: Crossing, cost: int,
+                  margin: float = PRICE_MARGIN) -> PriceReading:
+    """The reading of a patch's price from the verdict on its value at the printed cost
+    (equivalence first, as everywhere) and its fair price (the knee of the value curve).
+
+    Underpriced needs the value beyond the margin above 0 at its price; a trap (a value
+    beyond the margin below 0: the bot buys it and loses) is overpriced. A value within the
+    margin says nothing measurable is gained at the price: the fair price then decides
+    between overpriced (its whole interval more than ``margin`` buttons below the cost: the
+    bot gains from the patch only when it is cheaper) and about right; "undecided" where
+    neither is shown."""
+    fair_ok = cross.in_range and not cross.flat
+    fair = (f"fair price about {cross.fair:.1f} [{_num(cross.fair_lo)}, {_num(cross.fair_hi)}]"
+            if fair_ok else f"fair price {cross.text()}")
+    worth = f"{100 * (v.estimate.value - v.center):+.1f} points at its price"
     if v.kind == "undefined":
-        return "not measured (no deals)"
-    fair = f" (fair price about {cross.fair:.0f})" if cross.in_range and not cross.flat else ""
-    if value.value > 0:
-        return f"worth having: underpriced for this bot{fair}"
-    return f"a trap: the bot does better without it, overpriced for this bot{fair}"
+        return PriceReading("not measured", "not measured (no deals)")
+    off, off_lo, off_hi = (cross.fair - cost, cross.fair_lo - cost, cross.fair_hi - cost)
+    if v.kind == "differs" and v.estimate.value > v.center:
+        if fair_ok:
+            return PriceReading("underpriced", f"underpriced by about {off:.1f} buttons "
+                                f"[{_num(off_lo)}, {_num(off_hi)}]: worth {worth}; {fair}",
+                                off, off_lo, off_hi)
+        return PriceReading("underpriced", f"underpriced: worth {worth}; {fair}")
+    if v.kind == "differs":
+        if fair_ok:
+            return PriceReading("overpriced", f"a trap, overpriced by about {-off:.1f} buttons "
+                                f"[{_num(-off_hi)}, {_num(-off_lo)}]: the bot does better "
+                                f"without it ({worth}); {fair}", -off, -off_hi, -off_lo)
+        return PriceReading("overpriced", f"a trap: the bot does better without it "
+                            f"({worth}); {fair}")
+    if v.kind == "undecided":
+        return PriceReading("undecided", f"undecided at its price ({worth}); {fair}")
+    # the value is within the margin at the printed cost: does it pay when cheaper?
+    if fair_ok and off_hi < -margin:
+        return PriceReading("overpriced", f"overpriced by about {-off:.1f} buttons "
+                            f"[{_num(-off_hi)}, {_num(-off_lo)}]: no measurable value at its "
+                            f"price, the bot gains from it below about {cross.fair:.1f}",
+                            -off, -off_hi, -off_lo)
+    if fair_ok and off_lo >= -margin:
+        return PriceReading("about right", f"priced about right for this bot: no measurable "
+                            f"value at its price ({worth}); {fair}", off, off_lo, off_hi)
+    return PriceReading("undecided", f"no measurable value at its price ({worth}); whether "
+                        f"it is overpriced is undecided: {fair}")
 
 
 def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                   fits: dict[str, Crossing] | None = None) -> pd.DataFrame:
     """One row per patch: value at the printed cost (Holm verdict), slope of the value per
-    button of cost, fair price with its interval, and a reading."""
+    button of cost, fair price with its interval, and the price reading
+    (:func:`price_reading`: ``price``, ``off_by`` buttons with ``off_lo``, ``off_hi``,
+    ``reading``)."""
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
+    # the verdicts at the printed costs, one Holm family (as in the table)
+    at_price = [_value(study.values[(pid, 0)]) for pid in study.patches]
+    verdicts_at_price = dict(zip(study.patches, verdicts(at_price, study.margin,
+                                                         family="holm"), strict=True))
     rows = []
     for pid in study.patches:
         r = table[(table["patch"] == pid) & (table["delta"] == 0)].iloc[0]
-        est = _value(study.values[(pid, 0)])
         c = fits[pid]
+        reading = price_reading(verdicts_at_price[pid], c, int(r["cost"]))
         rows.append({"patch": pid, "cost": int(r["cost"]), "value": r["value"],
                      "value_lo": r["value_lo"], "value_hi": r["value_hi"],
                      "p_holm": r["p_adjusted"], "verdict": r["verdict"],
@@ -329,8 +509,9 @@ def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                      "slope_hi": c.slope_hi, "fair_price": c.fair if c.in_range else math.nan,
                      "fair_lo": c.fair_lo if c.in_range else math.nan,
                      "fair_hi": c.fair_hi if c.in_range else math.nan,
-                     "fair_text": c.text(),
-                     "reading": _reading(est, float(r["p_adjusted"]), study.margin, c)})
+                     "fair_text": c.text(), "price": reading.kind,
+                     "off_by": reading.by, "off_lo": reading.lo, "off_hi": reading.hi,
+                     "reading": reading.text})
     return pd.DataFrame(rows)
 
 
