@@ -156,7 +156,10 @@ def test_compare_is_the_estimator_layers_paired_difference():
         (d.value, d.lo, d.hi, d.deals))
     assert row["p"] == pytest.approx(E.difference_pvalue(d))
     assert row["tost_p"] == pytest.approx(E.tost_pvalue(d, 0.02))
-    v = E.verdict(d, 0.02, 0.0, 0.05, p_difference=row["p_holm"])
+    # the primary metric's family: this pairing's row alone (one pairing, one comparison)
+    v = E.verdicts([d], 0.02, 0.0, 0.05, family="holm")[0]
+    assert row["p_holm"] == pytest.approx(v.p_difference)
+    assert row["p_equivalent"] == pytest.approx(E.equivalence_pvalue(d, 0.02))
     assert row["verdict"] == v.text(100.0, " points") and row["verdict_kind"] == v.kind
     assert bool(row["different"]) == (v.kind == "differs")
     # the words of the verdict are the estimator layer's
@@ -209,9 +212,10 @@ def test_plan_hand_computed():
     sd = x.std(ddof=1)
     z = sps.norm.ppf
     assert t["deals_precision"] == math.ceil((z(0.975) * sd / 0.05) ** 2)
-    # detecting a 10-point difference with 80% power; equivalence within +-10 points
+    # detecting a 10-point difference with 80% power; equivalence within +-10 points, the
+    # 95% interval inside the margin as the verdicts decide it (2.5% per one-sided test)
     assert t["deals_difference"] == math.ceil(((z(0.975) + z(0.8)) * sd / 0.1) ** 2)
-    assert t["deals_equivalence"] == math.ceil(((z(0.95) + z(0.9)) * sd / 0.1) ** 2)
+    assert t["deals_equivalence"] == math.ceil(((z(0.975) + z(0.9)) * sd / 0.1) ** 2)
     text = format_plan(plan(pd.DataFrame(rows)))
     assert "X vs X" in text and "show equivalence within +-2 points" in text
     assert "without pairing" not in text  # no design the runner cannot play

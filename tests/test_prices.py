@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import patchsim
+from patchsim.analysis import estimators as E
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.cli.main import app
 from patchsim.engine import core
@@ -19,8 +20,10 @@ from patchsim.experiments.prices import (
     PriceStudy,
     fit_crossing,
     patch_summary,
+    price_reading,
     price_table,
     restricted_spec,
+    widen_costs,
 )
 from patchsim.play.match import play_game
 
@@ -120,13 +123,80 @@ def test_crossing_hand_worked() -> None:
     assert c.text() == "5.0 [3.0, 6.0]"
     assert fit_crossing([3, 4, 5], values, seed=1, boot=4000) == c  # seeded
     up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: crosses at 7
-    assert up.fair == pytest.approx(7.0) and not up.in_range
-    assert up.text() == "no crossing in range 3..5 (line crosses at 7.0)"
+    assert up.fair == pytest.approx(7.0) and not up.in_range and up.side == "above"
+    assert up.text() == "not found in 3..5 (the value is still positive at the highest cost)"
     # one deal going down, one going up: the slope's interval holds 0
     flat = fit_crossing([3, 4, 5], np.array([[0.3, 0.1, -0.1], [-0.2, -0.1, 0.0]]))
     assert flat.fair == pytest.approx(4.0) and flat.in_range and flat.flat
-    assert flat.text().startswith("not identified: value flat over 3..5 (line crosses at 4.0")
+    assert flat.text().startswith("not identified: value flat over 3..5 (fit crosses at 4.0")
     assert not fit_crossing([4], values[:, :1]).in_range
+
+
+def planted_values(costs: np.ndarray, knee: float, slope: float, deals: int,
+                   rng: np.random.Generator, noise: float = 0.3) -> np.ndarray:
+    """Per-deal values of a patch worth ``slope`` per button below ``knee`` and nothing
+    above it. As in restricted play, where the bot stops buying the patch the restricted
+    and the free bot play (nearly) the same games: the per-deal noise is ``noise`` where
+    the patch is bought and a tenth of it above the knee."""
+    true = np.maximum(0.0, slope * (knee - costs))
+    sd = np.where(costs < knee, noise, noise / 10)
+    return true[None, :] + rng.normal(0, 1, (deals, len(costs))) * sd[None, :]
+
+
+@pytest.mark.parametrize(("knee", "costs"), [(12.0, np.arange(4, 25, 2)),
+                                             (4.5, np.arange(2, 12))])
+def test_the_fair_price_is_where_a_flattening_curve_reaches_zero(knee, costs) -> None:
+    """A value that falls and then stays at 0: the least-squares line put the crossing
+    3-7 buttons off (18.6 for a knee at 12 over 4..24); the monotone fit finds the knee
+    within a button, and its bootstrap interval holds it."""
+    rng = np.random.default_rng(1)
+    c = fit_crossing(costs, planted_values(costs, knee, 0.02, 600, rng), seed=2, boot=400)
+    assert c.in_range and not c.flat
+    assert abs(c.fair - knee) <= 1.0
+    assert c.fair_lo <= knee <= c.fair_hi
+    assert c.slope_above == pytest.approx(0.0, abs=0.003)
+    line = -c.intercept / c.slope  # the old straight line, for contrast
+    assert abs(line - knee) > 2.0
+
+
+def test_a_scan_widens_toward_the_price_it_misses() -> None:
+    rng = np.random.default_rng(3)
+    high = np.arange(7, 12)  # a patch overpriced at 9: flat at 0 over 7..11
+    flat = fit_crossing(high, planted_values(high, 4.5, 0.02, 300, rng), boot=200)
+    assert widen_costs(list(high), flat, 30) == [3, 5]
+    low = np.arange(0, 5)  # a free patch still worth a lot at 4
+    pos = fit_crossing(low, planted_values(low, 12.0, 0.02, 300, rng), boot=200)
+    assert pos.side == "above" and widen_costs(list(low), pos, 30) == [6, 8]
+    assert widen_costs([0, 1, 2], flat, 30) == []  # at 0 already: nowhere to go
+    found = fit_crossing(np.arange(2, 12), planted_values(np.arange(2, 12), 4.5, 0.02, 300,
+                                                          rng), boot=200)
+    assert widen_costs(list(range(2, 12)), found, 30) == []
+
+
+def test_price_readings_in_both_directions() -> None:
+    """An overpriced patch has no measurable value at its price: the reading comes from the
+    fair price below it. An underpriced one needs a value beyond the margin; a value within
+    it with a fair price near the printed cost is about right."""
+    costs = np.arange(3, 12)
+    rng = np.random.default_rng(4)
+    cross = fit_crossing(costs, planted_values(costs, 4.5, 0.02, 800, rng), boot=300)
+    at9 = E.mean_estimate(planted_values(np.array([9]), 4.5, 0.02, 3000, rng)[:, 0])
+    over = price_reading(E.verdict(at9, 0.02), cross, 9)
+    assert over.kind == "overpriced" and over.text.startswith("overpriced by about ")
+    assert over.lo <= 4.5 <= over.hi and over.lo > 1
+    # the same curve read at a printed cost of 5 (its knee): about right, or undecided
+    at5 = E.mean_estimate(planted_values(np.array([5]), 4.5, 0.02, 3000, rng)[:, 0])
+    assert price_reading(E.verdict(at5, 0.02), cross, 5).kind in ("about right", "undecided")
+    # worth 8 points at a cost of 0: underpriced, by about the knee
+    at0 = E.mean_estimate(planted_values(np.array([0]), 4.5, 0.02, 3000, rng)[:, 0])
+    low = fit_crossing(np.arange(0, 9), planted_values(np.arange(0, 9), 4.5, 0.02, 800, rng),
+                       boot=300)
+    under = price_reading(E.verdict(at0, 0.02), low, 0)
+    assert under.kind == "underpriced" and abs(under.by - 4.5) <= 1
+    # a detectably positive value inside the margin is never "underpriced"
+    tiny = E.mean_estimate(rng.normal(0.006, 0.1, 20_000))
+    assert E.verdict(tiny, 0.02).negligible
+    assert price_reading(E.verdict(tiny, 0.02), low, 4).kind != "underpriced"
 
 
 def test_price_table_on_a_synthetic_study() -> None:
@@ -149,7 +219,7 @@ def test_command_writes_its_files(tmp_path) -> None:
     out = tmp_path / "p"
     r = CliRunner().invoke(app, ["prices", "edition2", "--bots", "greedy", "--games", "40",
                                  "--patches", "P19,P1", "--deltas=-1,0,1", "--jobs", "1",
-                                 "--out", str(out)])
+                                 "--no-widen", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv", "prices.md",
                                                      "prices.png", "study.json"]

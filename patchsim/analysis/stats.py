@@ -256,7 +256,8 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     table's comparisons (``p_holm``), and :func:`estimators.verdicts` on them, one Holm
     family (``verdict`` text, ``more_deals``). ``trend`` reads the verdict for the
     imbalance: ``grows`` or ``shrinks`` (the distance from 50%), ``changes side``,
-    ``unchanged`` (equivalent within +-margin) or ``undecided``. Empty when no ruleset has two self-play pairings."""
+    ``unchanged`` (equivalent within +-margin) or ``undecided``. Empty when no ruleset has
+    two self-play pairings."""
     cols = ["ruleset", "level", "pairing", "reference", "distinct_games", "games", "deals",
             "rate", "lo", "hi", "common_deals", "diff", "diff_lo", "diff_hi", "p", "p_holm",
             "verdict_kind", "verdict", "more_deals", "trend"]

@@ -38,9 +38,12 @@ def prices(
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="New folder for the results (default "
                                             "reports/<ruleset>-prices/<time>).")] = None,
+    widen: Annotated[bool, typer.Option(help="Add costs (down to 0, or up) for a patch whose "
+                                        "fair price is not found in the costs measured.")]
+    = True,
 ) -> None:
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
-    (restricted play), and the cost at which that value crosses zero (price response).
+    (restricted play), and the cost at which that value reaches zero (price response).
     Writes prices.csv, patches.csv, prices.md and prices.png into a new folder."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset
     from patchsim.experiments.prices import measure_prices, write_prices
@@ -60,7 +63,7 @@ def prices(
     ids = [p.strip() for p in patches.split(",") if p.strip()] if patches else None
     with prices_errors(FLAGS):
         study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
-                               echo=typer.echo)
+                               widen=widen, echo=typer.echo)
         res = write_prices(study, target)
     typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
     typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")

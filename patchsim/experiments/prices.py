@@ -10,12 +10,19 @@ the player who is behind). Here the patch is the treatment:
    games) is one observation; the interval and the verdict (margin +-2 points, Holm over
    the patches) come from :mod:`patchsim.analysis.estimators`.
 2. **Price response.** X's cost is moved by each delta (``patch_changes``; a cost below 0 is
-   skipped) and the restricted-play value measured again on the same deals. A straight line
-   fitted to value against cost (least squares over the per-deal values; every cost has the
-   same deals, so this is the line through the per-cost means) gives the cost at which the
-   value crosses zero: the *fair price*, the highest cost at which having X on offer still
-   helps the bot. Its 95% interval is a seeded bootstrap over deals (a deal is resampled
-   with all its prices, which keeps the pairing across prices).
+   skipped) and the restricted-play value measured again on the same deals. The value
+   falls with the cost until the bot stops buying X, where it flattens at 0, so a straight
+   line would put the crossing wherever the measured costs happen to lie; a monotone
+   two-piece fit (:func:`fit_knee`) gives the cost at which the value reaches zero: the
+   *fair price*, the highest cost at which having X on offer still helps the bot. Its 95%
+   interval is a seeded bootstrap over deals (a deal is resampled with all its prices, and
+   each replicate curve refitted). A scan that finds no fair price in its costs widens
+   itself (:func:`widen_costs`) and says "not found in a..b" if it still finds none.
+3. **Both directions.** An overpriced patch is one the bot stops buying, so its value at the
+   printed price is about 0 ("no measurable value"): the downward scan finds the price at
+   which the bot starts to buy it and gain from it, and :func:`price_reading` says
+   "overpriced by about k buttons [lo, hi]" when that fair price lies clearly below the
+   printed cost; "underpriced" needs the value at the printed cost beyond the margin.
 
 For a player that used every option well a value could not be negative; a negative value
 says the bot buys X when it should not (X is a trap for this bot at this price).
@@ -86,11 +93,14 @@ class Crossing:
     slope_below: float = math.nan
     slope_above: float = math.nan
     means: tuple[float, ...] = ()
+    cheapest_lo: float = math.nan  # lower bootstrap bound of the fitted value at min(costs)
 
     @property
     def flat(self) -> bool:
-        """The line's slope interval holds 0: no measurable price response in the range."""
-        return not (self.slope_hi < 0 or self.slope_lo > 0)
+        """No measurable price response in the range: the line's slope interval holds 0
+        and the fitted value at the cheapest cost is not shown to be positive."""
+        sloped = self.slope_hi < 0 or self.slope_lo > 0
+        return not (sloped or self.cheapest_lo > 0)
 
     @property
     def side(self) -> str:
@@ -208,14 +218,17 @@ def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
     # per-cost means of each resampled set of deals: one curve per replicate
     boot_means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
     _ba, bb = _line(x, boot_means)
-    bk, _bs, _bt = fit_knee(x, boot_means)
+    bk, bs, bt = fit_knee(x, boot_means)
     q = ((1 - level) / 2, (1 + level) / 2)
+    # each replicate's fitted value at the cheapest cost (the knee model at min(costs))
+    cheapest = bs * np.minimum(x[0] - bk, 0.0) + bt * np.maximum(x[0] - bk, 0.0)
     f_lo = float(np.quantile(bk, q[0], method="lower"))
     f_hi = float(np.quantile(bk, q[1], method="higher"))
     s_lo, s_hi = (float(z) for z in np.quantile(bb, q))
     in_range = x.min() <= fair <= x.max()
-    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t,
-                    float(s[0]), float(t[0]), tuple(float(m) for m in means))
+    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, bool(in_range),
+                    costs_t, float(s[0]), float(t[0]), tuple(float(m) for m in means),
+                    float(np.quantile(cheapest, q[0])))
 
 
 def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,
@@ -530,10 +543,16 @@ def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
         f"Restricted play: `{study.bot}` forbidden to buy a patch plays `{study.bot}` on "
         f"{deals} common seat-swapped deals (seed {study.seed}) per patch and cost. Value = "
         "0.5 - the restricted bot's win rate, in points of win rate; 95% intervals over deals "
-        f"(the deal is the unit). Verdicts: margin +-{100 * study.margin:.0f} points; Holm "
-        "over the patches at the printed cost, Benjamini-Hochberg over the other costs "
-        "(exploratory). Fair price: where a least-squares line of value on cost crosses 0, "
-        "with a 95% bootstrap interval over deals.", "",
+        f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
+        f"margin +-{100 * study.margin:.0f} points; Holm over the patches at the printed "
+        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
+        "monotone two-piece fit of value against cost (falling, then flatter or flat at 0 "
+        "where the bot stops buying the patch) reaches 0, with a 95% bootstrap interval over "
+        "deals that refits the whole curve; a scan that finds none widens itself. Price "
+        "reading: underpriced when the value at the printed cost lies beyond the margin "
+        "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
+        f"value at the printed cost, when the fair price lies more than {PRICE_MARGIN:g} "
+        "button below it (the bot gains from the patch only when it is cheaper).", "",
         "| patch | cost | value (points) [95%] | verdict | value per +1 button | fair price "
         "[95%] | reading |",
         "|---|---:|---|---|---|---|---|"]

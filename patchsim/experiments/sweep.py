@@ -398,6 +398,8 @@ def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = 
             if r["ruleset"] != "base" and isinstance(r.get("verdict"), str) and r["verdict"]:
                 text += f"; against the base: {r['verdict']}"
             lines.append(text)
+    if "verdict_kind" in table and (table["verdict_kind"] == "undecided").any():
+        lines.append(est_layer.SEQUENTIAL_ADVICE)
     return lines
 
 

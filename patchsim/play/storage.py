@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MANIFEST = "manifest.json"
+# written by execute_until when a sequential test chose the run's length (a report reads it)
+STOPPING_FILE = "stopping.json"
 
 _I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
 GAMES_SCHEMA = pa.schema([
