@@ -144,7 +144,7 @@ def test_the_decision_matches_the_printed_interval():
     for _ in range(300):
         e = E.mean_estimate(rng.normal(rng.uniform(-0.04, 0.04), 0.35, 800))
         v = E.verdict(e, margin=0.02)
-        assert (v.kind == "equivalent") == (-0.02 < e.lo and e.hi < 0.02)
+        assert (v.kind == "equivalent") == (e.lo > -0.02 and e.hi < 0.02)
         assert (v.kind == "differs") == (e.lo > 0.02 or e.hi < -0.02)
 
 
