@@ -12,9 +12,10 @@ the player who is behind). Here the patch is the treatment:
 2. **Price response.** X's cost is moved by each delta (``patch_changes``; a cost below 0 is
    skipped) and the restricted-play value measured again on the same deals. The value
    falls with the cost until the bot stops buying X, where it flattens at 0, so a straight
-   line would put the crossing wherever the measured costs happen to lie; a monotone
-   two-piece fit (:func:`fit_knee`) gives the cost at which the value reaches zero: the
-   *fair price*, the highest cost at which having X on offer still helps the bot. Its 95%
+   line would put the crossing wherever the measured costs happen to lie; the monotone
+   (isotonic) fit of value against cost gives the cost at which the value falls to a
+   negligible level (0.5 points, a quarter of the margin): the *fair price*, the highest
+   cost at which having X on offer still helps the bot. Its 95%
    interval is a seeded bootstrap over deals (a deal is resampled with all its prices, and
    each replicate curve refitted). A scan that finds no fair price in its costs widens
    itself (:func:`widen_costs`) and says "not found in a..b" if it still finds none.
@@ -62,6 +63,7 @@ from patchsim.reporting.plots import new_figure, png_bytes
 DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
 BOOTSTRAP = 2000
 VALUE_BOUNDS = (-0.5, 0.5)  # a value is 0.5 minus a win rate
+NEGLIGIBLE = DEFAULT_MARGIN / 4  # a value this small (0.5 points) is worth nothing to speak of
 
 
 class PricesError(ValueError):
@@ -72,14 +74,12 @@ class PricesError(ValueError):
 # --- the price response fit ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Crossing:
-    """The price response of a patch: a monotone piecewise-linear fit of value against cost
-    (falling with slope ``slope_below`` up to the knee ``fair``, where the value reaches 0,
-    then with the flatter ``slope_above``: 0 where the bot stops buying the patch), the knee
-    with its bootstrap interval, and for context the least-squares line through the
-    per-cost means (``intercept``, ``slope`` with its bootstrap interval). ``in_range``: the
-    knee lies within the costs measured; ``side`` says where it lies otherwise ("above":
-    the value is still positive at the highest cost, "below": not positive even at the
-    lowest)."""
+    """The price response of a patch: the monotone (isotonic) fit of value against cost
+    (``fitted``), the fair price ``fair`` where it falls to a negligible value with its
+    bootstrap interval, and for context the least-squares line through the per-cost means
+    (``intercept``, ``slope`` with its bootstrap interval). ``in_range``: the fair price lies
+    within the costs measured; ``side`` says where it lies otherwise ("above": the value is
+    still worth something at the highest cost, "below": negligible even at the lowest)."""
 
     intercept: float
     slope: float
@@ -90,21 +90,23 @@ class Crossing:
     fair_hi: float
     in_range: bool
     costs: tuple[int, ...]
-    slope_below: float = math.nan
-    slope_above: float = math.nan
+    fitted: tuple[float, ...] = ()  # the monotone fit at each cost
     means: tuple[float, ...] = ()
     cheapest_lo: float = math.nan  # lower bootstrap bound of the fitted value at min(costs)
+    negligible: float = NEGLIGIBLE
 
     @property
     def flat(self) -> bool:
         """No measurable price response in the range: the line's slope interval holds 0
-        and the fitted value at the cheapest cost is not shown to be positive."""
+        and the fitted value at the cheapest cost is not shown above the negligible
+        level."""
         sloped = self.slope_hi < 0 or self.slope_lo > 0
-        return not (sloped or self.cheapest_lo > 0)
+        return not (sloped or self.cheapest_lo > self.negligible)
 
     @property
     def side(self) -> str:
-        """'in range', 'above' (the value stays positive over the range) or 'below'."""
+        """'in range', 'above' (the value stays above negligible over the range) or
+        'below' (it is negligible already at the cheapest cost)."""
         if self.in_range or not math.isfinite(self.fair) or not self.costs:
             return "in range" if self.in_range else ""
         return "above" if self.fair > max(self.costs) else "below"
@@ -118,7 +120,7 @@ class Crossing:
                     f"[{_num(self.fair_lo)}, {_num(self.fair_hi)}])")
         if not self.in_range:
             where = {"above": "the value is still positive at the highest cost",
-                     "below": "the value is not positive even at the lowest cost"}
+                     "below": "the value is negligible even at the lowest cost"}
             return (f"not found in {span}"
                     + (f" ({where[self.side]})" if self.side in where else ""))
         return f"{self.fair:.1f} [{_num(self.fair_lo)}, {_num(self.fair_hi)}]"
@@ -135,69 +137,62 @@ def _line(costs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return means.mean(axis=-1) - slope * costs.mean(), slope
 
 
-KNEE_STEP = 0.1  # buttons between the knees tried by the fit
-
-
-def fit_knee(costs: Sequence[float], means: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The monotone two-piece fit ``v(c) = s * min(c - k, 0) + t * max(c - k, 0)`` with
-    ``s <= t <= 0`` of per-cost means (rows: replicates), by least squares: for each knee
-    ``k`` on a grid of KNEE_STEP buttons (from a range below the lowest cost to a range
-    above the highest) the best slopes under the constraints (the optimum is unconstrained
-    or on a face: ``t = 0`` or ``s = t``), then the best knee. A value that falls and then
-    stays at 0 (the bot stops buying) gets ``t = 0`` and its knee where it reaches 0; one
-    that falls through 0 in a line gets ``s = t``. Returns the knees, ``s`` and ``t``."""
-    x = np.asarray(costs, dtype=float)
+def isotonic_decreasing(means: np.ndarray) -> np.ndarray:
+    """The non-increasing least-squares fit of each row of ``means`` (per-cost means in
+    order of cost, equal weights): pool-adjacent-violators, row by row."""
     y = np.atleast_2d(np.asarray(means, dtype=float))
-    span = max(x.max() - x.min(), 1.0)
-    # rounded: a knee on a measured cost lands on it, not a rounding error beside it
-    knees = np.round(np.arange(x.min() - span, x.max() + span + KNEE_STEP / 2, KNEE_STEP), 6)
-    best = np.full(len(y), np.inf)
-    out_k = np.full(len(y), np.nan)
-    out_s = np.full(len(y), np.nan)
-    out_t = np.full(len(y), np.nan)
-    yy = (y**2).sum(axis=1)
+    out = np.empty_like(y)
+    for r, row in enumerate(y):
+        level: list[float] = []
+        size: list[int] = []
+        for v in row:
+            level.append(float(v))
+            size.append(1)
+            # a later block above an earlier one violates "non-increasing": pool them
+            while len(level) > 1 and level[-1] > level[-2]:
+                n = size[-1] + size[-2]
+                merged = (level[-1] * size[-1] + level[-2] * size[-2]) / n
+                level[-2:] = [merged]
+                size[-2:] = [n]
+        out[r] = np.repeat(level, size)
+    return out
 
-    def one(f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The best slope <= 0 on one feature, and its sum of squares."""
-        ff = f @ f
-        b = np.minimum(0.0, (y @ f) / ff) if ff > 0 else np.zeros(len(y))
-        return b, yy - 2 * b * (y @ f) + b**2 * ff
 
-    for k in knees:
-        lo, hi = np.minimum(x - k, 0.0), np.maximum(x - k, 0.0)
-        cands = []
-        a11, a12, a22 = lo @ lo, lo @ hi, hi @ hi
-        det = a11 * a22 - a12 * a12
-        if det > 1e-12:
-            r1, r2 = y @ lo, y @ hi
-            s = (a22 * r1 - a12 * r2) / det
-            t = (a11 * r2 - a12 * r1) / det
-            ok = (s <= t) & (t <= 0)
-            sse = yy - 2 * (s * r1 + t * r2) + s * s * a11 + 2 * s * t * a12 + t * t * a22
-            cands.append((np.where(ok, sse, np.inf), s, t))
-        s0, sse0 = one(lo)  # t = 0
-        cands.append((sse0, s0, np.zeros(len(y))))
-        b, sse1 = one(x - k)  # s = t
-        cands.append((sse1, b, b))
-        for sse, s, t in cands:
-            better = sse < best - 1e-15
-            best = np.where(better, sse, best)
-            out_k = np.where(better, k, out_k)
-            out_s = np.where(better, s, out_s)
-            out_t = np.where(better, t, out_t)
-    return out_k, out_s, out_t
+def _falls_to(costs: np.ndarray, fitted: np.ndarray, floor: float) -> np.ndarray:
+    """Per row, the cost at which the non-increasing ``fitted`` values first fall to
+    ``floor`` or below, linear between measured costs; -inf when the first already does,
+    +inf when none does (so that percentiles of many replicates stay ordered)."""
+    out = np.full(len(fitted), np.inf)
+    for r, f in enumerate(fitted):
+        below = np.flatnonzero(f <= floor)
+        if len(below) == 0:
+            continue
+        j = int(below[0])
+        if j == 0:
+            out[r] = -np.inf
+            continue
+        a, b = f[j - 1], f[j]
+        out[r] = costs[j - 1] + (a - floor) / (a - b) * (costs[j] - costs[j - 1])
+    return out
 
 
 def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
-                 boot: int = BOOTSTRAP, level: float = 0.95) -> Crossing:
+                 boot: int = BOOTSTRAP, level: float = 0.95,
+                 negligible: float = NEGLIGIBLE) -> Crossing:
     """The fair price from per-deal values: ``values[i, j]`` is deal i's value at
-    ``costs[j]`` (the same deals at every cost). The knee of the monotone fit
-    (:func:`fit_knee`) through the per-cost means is where the value reaches 0; its interval
-    is the percentile interval of the knee over a bootstrap over deals seeded by ``seed``
-    (a deal is resampled with all its costs, so each replicate is a whole curve, refitted).
-    A knee beyond the costs measured is not a fair price (``in_range`` False): widen the
-    scan. The least-squares line is kept for its slope (the value of one button)."""
+    ``costs[j]`` (the same deals at every cost).
+
+    The value falls with the cost and flattens at 0 where the bot stops buying the patch
+    (often after a dip below 0, where the bot still buys it at a loss), so the fit is
+    monotone: the non-increasing least-squares (isotonic) fit of the per-cost means, and the
+    fair price is the cost at which it falls to a negligible value (``negligible``, a
+    quarter of the verdict margin: 0.5 points), linear between measured costs. (A tail of
+    tiny values where the bot still buys it now and then would put a crossing of exactly 0
+    several buttons later.) Its interval is the percentile interval over a bootstrap over
+    deals seeded by ``seed`` (a deal is resampled with all its costs, so each replicate is a
+    whole curve, refitted). A fair price beyond the costs measured is not found
+    (``in_range`` False): widen the scan. The least-squares line is kept for its slope (the
+    value of one button)."""
     x = np.asarray(costs, dtype=float)
     v = np.asarray(values, dtype=float)
     if v.ndim != 2 or v.shape[1] != len(x):
@@ -211,24 +206,26 @@ def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
         return Crossing(nan, nan, nan, nan, nan, nan, nan, False, costs_t)
     means = v.mean(axis=0)
     a, b = _line(x, means)
-    k, s, t = fit_knee(x, means[None, :])
-    fair = float(k[0])
+    fitted = isotonic_decreasing(means[None, :])
+    fair = float(_falls_to(x, fitted, negligible)[0])
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(v), size=(boot, len(v)))
     # per-cost means of each resampled set of deals: one curve per replicate
     boot_means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
     _ba, bb = _line(x, boot_means)
-    bk, bs, bt = fit_knee(x, boot_means)
+    boot_fit = isotonic_decreasing(boot_means)
+    zeros = _falls_to(x, boot_fit, negligible)
     q = ((1 - level) / 2, (1 + level) / 2)
-    # each replicate's fitted value at the cheapest cost (the knee model at min(costs))
-    cheapest = bs * np.minimum(x[0] - bk, 0.0) + bt * np.maximum(x[0] - bk, 0.0)
-    f_lo = float(np.quantile(bk, q[0], method="lower"))
-    f_hi = float(np.quantile(bk, q[1], method="higher"))
+    # "lower"/"higher" pick replicate values: no interpolation between infinities
+    f_lo = float(np.quantile(zeros, q[0], method="lower"))
+    f_hi = float(np.quantile(zeros, q[1], method="higher"))
     s_lo, s_hi = (float(z) for z in np.quantile(bb, q))
-    in_range = x.min() <= fair <= x.max()
-    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, bool(in_range),
-                    costs_t, float(s[0]), float(t[0]), tuple(float(m) for m in means),
-                    float(np.quantile(cheapest, q[0])))
+    in_range = bool(math.isfinite(fair))
+    if not in_range:  # where it lies: just past the range, on the side it stays
+        fair = float(x.max() + 1) if fair > 0 else float(x.min() - 1)
+    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t,
+                    tuple(float(m) for m in fitted[0]), tuple(float(m) for m in means),
+                    float(np.quantile(boot_fit[:, 0], q[0])), negligible)
 
 
 def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,
@@ -455,7 +452,7 @@ class PriceReading:
 def price_reading(v: Verdict, cross: Crossing, cost: int,
                   margin: float = PRICE_MARGIN) -> PriceReading:
     """The reading of a patch's price from the verdict on its value at the printed cost
-    (equivalence first, as everywhere) and its fair price (the knee of the value curve).
+    (equivalence first, as everywhere) and its fair price (:func:`fit_crossing`).
 
     Underpriced needs the value beyond the margin above 0 at its price; a trap (a value
     beyond the margin below 0: the bot buys it and loses) is overpriced. A value within the
@@ -546,8 +543,9 @@ def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
         f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
         f"margin +-{100 * study.margin:.0f} points; Holm over the patches at the printed "
         "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
-        "monotone two-piece fit of value against cost (falling, then flatter or flat at 0 "
-        "where the bot stops buying the patch) reaches 0, with a 95% bootstrap interval over "
+        "monotone (isotonic) fit of value against cost falls to a negligible "
+        f"{100 * NEGLIGIBLE:g} points (the bot stops buying the patch), with a 95% bootstrap "
+        "interval over "
         "deals that refits the whole curve; a scan that finds none widens itself. Price "
         "reading: underpriced when the value at the printed cost lies beyond the margin "
         "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
