@@ -377,7 +377,7 @@ def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
 def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
              ) -> list[str]:
     """Plain-language lines: the primary metric per variant with its interval and, against
-    the base on the same deals, one of three verdicts (Holm over the variants)."""
+    the base on the same deals, its verdict (one Holm family over the variants)."""
     m = exp.metric
     margin = (f"+-{100 * exp.margin:g} points" if m in PERCENT_METRICS
               else f"+-{exp.margin:g}")
