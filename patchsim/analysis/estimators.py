@@ -347,7 +347,7 @@ def verdicts(estimates: Sequence[Estimate], margin: float | Sequence[float] = DE
     however significant, and ``differs`` needs the change beyond the margin (or, with a
     margin of 0, away from 0). ``margin`` and ``center`` may be one value for all or one per
     estimate. An undecided verdict gets the number of further deals that would decide it
-    with ``power`` (see :func:`more_deals_to_decide`)."""
+    with ``power`` (see :func:`more_deals_to_decide`), at alpha / k in a family of k."""
     if family not in FAMILIES:
         raise ValueError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
     n = len(estimates)
@@ -378,7 +378,9 @@ def verdicts(estimates: Sequence[Estimate], margin: float | Sequence[float] = DE
             kind = "undecided"
         more, too_close = 0, False
         if kind == "undecided":
-            more, too_close = more_deals_to_decide(e, m, c, alpha, power)
+            # in a family the claim must pass its adjusted test: plan at alpha / k, the
+            # level Holm holds its hardest claim to (conservative for the others)
+            more, too_close = more_deals_to_decide(e, m, c, alpha / max(1, size), power)
         out.append(Verdict(kind, e, m, c, float(p_diff[k]), float(p_eq[k]), more,
                            float(p_out[k]), nonzero, too_close, family, size))
     return out
