@@ -318,3 +318,23 @@ def test_report_from_streamed_tables_is_the_in_memory_one(which: str, tmp_path: 
     for f in figures:
         assert ((tmp_path / "streamed" / "figures" / f).read_bytes()
                 == (tmp_path / "in-memory" / "figures" / f).read_bytes()), f
+
+
+def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> None:
+    """After run --until-decided the report's fixed-sample intervals cover 92-94%, not 95%:
+    the verdict section says so and gives the sequential test's anytime-valid intervals."""
+    import json
+    from types import SimpleNamespace
+
+    from patchsim.reporting.report import _stopping
+
+    run = SimpleNamespace(run_dir=tmp_path)
+    assert _stopping(run) == ""  # a run of fixed length: nothing to say
+    (tmp_path / "stopping.json").write_text(json.dumps({
+        "rule": "decided", "margin": 0.02, "step_deals": 200, "deals": 1400,
+        "decided": [{"ruleset": "edition2", "pairing": "greedy vs greedy",
+                     "decision": "within", "deal": 1400, "rate": 0.505, "lo": 0.48,
+                     "hi": 0.53}]}))
+    note = _stopping(run)
+    assert "cover somewhat less than 95%" in note
+    assert "edition2, greedy vs greedy: 50.5% [48.0%, 53.0%] at deal 1400" in note
