@@ -322,7 +322,7 @@ class Verdict:
         return f"{head}; about {self.more_deals:,} more deals would likely decide it"
 
 
-def _as_list(x: float | Sequence[float] | None, n: int) -> list[float | None]:
+def _as_list(x: float | Sequence[float] | np.ndarray | None, n: int) -> list[float | None]:
     if x is None or np.ndim(x) == 0:
         return [x] * n  # type: ignore[list-item]
     out = list(x)  # type: ignore[arg-type]
@@ -331,8 +331,9 @@ def _as_list(x: float | Sequence[float] | None, n: int) -> list[float | None]:
     return out
 
 
-def verdicts(estimates: Sequence[Estimate], margin: float | Sequence[float] = DEFAULT_MARGIN,
-             center: float | Sequence[float] = 0.0, alpha: float = 0.05, *,
+def verdicts(estimates: Sequence[Estimate],
+             margin: float | Sequence[float] | np.ndarray = DEFAULT_MARGIN,
+             center: float | Sequence[float] | np.ndarray = 0.0, alpha: float = 0.05, *,
              family: str = "holm", power: float = 0.8) -> list[Verdict]:
     """The verdicts of a family of questions asked together (the variants of a sweep, the
     levels of a skill table, the patches of a price study, the pairings and comparisons of a
