@@ -352,3 +352,18 @@ def test_comparisons_from_the_events_summary_are_the_in_memory_ones(
     share = lg.groupby("game_id")["useful"].mean()
     assert m["first leather useful"].equals(m.index.to_series().map(first).astype(float))
     assert m["leather useful (all)"].equals(m.index.to_series().map(share).astype(float))
+
+
+def test_a_negligible_change_reads_as_one() -> None:
+    """"the change differs by +0.6 ..., within +-2: negligible", never "is differs" nor a
+    bare "differs" for a change inside the margin."""
+    import pandas as pd
+
+    from patchsim.analysis.compare import _change_words
+
+    v = E.verdict(E.Estimate(0.006, 0.002, 0.002, 0.010, 30_000, 0.35), 0.02)
+    row = pd.Series({"deals": 30_000, "kind": "rate", "verdict_kind": v.kind,
+                     "verdict": v.text(), "p_holm": v.p_difference, "adjustment": "Holm"})
+    assert v.negligible
+    assert _change_words(row) == ("differs by +0.6 points [+0.2, +1.0], within +-2.0 points: "
+                                  "negligible")

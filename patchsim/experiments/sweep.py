@@ -1,6 +1,7 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal; the primary metric
-Holm-corrected over the variants with a three-way verdict, the others exploratory).
+report (one row per variant, differences to the base paired by deal; the primary metric's
+verdicts from :func:`patchsim.analysis.estimators.verdicts` with the variants as one Holm
+family, the other metrics exploratory).
 
 Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
 skill?", "is the variant closest to 50% really fairer than the others?") use a paired
