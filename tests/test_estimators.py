@@ -323,3 +323,27 @@ def test_thirty_deals_that_agree_do_not_show_a_rate_equivalent() -> None:
     assert E.verdict(d, margin=0.02).kind == "undecided"
     big = E.paired_difference(np.zeros(40_000), np.zeros(40_000), bounds=E.RATE_DIFF_BOUNDS)
     assert E.verdict(big, margin=0.02).kind == "equivalent"  # the prior fades with data
+
+
+def test_re_reading_a_fixed_sample_verdict_inflates_its_error_and_a_sequential_test_does_not():
+    """The advice "about N more deals" followed literally (add them, read the fixed-sample
+    verdict again, up to four looks) at a true change of 0: false "differs" well above 5%,
+    which is why a verdict advises a sequential test instead; the band test at the same
+    truth keeps its false fail near beta."""
+    rng = np.random.default_rng(12)
+    runs = 300
+    looped = sequential = 0
+    for _ in range(runs):
+        x = rng.normal(0.0, 0.35, 20_000)
+        n = 250
+        for _look in range(4):
+            v = E.verdict(E.mean_estimate(x[:n]), 0.0)
+            if v.kind == "differs":
+                looped += 1
+                break
+            n = min(len(x), n + min(v.more_deals or n, 4 * n))
+        kind, _ = E.BandTest.around(0.0, 0.02).first_decision(x, range(250, 20_001, 250))
+        sequential += kind == E.FAIL
+    assert looped / runs > 0.09
+    assert sequential / runs <= 0.07
+    assert "sequential test" in E.SEQUENTIAL_ADVICE
