@@ -156,7 +156,10 @@ def test_compare_is_the_estimator_layers_paired_difference():
         (d.value, d.lo, d.hi, d.deals))
     assert row["p"] == pytest.approx(E.difference_pvalue(d))
     assert row["tost_p"] == pytest.approx(E.tost_pvalue(d, 0.02))
-    v = E.verdict(d, 0.02, 0.0, 0.05, p_difference=row["p_holm"])
+    # the primary metric's family: this pairing's row alone (one pairing, one comparison)
+    v = E.verdicts([d], 0.02, 0.0, 0.05, family="holm")[0]
+    assert row["p_holm"] == pytest.approx(v.p_difference)
+    assert row["p_equivalent"] == pytest.approx(E.equivalence_pvalue(d, 0.02))
     assert row["verdict"] == v.text(100.0, " points") and row["verdict_kind"] == v.kind
     assert bool(row["different"]) == (v.kind == "differs")
     # the words of the verdict are the estimator layer's
@@ -189,7 +192,7 @@ def test_equivalence_needs_the_data():
     assert (rates["diff"] == 0).all() and not c.metrics["different"].any()
     row = c.metric("first-seat win rate")
     assert not row["equivalent"] and row["verdict"].startswith("undecided: +0.0 points")
-    assert "more deals would decide it" in c.verdict()
+    assert "more deals would likely decide it" in c.verdict()
     c = compare(*big)
     row = c.metric("first-seat win rate")
     assert row["equivalent"] and row["verdict"].startswith("equivalent within +-2.0 points")
@@ -209,9 +212,10 @@ def test_plan_hand_computed():
     sd = x.std(ddof=1)
     z = sps.norm.ppf
     assert t["deals_precision"] == math.ceil((z(0.975) * sd / 0.05) ** 2)
-    # detecting a 10-point difference with 80% power; equivalence within +-10 points
+    # detecting a 10-point difference with 80% power; equivalence within +-10 points, the
+    # 95% interval inside the margin as the verdicts decide it (2.5% per one-sided test)
     assert t["deals_difference"] == math.ceil(((z(0.975) + z(0.8)) * sd / 0.1) ** 2)
-    assert t["deals_equivalence"] == math.ceil(((z(0.95) + z(0.9)) * sd / 0.1) ** 2)
+    assert t["deals_equivalence"] == math.ceil(((z(0.975) + z(0.9)) * sd / 0.1) ** 2)
     text = format_plan(plan(pd.DataFrame(rows)))
     assert "X vs X" in text and "show equivalence within +-2 points" in text
     assert "without pairing" not in text  # no design the runner cannot play
@@ -279,7 +283,10 @@ def test_joint_holm_over_several_comparisons_is_at_least_each_alone() -> None:
     from patchsim.analysis.compare import Comparison, correct_jointly
 
     def fake(ps: list[float]) -> Comparison:
-        m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100, "kind": "rate", "diff": 0.01,
+        # changes whose t-test over 100 deals gives these p-values (the verdicts recompute
+        # them from the estimate)
+        diff = [0.005 * float(E.t_ppf(1 - p / 2, 99)) for p in ps]
+        m = pd.DataFrame({"p": ps, "tost_p": ps, "deals": 100, "kind": "rate", "diff": diff,
                           "se": 0.005, "lo": 0.0, "hi": 0.02, "sd": 0.05})
         m["p_holm"] = E.holm(m["p"])
         c = Comparison.__new__(Comparison)
@@ -345,3 +352,18 @@ def test_comparisons_from_the_events_summary_are_the_in_memory_ones(
     share = lg.groupby("game_id")["useful"].mean()
     assert m["first leather useful"].equals(m.index.to_series().map(first).astype(float))
     assert m["leather useful (all)"].equals(m.index.to_series().map(share).astype(float))
+
+
+def test_a_negligible_change_reads_as_one() -> None:
+    """"the change differs by +0.6 ..., within +-2: negligible", never "is differs" nor a
+    bare "differs" for a change inside the margin."""
+    import pandas as pd
+
+    from patchsim.analysis.compare import _change_words
+
+    v = E.verdict(E.Estimate(0.006, 0.002, 0.002, 0.010, 30_000, 0.35), 0.02)
+    row = pd.Series({"deals": 30_000, "kind": "rate", "verdict_kind": v.kind,
+                     "verdict": v.text(), "p_holm": v.p_difference, "adjustment": "Holm"})
+    assert v.negligible
+    assert _change_words(row) == ("differs by +0.6 points [+0.2, +1.0], within +-2.0 points: "
+                                  "negligible")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 import patchsim
+from patchsim.analysis import estimators as E
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.cli.main import app
 from patchsim.engine import core
@@ -19,8 +22,10 @@ from patchsim.experiments.prices import (
     PriceStudy,
     fit_crossing,
     patch_summary,
+    price_reading,
     price_table,
     restricted_spec,
+    widen_costs,
 )
 from patchsim.play.match import play_game
 
@@ -107,26 +112,102 @@ def test_restricted_spec() -> None:
 
 
 def test_crossing_hand_worked() -> None:
-    # deal A loses 0.1 per button, deal B 0.05: means 0.15, 0.075, 0.0 at costs 3, 4, 5, so
-    # value = 0.375 - 0.075 * cost, which crosses 0 at cost 5
+    # deal A loses 0.1 per button, deal B 0.05: means 0.15, 0.075, 0.0 at costs 3, 4, 5 (a
+    # falling curve: the monotone fit is the means); it falls to the negligible 0.005 at
+    # 4 + 0.07 / 0.075
     values = np.array([[0.3, 0.2, 0.1], [0.0, -0.05, -0.1]])
     c = fit_crossing([3, 4, 5], values, seed=1, boot=4000)
     assert c.slope == pytest.approx(-0.075) and c.intercept == pytest.approx(0.375)
-    assert c.fair == pytest.approx(5.0) and c.in_range and not c.flat
-    # bootstrap over 2 deals: AA (a quarter of the replicates) crosses at 6 (0.6 - 0.1 x),
-    # AB and BA at 5, BB (a quarter) at 3 (0.15 - 0.05 x): the 95% interval is [3, 6]
-    assert (c.fair_lo, c.fair_hi) == (pytest.approx(3.0), pytest.approx(6.0))
+    assert c.fitted == pytest.approx((0.15, 0.075, 0.0))
+    assert c.fair == pytest.approx(4 + 0.07 / 0.075) and c.in_range and not c.flat
+    # bootstrap over 2 deals: AA (a quarter of the replicates) never falls to 0.005 (+inf),
+    # BB (a quarter) is there already at 3 (-inf), AB and BA cross where the data do
+    assert (c.fair_lo, c.fair_hi) == (-math.inf, math.inf)
     assert (c.slope_lo, c.slope_hi) == (pytest.approx(-0.1), pytest.approx(-0.05))
-    assert c.text() == "5.0 [3.0, 6.0]"
+    assert c.text() == "4.9 [-inf, +inf]"
     assert fit_crossing([3, 4, 5], values, seed=1, boot=4000) == c  # seeded
-    up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: crosses at 7
-    assert up.fair == pytest.approx(7.0) and not up.in_range
-    assert up.text() == "no crossing in range 3..5 (line crosses at 7.0)"
+    up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: no crossing
+    assert not up.in_range and up.side == "above"
+    assert up.text() == "not found in 3..5 (the value is still positive at the highest cost)"
     # one deal going down, one going up: the slope's interval holds 0
     flat = fit_crossing([3, 4, 5], np.array([[0.3, 0.1, -0.1], [-0.2, -0.1, 0.0]]))
-    assert flat.fair == pytest.approx(4.0) and flat.in_range and flat.flat
-    assert flat.text().startswith("not identified: value flat over 3..5 (line crosses at 4.0")
+    assert flat.fair == pytest.approx(3.9) and flat.in_range and flat.flat
+    assert flat.text().startswith("not identified: value flat over 3..5 (fit crosses at 3.9")
     assert not fit_crossing([4], values[:, :1]).in_range
+    # a value that goes back up after falling (noise) is pooled: the fit never rises
+    bumpy = fit_crossing([1, 2, 3, 4], np.array([[0.2, 0.05, 0.09, 0.0]]), boot=10)
+    assert bumpy.fitted == pytest.approx((0.2, 0.07, 0.07, 0.0))
+
+
+def planted_values(costs: np.ndarray, knee: float, slope: float, deals: int,
+                   rng: np.random.Generator, noise: float = 0.3) -> np.ndarray:
+    """Per-deal values shaped like a measured one (planted P22 and P32 under greedy): worth
+    ``slope`` per button below ``knee``, a shallow dip below 0 for three buttons after it
+    (the bot still buys the patch, at a loss), then 0 where the bot stops buying it; the
+    per-deal noise is ``noise`` where the patch is bought and a tenth of it after that."""
+    true = np.where(costs < knee, slope * (knee - costs),
+                    np.where(costs < knee + 3, -0.01, 0.0))
+    sd = np.where(costs < knee + 3, noise, noise / 10)
+    return true[None, :] + rng.normal(0, 1, (deals, len(costs))) * sd[None, :]
+
+
+@pytest.mark.parametrize(("knee", "costs"), [(12.0, np.arange(4, 25, 2)),
+                                             (4.5, np.arange(1, 12))])
+def test_the_fair_price_is_where_a_flattening_curve_reaches_zero(knee, costs) -> None:
+    """A value that falls, dips and then stays at 0: the least-squares line put the
+    crossing 3-7 buttons off (18.6 for P32 crossing at about 12 over 4..24); the monotone
+    fit finds it within a button, and its bootstrap interval holds it."""
+    rng = np.random.default_rng(1)
+    c = fit_crossing(costs, planted_values(costs, knee, 0.02, 1500, rng), seed=2, boot=400)
+    assert c.in_range and not c.flat
+    # the crossing a fine scan of the planted curve reads off: where its value falls to
+    # the negligible 0.5 points, a quarter button before the knee
+    assert abs(c.fair - (knee - 0.005 / 0.02)) <= 1.0
+    assert c.fair_lo <= c.fair <= c.fair_hi and c.fair_hi - c.fair_lo < 4
+    assert (np.diff(c.fitted) <= 0).all()  # monotone
+    line = -c.intercept / c.slope  # the old straight line, for contrast
+    assert abs(line - knee) > 1.0
+
+
+def test_a_scan_widens_toward_the_price_it_misses() -> None:
+    rng = np.random.default_rng(3)
+    high = np.arange(8, 13)  # a patch overpriced at 10: flat at 0 over 8..12
+    flat = fit_crossing(high, planted_values(high, 4.5, 0.02, 300, rng), boot=200)
+    assert flat.flat or flat.side == "below"
+    assert widen_costs(list(high), flat, 30) == [4, 6]
+    low = np.arange(0, 5)  # a free patch still worth a lot at 4
+    pos = fit_crossing(low, planted_values(low, 12.0, 0.02, 300, rng), boot=200)
+    assert pos.side == "above" and widen_costs(list(low), pos, 30) == [6, 8]
+    assert widen_costs([0, 1, 2], flat, 30) == []  # at 0 already: nowhere to go
+    found = fit_crossing(np.arange(2, 12), planted_values(np.arange(2, 12), 4.5, 0.02, 300,
+                                                          rng), boot=200)
+    assert widen_costs(list(range(2, 12)), found, 30) == []
+
+
+def test_price_readings_in_both_directions() -> None:
+    """An overpriced patch has no measurable value at its price: the reading comes from the
+    fair price below it. An underpriced one needs a value beyond the margin; a value within
+    it with a fair price near the printed cost is about right."""
+    costs = np.arange(3, 12)
+    rng = np.random.default_rng(4)
+    cross = fit_crossing(costs, planted_values(costs, 4.5, 0.02, 800, rng), boot=300)
+    at9 = E.mean_estimate(planted_values(np.array([9]), 4.5, 0.02, 3000, rng)[:, 0])
+    over = price_reading(E.verdict(at9, 0.02), cross, 9)
+    assert over.kind == "overpriced" and over.text.startswith("overpriced by about ")
+    assert over.lo <= 4.5 <= over.hi and over.lo > 1
+    # the same curve read at a printed cost of 5 (its knee): about right, or undecided
+    at5 = E.mean_estimate(planted_values(np.array([5]), 4.5, 0.02, 3000, rng)[:, 0])
+    assert price_reading(E.verdict(at5, 0.02), cross, 5).kind in ("about right", "undecided")
+    # worth 8 points at a cost of 0: underpriced, by about the knee
+    at0 = E.mean_estimate(planted_values(np.array([0]), 4.5, 0.02, 3000, rng)[:, 0])
+    low = fit_crossing(np.arange(0, 9), planted_values(np.arange(0, 9), 4.5, 0.02, 800, rng),
+                       boot=300)
+    under = price_reading(E.verdict(at0, 0.02), low, 0)
+    assert under.kind == "underpriced" and abs(under.by - 4.5) <= 1
+    # a detectably positive value inside the margin is never "underpriced"
+    tiny = E.mean_estimate(rng.normal(0.006, 0.1, 20_000))
+    assert E.verdict(tiny, 0.02).negligible
+    assert price_reading(E.verdict(tiny, 0.02), low, 4).kind != "underpriced"
 
 
 def test_price_table_on_a_synthetic_study() -> None:
@@ -149,7 +230,7 @@ def test_command_writes_its_files(tmp_path) -> None:
     out = tmp_path / "p"
     r = CliRunner().invoke(app, ["prices", "edition2", "--bots", "greedy", "--games", "40",
                                  "--patches", "P19,P1", "--deltas=-1,0,1", "--jobs", "1",
-                                 "--out", str(out)])
+                                 "--no-widen", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv", "prices.md",
                                                      "prices.png", "study.json"]

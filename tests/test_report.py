@@ -253,7 +253,8 @@ def test_report_states_the_balance_by_skill_level(skill_run: Path):
                 if "balance by skill level" in ln)
     assert (f"the first seat wins {pct(rw.value)} {ci(rw.lo, rw.hi)} of games with {weak} and "
             f"{pct(rs.value)} {ci(rs.lo, rs.hi)} with {strong}") in line
-    assert f"the change over 50 common deals {'' if v.kind == 'differs' else 'is '}{text}" in line
+    words = "" if text.startswith("differs") else "is "  # "differs by ..." takes no "is"
+    assert f"the change over 50 common deals {words}{text}" in line
     table = section(md, "Seats and pairings")
     header = next(ln for ln in table.splitlines() if ln.startswith("| ruleset | deals |"))
     assert (f"| first seat wins: {weak} | first seat wins: {strong} | "
@@ -344,3 +345,23 @@ def test_seat_win_rate_figure_keeps_every_text_inside():
                           for p, self_play in pairs
                           for line in ("first seat", "second seat", "pooled")])
     assert texts_outside(plots.seat_winrates(fpa, lines)) == []
+
+
+def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> None:
+    """After run --until-decided the report's fixed-sample intervals cover 92-94%, not 95%:
+    the verdict section says so and gives the sequential test's anytime-valid intervals."""
+    import json
+    from types import SimpleNamespace
+
+    from patchsim.reporting.report import _stopping
+
+    run = SimpleNamespace(run_dir=tmp_path)
+    assert _stopping(run) == ""  # a run of fixed length: nothing to say
+    (tmp_path / "stopping.json").write_text(json.dumps({
+        "rule": "decided", "margin": 0.02, "step_deals": 200, "deals": 1400,
+        "decided": [{"ruleset": "edition2", "pairing": "greedy vs greedy",
+                     "decision": "within", "deal": 1400, "rate": 0.505, "lo": 0.48,
+                     "hi": 0.53}]}))
+    note = _stopping(run)
+    assert "cover somewhat less than 95%" in note
+    assert "edition2, greedy vs greedy: 50.5% [48.0%, 53.0%] at deal 1400" in note

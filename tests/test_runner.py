@@ -891,6 +891,15 @@ def test_run_until_decided_stops_when_the_sequential_test_decides(tmp_path):
     assert res.complete and any("within 50% +-20 points" in n for n in res.notes)
     assert frame(tmp_path / "sprt", "games")["deal"].nunique() < 2000
     assert res.played == len(frame(tmp_path / "sprt", "games"))
+    # the decision carries an anytime-valid interval, and the folder records the stop for
+    # its report (a fixed-sample interval covers less than 95% after such a stop)
+    assert any("anytime-valid 95%" in n for n in res.notes)
+    import json
+
+    record = json.loads((tmp_path / "sprt" / "stopping.json").read_text())
+    assert record["rule"] == "decided" and record["margin"] == 0.2
+    d = record["decided"][0]
+    assert d["decision"] == "within" and d["lo"] <= d["rate"] <= d["hi"]
     with pytest.raises(RunError, match="not both"):
         execute_until(cfg, tmp_path / "x", 0.01, decide_margin=0.02, jobs=1)
 

@@ -97,8 +97,8 @@ def test_first_player_advantage_hand_computed():
     rate = E.mean_estimate(x, bounds=(0.0, 1.0))
     assert (r.lo, r.hi, r.se) == pytest.approx((rate.lo, rate.hi, rate.se))
     assert r.p_value == pytest.approx(E.difference_pvalue(rate, 0.5))
-    assert r.balanced_p == pytest.approx(E.tost_pvalue(rate, 0.02, 0.5))
-    v = E.verdict(rate, 0.02, 0.5)
+    assert r.balanced_p == pytest.approx(E.equivalence_pvalue(rate, 0.02, 0.5))
+    v = E.verdict(rate, 0.02, 0.5)  # one ruleset and pairing: a family of one
     assert r.verdict == v.text(100.0, " points") and r.verdict_kind == v.kind == "undecided"
     assert r.verdict.startswith("undecided: +20.0 points [")
     assert r.deff == pytest.approx(2 * x.var(ddof=1) / (0.7 * 0.3))
@@ -216,12 +216,13 @@ def test_skill_balance_is_a_paired_difference_with_a_verdict():
                for p in ("S vs S", "M vs M")]
     p_raw = [E.difference_pvalue(c) for c in changes]
     p_holm = E.holm(p_raw)  # one family over the table's changes
-    for (_, r), c, p, pa in zip(t.iloc[1:].iterrows(), changes, p_raw, p_holm, strict=True):
+    family = E.verdicts(changes, 0.02, 0.0, 0.05, family="holm")
+    for (_, r), c, p, pa, v in zip(t.iloc[1:].iterrows(), changes, p_raw, p_holm, family,
+                                   strict=True):
         assert (r["diff"], r["diff_lo"], r["diff_hi"]) == pytest.approx((c.value, c.lo, c.hi))
         assert r["common_deals"] == 40 and r["p"] == pytest.approx(p)
         assert r["p_holm"] == pytest.approx(pa)
-        assert r["verdict"] == E.verdict(c, 0.02, 0.0, 0.05, p_difference=pa).text(
-            100.0, " points")
+        assert r["verdict"] == v.text(100.0, " points")
     strong_row, same_row = t.iloc[1], t.iloc[2]
     assert strong_row["diff"] == pytest.approx(11 / 40)
     assert strong_row["verdict"].startswith("differs by +27.5 points [")
@@ -465,13 +466,17 @@ def test_every_interval_is_the_estimator_layers_rate(small_run: Path):
         assert (row.useful_rate, row.useful_lo, row.useful_hi) == pytest.approx(
             rate(useful, d["deal"].to_numpy()))
     useless = st.first_leather_useless(g, e)
+    ests = []
     for r in useless.itertuples():
         gp = d[d["pairing"] == r.pairing]
         first = lg[(lg["pairing"] == r.pairing) & (lg["mark"] == r.mark) & lg["useful"]]
         no_hole = ~gp["game_id"].isin(first["game_id"]).to_numpy()
         est = E.rate(no_hole.astype(float), gp["deal"].to_numpy())
         assert (r.rate, r.lo, r.hi) == pytest.approx((est.value, est.lo, est.hi))
-        assert r.verdict == E.verdict(est, 0.10, 0.5).text(100.0, " points")
+        ests.append(est)
+    # the pairings are one Holm family
+    family = E.verdicts(ests, 0.10, 0.5, family="holm")
+    assert list(useless["verdict"]) == [v.text(100.0, " points") for v in family]
     # run_summary, the terminal's table, gives the same first-seat numbers
     rs = run_summary(g).set_index("pairing")
     for row in fpa.itertuples():

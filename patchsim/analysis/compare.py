@@ -5,8 +5,9 @@ are compared deal by deal: each metric is averaged over a deal's games under eac
 and the per-deal differences give a paired interval, usually much narrower than the unpaired
 one because the deal's own luck cancels. Every interval, test and verdict comes from
 :mod:`patchsim.analysis.estimators` (the paired difference, its t-test and equivalence test,
-and one of three verdicts: "differs by X [a, b]", "equivalent within +-m", "undecided: about
-N more deals would decide it"), so a comparison gives the answer a sweep gives. The
+and the verdict of :func:`estimators.verdicts`: "equivalent within +-m" first (or "differs by
+X [a, b], within +-m: negligible"), "differs by X [a, b], beyond +-m", or "undecided: about N
+more deals would likely decide it"), so a comparison gives the answer a sweep gives. The
 first-seat win rate (the primary question) is Holm-corrected, the other metrics are
 exploratory (Benjamini-Hochberg). Winners that flip between the rulesets get an exact McNemar
 test over deals. Deterministic self-play (the same game twice per deal) counts each deal's
@@ -139,7 +140,8 @@ def _change_words(m: pd.Series) -> str:
                 "deals to say more")
     if m["verdict_kind"] == "differs":
         return f"{m['verdict']} ({_adj(m)} p {_p(m['p_holm'])})"
-    return f"is {m['verdict']}"
+    # a negligible change reads "differs by X [a, b], within +-m: negligible"
+    return m["verdict"] if str(m["verdict"]).startswith("differs") else f"is {m['verdict']}"
 
 
 def _adj(m: pd.Series) -> str:
@@ -382,44 +384,47 @@ PRIMARY = "first-seat win rate"  # the question a comparison is run for
 
 
 def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
-    """Adjust the p-values of these comparisons together, in place: Holm over the primary
-    metric's rows (every pairing and comparison), Benjamini-Hochberg over the others, which
-    are exploratory (``adjustment`` says which; the adjusted column keeps the name
-    ``p_holm``); then each row's :func:`estimators.verdict` with that adjusted p-value
-    (``verdict_kind``, ``verdict``, ``more_deals``; ``different`` / ``equivalent`` with at
-    least MIN_DEALS deals). Rates get the frame's equivalence margin (``attrs["margin"]``);
-    the other metrics have none (a margin of 0: differs or undecided)."""
+    """The verdicts of these comparisons, decided together, in place: one family for the
+    primary metric's rows (every pairing and comparison; Holm) and one for the others, which
+    are exploratory (Benjamini-Hochberg), through :func:`estimators.verdicts`, which adjusts
+    the tests of no change, of equivalence and of a change beyond the margin over the family.
+    ``adjustment`` says which family a row is in; ``p_holm`` keeps the adjusted p-value of
+    no change (its old name), ``p_equivalent`` the adjusted p-value of equivalence; then
+    ``verdict_kind``, ``verdict``, ``more_deals``, ``negligible``, and ``different`` /
+    ``equivalent`` with at least MIN_DEALS deals. Rates get the frame's equivalence margin
+    (``attrs["margin"]``); the other metrics have none (a margin of 0: differs or
+    undecided)."""
     cat = pd.concat(frames, ignore_index=True)
+    margins = np.concatenate([
+        np.where(f["kind"] == "rate", float(f.attrs.get("margin", est.DEFAULT_MARGIN)), 0.0)
+        for f in frames])
     prim = (cat["metric"] == PRIMARY).to_numpy() if "metric" in cat else np.ones(len(cat), bool)
-    adj = np.full(len(cat), np.nan)
-    adj[prim] = est.holm(cat.loc[prim, "p"])
-    adj[~prim] = est.benjamini_hochberg(cat.loc[~prim, "p"])
-    cat["p_holm"] = adj
+    changes = [est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha)
+               for r in cat.itertuples(index=False)]
+    found: list[est.Verdict | None] = [None] * len(cat)
+    for sel, family in ((prim, "holm"), (~prim, "bh")):
+        idx = np.flatnonzero(sel)
+        for i, v in zip(idx, est.verdicts([changes[i] for i in idx], margins[idx], 0.0, alpha,
+                                          family=family), strict=True):
+            found[i] = v
+    verdicts = [v for v in found if v is not None]
+    cat["p_holm"] = [v.p_difference for v in verdicts]
+    cat["p_equivalent"] = [v.p_equivalence for v in verdicts]
     cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
+    cat["verdict_kind"] = [v.kind for v in verdicts]
+    cat["verdict"] = [_verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
+    cat["more_deals"] = [v.more_deals for v in verdicts]
+    cat["negligible"] = [v.negligible for v in verdicts]
     start = 0
     for f in frames:
         part = cat.iloc[start:start + len(f)]
-        for col in ("p_holm", "adjustment"):
+        for col in ("p_holm", "p_equivalent", "adjustment", "verdict_kind", "verdict",
+                    "more_deals", "negligible"):
             f[col] = part[col].to_numpy()
-        margin = float(f.attrs.get("margin", est.DEFAULT_MARGIN))
-        verdicts = [_verdict(r, margin, alpha) for r in f.itertuples(index=False)]
-        f["verdict_kind"] = [v.kind for v in verdicts]
-        f["verdict"] = [_verdict_text(v, r.kind)
-                        for v, r in zip(verdicts, f.itertuples(index=False), strict=True)]
-        f["more_deals"] = [v.more_deals for v in verdicts]
         enough = f["deals"] >= MIN_DEALS
         f["different"] = enough & (f["verdict_kind"] == "differs")
         f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
         start += len(f)
-
-
-def _verdict(r: tuple, margin: float, alpha: float) -> est.Verdict:
-    """The verdict on one metrics row: its paired difference (the row holds every field of
-    the estimate) with the adjusted p-value."""
-    change = est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha)
-    p = float(r.p_holm)
-    return est.verdict(change, margin if r.kind == "rate" else 0.0, 0.0, alpha,
-                       p_difference=p if math.isfinite(p) else None)
 
 
 def _verdict_text(v: est.Verdict, kind: str) -> str:
@@ -464,8 +469,10 @@ def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.
     ruleset, paired by deal). For each: deals for a 95% interval of +-``target_halfwidth``,
     deals to detect a true ``difference`` (from 50%, or between rulesets) with ``power``, and
     deals to show equivalence within +-``margin`` with ``power`` if the truth is fair or
-    unchanged. Where the pilot shows no spread the worst case (a fair coin per game, games of a
-    deal fully correlated) is used."""
+    unchanged (the 95% interval inside the margin, as the verdicts decide it; an undecided
+    verdict's "more deals" is this figure, less the deals played, when its change is within
+    a standard error of 0). Where the pilot shows no spread the worst case (a fair coin per
+    game, games of a deal fully correlated) is used."""
     rows = []
     parts = split_rulesets(games)
     per_deal: dict[tuple[str, str], pd.Series] = {}
@@ -473,7 +480,10 @@ def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.
     def sizes(sd: float) -> dict[str, int]:
         return {"deals_precision": est.deals_for_precision(sd, target_halfwidth, 1 - alpha),
                 "deals_difference": est.deals_for_difference(sd, difference, alpha, power),
-                "deals_equivalence": est.deals_for_equivalence(sd, margin, 0.0, alpha, power)}
+                # alpha / 2 per one-sided test: the verdict shows equivalence when the 95%
+                # interval lies inside the margin, so this is the deals the verdict needs
+                "deals_equivalence": est.deals_for_equivalence(sd, margin, 0.0, alpha / 2,
+                                                               power)}
 
     for label, g, _ in parts:
         for pairing, gp in g.groupby("pairing", sort=False, observed=True):

@@ -11,10 +11,13 @@ the tuner prints comes from these functions, so one question gets one answer eve
   sample with no spread does not look certain).
 - :func:`paired_difference`: the change of a metric between two rulesets (or bots) on the same
   deals.
-- :func:`tost_pvalue` and :func:`verdict`: one of three verdicts, each with the change and its
-  interval: "differs by X [a, b]", "equivalent within +-m", or "undecided: about N more deals
-  would decide it" (from a power calculation). A non-significant test never reads as "no
-  effect".
+- :func:`verdicts` (and :func:`verdict` for a question asked alone): the one verdict
+  function every study calls, with an explicit multiplicity family (Holm, BH or none). Each
+  verdict is read off the 95% interval of the change, equivalence first: "equivalent within
+  +-m" (or "differs by X [a, b], within +-m: negligible" when the change is also non-zero),
+  "differs by X [a, b], beyond +-m", or "undecided: about N more deals would likely decide
+  it" (from a stable power calculation, capped by "too close to the margin to decide with any
+  practical number of deals"). A non-significant test never reads as "no effect".
 - :func:`deals_for_precision`, :func:`deals_for_difference`, :func:`deals_for_equivalence`:
   sample sizes for the designs the runner offers (seat-swapped deals; paired across rulesets).
 - :class:`BandTest`: a sequential test in the style of the engine-testing frameworks (a
@@ -22,6 +25,8 @@ the tuner prints comes from these functions, so one question gets one answer eve
   metric lies inside a tolerance band or outside it.
 - :func:`holm`, :func:`benjamini_hochberg`: multiplicity corrections (primary metric over the
   variants; secondary metrics labelled exploratory).
+- :func:`anytime_estimate`: an anytime-valid interval (a confidence sequence) for a mean
+  read after a sequential stop.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ def t_sf(x, df):
 
 NAN = float("nan")
 DEFAULT_MARGIN = 0.02  # equivalence margin of the first-seat win rate: +-2 points
-MAX_DEALS_ADVICE = 10_000_000  # "about N more deals" above this says "over" instead
+MAX_DEALS_ADVICE = 1_000_000  # more deals in all than this: "too close to decide"
 WIN_BOUNDS = (0.0, 1.0)
 
 
@@ -210,12 +215,59 @@ def deals_for_equivalence(sd: float, margin: float, true_diff: float = 0.0,
 
 
 # --- verdicts ------------------------------------------------------------------------------------
+VERDICT_LEVEL = 0.95  # a verdict is decided by, and prints, the 95% interval of the change
+FAMILIES = ("none", "holm", "bh")  # how a family of verdicts is adjusted for multiplicity
+FAMILY_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+SEQUENTIAL_ADVICE = (
+    "Adding deals to a fixed-sample study and reading its verdict again raises its error "
+    "rates (each look is another chance of a false verdict); to go on until the question is "
+    "decided, run it as a sequential test with its own error spending (a check, or a run "
+    "until decided), whose decisions and anytime-valid intervals keep their error rates "
+    "however often they are looked at.")
+
+
+def equivalence_pvalue(est: Estimate, margin: float, center: float = 0.0) -> float:
+    """p-value that the mean lies within ``center +- margin``, on the scale of the verdict's
+    95% interval: below 0.05 exactly when that interval lies inside the margin (the two
+    one-sided tests at 2.5% each; twice :func:`tost_pvalue`, capped at 1)."""
+    p = tost_pvalue(est, margin, center)
+    return min(1.0, 2 * p) if np.isfinite(p) else NAN
+
+
+def beyond_pvalue(est: Estimate, margin: float, center: float = 0.0) -> float:
+    """p-value that the mean lies outside ``center +- margin`` (a minimum-effect test): below
+    0.05 exactly when the 95% interval lies wholly above ``center + margin`` or wholly below
+    ``center - margin``. With a margin of 0 it is the two-sided t-test against ``center``."""
+    if est.deals < 2 or not np.isfinite(est.se):
+        return NAN
+    if est.se == 0:
+        return 0.0 if abs(est.value - center) > margin else 1.0
+    df = est.deals - 1
+    above = t_sf((est.value - (center + margin)) / est.se, df)  # mean > center + margin
+    below = t_cdf((est.value - (center - margin)) / est.se, df)  # mean < center - margin
+    return float(min(1.0, 2 * min(above, below)))
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """One of ``differs``, ``equivalent``, ``undecided``, with the change and its interval;
-    ``more_deals`` says how many more deals would likely decide an undecided one. A change
-    with no deals to measure it on (a metric that does not apply, such as the first leather
-    patch of a track without leather) is ``undefined``: more deals would not help."""
+    """The verdict on a change (or on a value against ``center``), read off its 95% interval
+    ``estimate`` after the family's multiplicity adjustment.
+
+    ``kind`` is one of
+
+    - ``equivalent``: the change lies within ``center +- margin`` (``nonzero`` when it is also
+      detectably different from no change: a real but negligible change);
+    - ``differs``: the change lies outside the margin (with a margin of 0: differs from 0);
+    - ``undecided``: neither yet (``nonzero`` when the change is detectably non-zero but may
+      lie on either side of the margin); ``more_deals`` says how many more deals would likely
+      decide it, ``too_close`` that no practical number would;
+    - ``undefined``: no deal to measure the change on (a metric that does not apply, such as
+      the first leather patch of a track without leather): more deals would not help.
+
+    The p-values are the family-adjusted ones: ``p_difference`` (no change),
+    ``p_equivalence`` (inside the margin), ``p_beyond`` (outside the margin); each is below
+    alpha exactly when, with a family of one, the 95% interval shows it. ``family`` and
+    ``family_size`` say how they were adjusted."""
 
     kind: str
     estimate: Estimate
@@ -224,6 +276,22 @@ class Verdict:
     p_difference: float
     p_equivalence: float
     more_deals: int = 0
+    p_beyond: float = NAN
+    nonzero: bool = False
+    too_close: bool = False
+    family: str = "none"
+    family_size: int = 1
+
+    @property
+    def negligible(self) -> bool:
+        """A change shown to be non-zero and shown to lie within the margin."""
+        return self.kind == "equivalent" and self.nonzero
+
+    def adjustment(self) -> str:
+        """'Holm over 5' / 'Benjamini-Hochberg over 12', or '' for a family of one."""
+        if self.family == "none" or self.family_size <= 1:
+            return ""
+        return f"{FAMILY_WORDS[self.family]} over {self.family_size}"
 
     def text(self, scale: float = 100.0, unit: str = " points", digits: int = 1) -> str:
         e = self.estimate
@@ -232,58 +300,153 @@ class Verdict:
         x = f"{(e.value - self.center) * scale:+.{digits}f}"
         lo, hi = (e.lo - self.center) * scale, (e.hi - self.center) * scale
         ci = f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
+        m = f"+-{self.margin * scale:.{digits}f}"
+        adj = self.adjustment()
+        tag = f" ({adj})" if adj else ""
         if self.kind == "differs":
-            return f"differs by {x}{unit} {ci}"
+            beyond = f", beyond {m}{unit}" if self.margin > 0 else ""
+            return f"differs by {x}{unit} {ci}{beyond}{tag}"
         if self.kind == "equivalent":
-            return f"equivalent within +-{self.margin * scale:.{digits}f}{unit} ({x} {ci})"
-        if self.more_deals >= MAX_DEALS_ADVICE:
-            return (f"undecided: {x}{unit} {ci}; the change lies so close to the margin that "
-                    f"over {MAX_DEALS_ADVICE:,} more deals would be needed to decide it")
-        return (f"undecided: {x}{unit} {ci}; about {self.more_deals:,} more deals would "
-                "decide it")
+            if self.nonzero:
+                return f"differs by {x}{unit} {ci}, within {m}{unit}: negligible{tag}"
+            return f"equivalent within {m}{unit} ({x} {ci}){tag}"
+        if self.nonzero and self.margin > 0:
+            head = (f"undecided: differs from 0 by {x}{unit} {ci} but may lie within "
+                    f"{m}{unit}{tag}")
+        else:
+            head = f"undecided: {x}{unit} {ci}{tag}"
+        if self.too_close:
+            near = "the margin" if self.margin > 0 else "no change"
+            return (f"{head}; the change is too close to {near} to decide with any practical "
+                    "number of deals")
+        return f"{head}; about {self.more_deals:,} more deals would likely decide it"
+
+
+def _as_list(x: float | Sequence[float] | np.ndarray | None, n: int) -> list[float | None]:
+    if x is None or np.ndim(x) == 0:
+        return [x] * n  # type: ignore[list-item]
+    out = list(x)  # type: ignore[arg-type]
+    if len(out) != n:
+        raise ValueError(f"verdicts: {len(out)} values for {n} estimates")
+    return out
+
+
+def verdicts(estimates: Sequence[Estimate],
+             margin: float | Sequence[float] | np.ndarray = DEFAULT_MARGIN,
+             center: float | Sequence[float] | np.ndarray = 0.0, alpha: float = 0.05, *,
+             family: str = "holm", power: float = 0.8) -> list[Verdict]:
+    """The verdicts of a family of questions asked together (the variants of a sweep, the
+    levels of a skill table, the patches of a price study, the pairings and comparisons of a
+    report): the one function every study calls.
+
+    Each estimate is a change (or a value against its ``center``) with its 95% interval; its
+    three p-values (no change, within the margin, beyond the margin; see :class:`Verdict`)
+    are adjusted over the family, each kind separately, by ``family``: ``holm`` (family-wise
+    error: a primary question asked of several variants, levels or patches), ``bh`` (false
+    discovery rate: exploratory metrics) or ``none`` (one question). Equivalence comes
+    first: a change inside the margin is ``equivalent`` (and negligible when also non-zero)
+    however significant, and ``differs`` needs the change beyond the margin (or, with a
+    margin of 0, away from 0). ``margin`` and ``center`` may be one value for all or one per
+    estimate. An undecided verdict gets the number of further deals that would decide it
+    with ``power`` (see :func:`more_deals_to_decide`), at alpha / k in a family of k."""
+    if family not in FAMILIES:
+        raise ValueError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
+    n = len(estimates)
+    margins = [float(m) for m in _as_list(margin, n)]  # type: ignore[arg-type]
+    centers = [float(c) for c in _as_list(center, n)]  # type: ignore[arg-type]
+    p_diff = np.array([difference_pvalue(e, c) for e, c in zip(estimates, centers, strict=True)])
+    p_eq = np.array([equivalence_pvalue(e, m, c) if m > 0 else NAN
+                     for e, m, c in zip(estimates, margins, centers, strict=True)])
+    p_out = np.array([beyond_pvalue(e, m, c) if m > 0 else NAN
+                      for e, m, c in zip(estimates, margins, centers, strict=True)])
+    if family != "none":
+        adjust = holm if family == "holm" else benjamini_hochberg
+        p_diff, p_eq, p_out = adjust(p_diff), adjust(p_eq), adjust(p_out)
+    size = int(np.isfinite(p_diff).sum()) if family != "none" else 1
+    out = []
+    for k, e in enumerate(estimates):
+        m, c = margins[k], centers[k]
+        if e.deals == 0 or not np.isfinite(e.value):
+            out.append(Verdict("undefined", e, m, c, NAN, NAN, family=family,
+                               family_size=size))
+            continue
+        nonzero = bool(np.isfinite(p_diff[k]) and p_diff[k] < alpha)
+        if m > 0 and np.isfinite(p_eq[k]) and p_eq[k] < alpha:
+            kind = "equivalent"
+        elif m > 0 and np.isfinite(p_out[k]) and p_out[k] < alpha or m <= 0 and nonzero:
+            kind = "differs"
+        else:
+            kind = "undecided"
+        more, too_close = 0, False
+        if kind == "undecided":
+            # in a family the claim must pass its adjusted test: plan at alpha / k, the
+            # level Holm holds its hardest claim to (conservative for the others)
+            more, too_close = more_deals_to_decide(e, m, c, alpha / max(1, size), power)
+        out.append(Verdict(kind, e, m, c, float(p_diff[k]), float(p_eq[k]), more,
+                           float(p_out[k]), nonzero, too_close, family, size))
+    return out
 
 
 def verdict(est: Estimate, margin: float = DEFAULT_MARGIN, center: float = 0.0,
-            alpha: float = 0.05, p_difference: float | None = None) -> Verdict:
-    """The verdict on a change (or on a rate against ``center``).
+            alpha: float = 0.05) -> Verdict:
+    """The verdict on one question asked alone: :func:`verdicts` with a family of one."""
+    return verdicts([est], margin, center, alpha, family="none")[0]
 
-    ``differs`` when the change is significant at ``alpha`` (``p_difference``, e.g. after a
-    multiplicity correction, or the t-test of ``est``); ``equivalent`` when the two one-sided
-    tests at ``alpha`` put it within ``center +- margin``; otherwise ``undecided``, with the
-    number of further deals a power calculation (80%) gives at the observed change and spread:
-    for showing the difference when the change lies outside the margin, for showing
-    equivalence when it lies inside."""
-    if est.deals == 0 or not np.isfinite(est.value):
-        return Verdict("undefined", est, margin, center, NAN, NAN)
-    p_diff = difference_pvalue(est, center) if p_difference is None else p_difference
-    p_eq = tost_pvalue(est, margin, center)
-    if np.isfinite(p_diff) and p_diff < alpha:
-        return Verdict("differs", est, margin, center, p_diff, p_eq)
-    if np.isfinite(p_eq) and p_eq < alpha:
-        return Verdict("equivalent", est, margin, center, p_diff, p_eq)
+
+def more_deals_to_decide(est: Estimate, margin: float, center: float = 0.0,
+                         alpha: float = 0.05, power: float = 0.8) -> tuple[int, bool]:
+    """How many more deals would likely decide an undecided verdict, and whether no practical
+    number would (more than MAX_DEALS_ADVICE deals in all).
+
+    With a margin: the deals at which the 95% interval, at the observed per-deal spread,
+    lands inside the margin (observed change inside) or beyond it (outside) with ``power``
+    when the true change is the observed one, with its distance to the margin taken as at
+    least one standard error (the data cannot place the change closer to the margin than
+    that). So the figure is stable: it does not jump when the observed change crosses the
+    margin (at the margin it is about 8 times the deals played), and at a change of 0 it is
+    the plan's figure for equivalence. Without a margin: the deals to tell the observed
+    change from 0."""
     sd = est.sd if np.isfinite(est.sd) and est.sd > 0 else 0.5
-    gap = abs(est.value - center) if np.isfinite(est.value) else 0.0
-    # on the margin (0.5 - 0.4 is 0.0999... against a margin of 0.1) the sample size for
-    # equivalence diverges; count it as outside, where showing the difference is finite
-    if gap >= margin - 1e-9:
-        need = deals_for_difference(sd, gap, alpha)
+    gap = abs(est.value - center)
+    se = est.se if np.isfinite(est.se) and est.se > 0 else sd / math.sqrt(max(est.deals, 1))
+    if margin > 0:
+        z_a = z_quantile(1 - alpha / 2)
+        if gap < margin:
+            # at a change of 0 both edges must hold: beta is split between them
+            z_b = z_quantile(1 - (1 - power) / 2) if gap == 0 else z_quantile(power)
+            # inside, the distance to the margin is at most the margin itself
+            room = min(margin, max(margin - gap, se))
+        else:
+            z_b = z_quantile(power)
+            room = max(gap - margin, se)
+        need: float = math.ceil(((z_a + z_b) * sd / room) ** 2)
     else:
-        need = deals_for_equivalence(sd, margin, gap, alpha)
-    return Verdict("undecided", est, margin, center, p_diff, p_eq,
-                   min(MAX_DEALS_ADVICE, max(1, need - est.deals)))
+        need = deals_for_difference(sd, gap, alpha, power) if gap > 0 else math.inf
+    if not need <= MAX_DEALS_ADVICE:
+        return 0, True
+    return max(1, int(need) - est.deals), False
 
 
 # --- multiplicity --------------------------------------------------------------------------------
 def _adjust(pvalues: np.ndarray | Sequence[float], method: str) -> np.ndarray:
-    # imported here: statsmodels.stats.multitest imports scipy.stats (0.4 s), which the
-    # run summary, the one statistic every `patchsim run` computes, does not need
-    from statsmodels.stats.multitest import multipletests
-
+    """Holm (step-down) or Benjamini-Hochberg (step-up) adjusted p-values over the finite
+    ones, NaN kept; the numbers of statsmodels' multipletests, computed here because it
+    runs a garbage collection on every call (a quarter of a second in a large process, and
+    a report adjusts many families)."""
     p = np.asarray(pvalues, dtype=float)
     out = np.full(len(p), np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method=method)[1]
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    ranked = p[order]
+    rank = np.arange(1, m + 1)
+    if method == "holm":
+        adj = np.maximum.accumulate(np.minimum(1.0, (m - rank + 1) * ranked))
+    else:  # "fdr_bh"
+        adj = np.minimum.accumulate(np.minimum(1.0, m / rank * ranked)[::-1])[::-1]
+    out[order] = adj
     return out
 
 
@@ -402,3 +565,28 @@ class BandTest:
             return CONTINUE, int(at[-1])
         i = int(done[0])
         return (FAIL if fail[i] else PASS), int(at[i])
+
+
+# --- intervals after a sequential stop -----------------------------------------------------------
+def anytime_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
+                     n0: int = 100) -> Estimate:
+    """The mean of per-deal values with an anytime-valid interval (a confidence sequence):
+    it covers the true mean at ``level`` simultaneously over every number of deals, so it
+    keeps its coverage when the number of deals was chosen by looking at the data (a
+    sequential test that stopped, a run stopped when decided), where the fixed-sample
+    t-interval of :func:`mean_estimate` covers less.
+
+    The normal-mixture boundary of Robbins (see Howard et al. 2021, "Time-uniform,
+    nonparametric, nonasymptotic confidence sequences"), two-sided by a union of two
+    one-sided sequences at (1 - level) / 2 each, with the per-deal spread estimated from the
+    deals: ``|mean - mu| <= sqrt((n + n0) * sd^2 * log((n + n0) / (n0 * a^2))) / n`` with
+    ``a = (1 - level) / 2``. ``n0`` sets where the sequence is tightest (about the deals at
+    which it is expected to be read)."""
+    v = _clean(x)
+    n = len(v)
+    if n < 2:
+        return Estimate(float(v.mean()) if n else NAN, NAN, NAN, NAN, n, NAN, level)
+    m, sd = float(v.mean()), float(v.std(ddof=1))
+    a = (1 - level) / 2
+    half = math.sqrt((n + n0) * sd**2 * math.log((n + n0) / (n0 * a**2))) / n
+    return Estimate(m, sd / math.sqrt(n), m - half, m + half, n, sd, level)

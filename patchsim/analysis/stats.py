@@ -4,8 +4,8 @@ The unit of analysis is the *deal*: every deal is played twice with the seats sw
 two games of a deal are not independent. Every rate, interval, test and verdict here comes
 from the one estimator layer, :mod:`patchsim.analysis.estimators` (a rate is the mean of the
 per-deal rates with a t-interval over deals and a weak prior at 0 and 1; a change between
-skill levels is a paired difference over deals; verdicts are "differs by X [a, b]",
-"equivalent within +-m" or "undecided: about N more deals would decide it"), so a number here
+skill levels is a paired difference over deals; verdicts come from
+:func:`estimators.verdicts`, equivalence first, one Holm family per table), so a number here
 is the number a sweep, a comparison or the run summary gives for the same question.
 
 Deterministic self-play: when one deterministic bot plays itself, a deal's seat-swapped game
@@ -191,9 +191,10 @@ def format_pairings(table: pd.DataFrame) -> str:
 def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
                            alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing: the first seat's win rate (:func:`estimators.rate`: per-deal
-    interval) and its verdict against 50% (:func:`estimators.verdict`: "differs by X [a, b]",
-    "equivalent within +-margin" or "undecided: about N more deals would decide it"; ``p_value``
-    its t-test over deals, ``balanced_p`` its equivalence test); the advantage in points and
+    interval) and its verdict against 50% (:func:`estimators.verdicts`: "equivalent within
+    +-margin", "differs by X [a, b], beyond +-margin" or "undecided"; ``p_value``
+    its t-test over deals, ``balanced_p`` its equivalence test, both Holm-adjusted over the
+    table's rows, one family of claims); the advantage in points and
     Elo; the seat-swapped pair counts with an exact McNemar p-value on the deals one seat won
     twice (split deals say nothing about the seat; see :func:`pair_counts` for deterministic
     self-play, whose game counts are of distinct games); and the design effect (how much the
@@ -206,7 +207,6 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
         win = (g["winner"].to_numpy() == 0).astype(float)
         deal = g["deal"].to_numpy()
         e = est.rate(win, deal, 1 - alpha)
-        v = est.verdict(e, margin, 0.5, alpha)
         both0, split, both1 = pair_counts(win, deal, one_game)
         rows.append({
             "ruleset": ruleset, "pairing": pairing, "self_play": is_self_play(g),
@@ -216,14 +216,18 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             "adv_pp": 100 * (e.value - 0.5), "adv_lo_pp": 100 * (e.lo - 0.5),
             "adv_hi_pp": 100 * (e.hi - 0.5),
             "elo": float(elo(e.value)), "elo_lo": float(elo(e.lo)), "elo_hi": float(elo(e.hi)),
-            "p_value": v.p_difference, "balanced_p": v.p_equivalence, "margin": margin,
-            "verdict_kind": v.kind, "verdict": v.text(100.0, " points"),
-            "more_deals": v.more_deals,
+            "margin": margin, "_est": e,
             "p_mcnemar": mcnemar_exact(both0, both1),
             "seat0_both": both0, "split": split, "seat1_both": both1,
             "deff": NAN if one_game else design_effect(e, len(g)),
             "few": e.deals < MIN_DEALS,
         })
+    # one family: every ruleset and pairing of the table is a claim of balance (Holm)
+    for r, v in zip(rows, est.verdicts([r.pop("_est") for r in rows], margin, 0.5, alpha,
+                                       family="holm"), strict=True):
+        r.update(p_value=v.p_difference, balanced_p=v.p_equivalence,
+                 verdict_kind=v.kind, verdict=v.text(100.0, " points"),
+                 more_deals=v.more_deals)
     return pd.DataFrame(rows)
 
 
@@ -249,10 +253,11 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     later level, the change from the reference on the deals both played (every pairing of a
     run plays the same deals; deals whose seeds differ are left out) as
     :func:`estimators.paired_difference` with its t-test p-value, Holm-corrected over the
-    table's comparisons (``p_holm``), and :func:`estimators.verdict` on it (``verdict``
-    text, ``more_deals``). ``trend`` reads the verdict for the imbalance: ``grows`` or
-    ``shrinks`` (the distance from 50%), ``changes side``, ``unchanged`` (equivalent within
-    +-margin) or ``undecided``. Empty when no ruleset has two self-play pairings."""
+    table's comparisons (``p_holm``), and :func:`estimators.verdicts` on them, one Holm
+    family (``verdict`` text, ``more_deals``). ``trend`` reads the verdict for the
+    imbalance: ``grows`` or ``shrinks`` (the distance from 50%), ``changes side``,
+    ``unchanged`` (equivalent within +-margin) or ``undecided``. Empty when no ruleset has
+    two self-play pairings."""
     cols = ["ruleset", "level", "pairing", "reference", "distinct_games", "games", "deals",
             "rate", "lo", "hi", "common_deals", "diff", "diff_lo", "diff_hi", "p", "p_holm",
             "verdict_kind", "verdict", "more_deals", "trend"]
@@ -294,16 +299,16 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     if not rows:
         return pd.DataFrame(columns=cols)
     p_raw = [est.difference_pvalue(c) for _, c in changes]
-    p_adj = est.holm(p_raw)  # one family: every level and ruleset of the table
+    # one family: every level and ruleset of the table, for the tests of no change, of
+    # equivalence and of a change beyond the margin alike (Holm)
+    found = est.verdicts([c for _, c in changes], margin, 0.0, alpha, family="holm")
     ref_rate: dict[Any, float] = {}
     for r in rows:
         ref_rate.setdefault(r["ruleset"], r["rate"])
-    for (i, change), p, pa in zip(changes, p_raw, p_adj, strict=True):
-        v = est.verdict(change, margin, 0.0, alpha,
-                        p_difference=float(pa) if np.isfinite(pa) else None)
+    for (i, change), p, v in zip(changes, p_raw, found, strict=True):
         r = rows[i]
         r.update(common_deals=change.deals, diff=change.value, diff_lo=change.lo,
-                 diff_hi=change.hi, p=p, p_holm=pa, verdict_kind=v.kind,
+                 diff_hi=change.hi, p=p, p_holm=v.p_difference, verdict_kind=v.kind,
                  verdict=v.text(100.0, " points"), more_deals=v.more_deals,
                  trend=_trend(v.kind, ref_rate[r["ruleset"]], r["rate"]))
     return pd.DataFrame(rows).reindex(columns=cols)
@@ -475,12 +480,14 @@ def patch_table(games: pd.DataFrame, events: Events,
     position before the buy), by which seat; the win rate of a seat that bought it and of a
     seat that did not (:func:`estimators.rate`); their difference with a cluster-robust
     interval and p-value (:func:`_lpm_difference`), Holm-corrected over the patches; and a
-    flag: buyers winning more than non-buyers suggests the patch is under-priced, less
-    suggests over-priced. This is an association in the bots' play (they buy for reasons),
-    not a causal effect of the patch.
+    ``flag``, "buyers win more" / "buyers win less" where that difference is significant.
+    This is an association in the bots' play (they buy for reasons, and cheap patches are
+    bought by the player who is behind), not a price: whether a patch is over- or
+    underpriced is the causal question of :mod:`patchsim.experiments.prices`.
 
     When the run has self-play games, only those are used: in a game between two different
-    bots, the patches the stronger bot prefers would look under-priced for that reason alone.
+    bots, the patches the stronger bot prefers would look like winning buys for that reason
+    alone.
     Deterministic self-play counts each deal's game once.
     """
     games = distinct(games)
@@ -533,9 +540,10 @@ def patch_table(games: pd.DataFrame, events: Events,
         part = pd.DataFrame(start)
         if len(part):
             part["p_holm"] = est.holm(part["p_value"])
+            # an association, worded as one: it says who won, not what the price should be
             part["flag"] = np.where(part["p_holm"] < alpha,
-                                    np.where(part["diff"] > 0, "under-priced?", "over-priced?"),
-                                    "")
+                                    np.where(part["diff"] > 0, "buyers win more",
+                                             "buyers win less"), "")
             part = part.sort_values("diff", ascending=False, na_position="last")
         rows.append(part)
     cols = ["ruleset", "patch", "cost", "time", "income", "squares", "games", "bought",
@@ -710,7 +718,7 @@ def first_leather_useless(games: pd.DataFrame, events: Events, center: float = 0
                           margin: float = 0.10, alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing: how often the first leather patch was useless (it filled no
     isolated one-square hole, or was lost: rank 1 of :func:`leather_table` on the pairing's
-    games), as :func:`estimators.rate` over deals, with :func:`estimators.verdict` against
+    games), as :func:`estimators.rate` over deals, with :func:`estimators.verdicts` against
     ``center +- margin`` (the publisher's "about half of the games"). Deterministic
     self-play counts each deal's game once."""
     cols = ["ruleset", "pairing", "distinct_games", "mark", "games", "deals", "rate", "lo",
@@ -725,12 +733,15 @@ def first_leather_useless(games: pd.DataFrame, events: Events, center: float = 0
             continue
         useless = ~(mk.row[:, 0] & mk.useful[:, 0])
         e = est.rate(useless.astype(float), g["deal"].to_numpy(), 1 - alpha)
-        v = est.verdict(e, margin, center, alpha)
         rows.append({"ruleset": ruleset, "pairing": str(pairing),
                      "distinct_games": str(pairing) not in copies, "mark": mk.marks[0],
                      "games": len(g), "deals": e.deals, "rate": e.value, "lo": e.lo,
-                     "hi": e.hi, "verdict_kind": v.kind, "verdict": v.text(100.0, " points"),
-                     "more_deals": v.more_deals})
+                     "hi": e.hi, "_est": e})
+    # one family over the rulesets and pairings (Holm)
+    for r, v in zip(rows, est.verdicts([r.pop("_est") for r in rows], margin, center, alpha,
+                                       family="holm"), strict=True):
+        r.update(verdict_kind=v.kind, verdict=v.text(100.0, " points"),
+                 more_deals=v.more_deals)
     return pd.DataFrame(rows, columns=cols)
 
 

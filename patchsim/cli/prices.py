@@ -44,9 +44,12 @@ def prices(
     out: Annotated[str | None, typer.Option(help="New folder for the results (default "
                                             "reports/<ruleset>-prices/<time>).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress (a line per patch).")] = True,
+    widen: Annotated[bool, typer.Option(help="Add costs (down to 0, or up) for a patch whose "
+                                        "fair price is not found in the costs measured.")]
+    = True,
 ) -> None:
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
-    (restricted play), and the cost at which that value crosses zero (price response).
+    (restricted play), and the cost at which that value reaches zero (price response).
     Writes prices.csv, patches.csv, prices.md and prices.png into a new folder."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset
     from patchsim.experiments.prices import measure_prices, write_prices
@@ -72,7 +75,7 @@ def prices(
     with prices_errors(FLAGS):
         # import-path bots from the working folder, as `patchsim run` finds them
         study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
-                               echo=typer.echo if progress else None,
+                               widen=widen, echo=typer.echo if progress else None,
                                bot_path=[os.getcwd()])
         res = write_prices(study, target)
     typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())

@@ -7,6 +7,9 @@ engine-testing frameworks run on game outcomes, with Wald's bounds from alpha an
 test is evaluated after every deal in deal order, so stepping only sets how often games are
 played, not how often the test looks. "Holds" needs every check to accept the inside of its
 band: when a true value lies on an edge, the gate passes with probability at most about alpha.
+The interval printed beside each check is anytime-valid (a confidence sequence,
+:func:`patchsim.analysis.estimators.anytime_estimate`), at the deal that decided: it keeps its
+95% coverage although the gate chose when to stop by looking at the data.
 "Fails" needs one check to accept an edge: when every true value lies at the centre of its
 band (or ``resolution`` inside a one-sided bound), a false fail has probability at most about
 beta, split over the checks. Nothing is decided on fewer than ``MIN_DEALS`` deals.
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchsim.analysis.estimators import FAIL, PASS, BandTest, mean_estimate
+from patchsim.analysis.estimators import FAIL, PASS, BandTest, anytime_estimate
 from patchsim.analysis.metrics import deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, Tolerance
@@ -57,20 +60,29 @@ def planned_checks(exp: Experiment) -> list[tuple[Tolerance, str]]:
 RATE_METRICS = {"first_player_win", "bonus_rate", "leather_useful", "first_leather_useful"}
 
 
+RESOLUTION_DEALS = 30  # the first deals whose spread sets a one-sided non-rate resolution
+
+
 def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
               resolution: float | None) -> BandTest:
     """The sequential test of one tolerance. A one-sided bound needs a resolution (how far
     inside the bound a value must lie to pass): the check's, else 2 points for rates, else a
-    quarter of the per-deal standard deviation (a small effect)."""
+    quarter of the per-deal standard deviation (a small effect) of the first
+    RESOLUTION_DEALS deals, which no later deal changes, and no decision before them: a
+    decision once made at a step stays what it was when more deals are played."""
     if math.isfinite(tol.low) and math.isfinite(tol.high):
         return BandTest(tol.low, tol.high, alpha, beta, MIN_DEALS)
+    min_deals = MIN_DEALS
     if resolution is None:
         if tol.metric in RATE_METRICS:
             resolution = 0.02
         else:
-            sd = float(np.nanstd(values, ddof=1)) if np.isfinite(values).sum() >= 2 else 1.0
+            first = values[:RESOLUTION_DEALS]
+            first = first[np.isfinite(first)]
+            sd = float(np.std(first, ddof=1)) if len(first) >= 2 else 1.0
             resolution = max(0.25 * sd, 1e-9)
-    return BandTest(tol.low, tol.high, alpha, beta, MIN_DEALS, resolution)
+            min_deals = max(MIN_DEALS, RESOLUTION_DEALS)
+    return BandTest(tol.low, tol.high, alpha, beta, min_deals, resolution)
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
@@ -116,13 +128,17 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                 lines.append(f"  {pairing}: {tol.describe()}: {len(x)} deals -> {TOO_FEW}")
                 continue
             test = band_test(tol, x, alpha, b, resolution)
-            kind, at = test.first_decision(x, range(MIN_DEALS, len(x) + 1))
-            est = mean_estimate(x)
+            kind, at = test.first_decision(x, range(test.min_deals, len(x) + 1))
             st = {PASS: "holds", FAIL: "fails"}.get(kind, "undecided")
+            # the interval at the deal that decided, anytime-valid: the stop was chosen by
+            # looking at the data, where a fixed-sample interval would cover less than 95%
+            est = anytime_estimate(x[:at] if st != "undecided" else x, 0.95,
+                                   n0=max(MIN_DEALS, step // 2))
             statuses.append(st)
             when = f" (decided at deal {at})" if st != "undecided" else ""
             lines.append(f"  {pairing}: {tol.describe()}: {est.value:.4f} "
-                         f"[{est.lo:.4f}, {est.hi:.4f}] ({len(x)} deals) -> {st}{when}")
+                         f"[{est.lo:.4f}, {est.hi:.4f}] anytime-valid 95% ({est.deals} "
+                         f"deals) -> {st}{when}")
         for ln in lines:
             say(ln)
         if statuses and all(s == "holds" for s in statuses):

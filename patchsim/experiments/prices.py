@@ -10,12 +10,20 @@ the player who is behind). Here the patch is the treatment:
    games) is one observation; the interval and the verdict (margin +-2 points, Holm over
    the patches) come from :mod:`patchsim.analysis.estimators`.
 2. **Price response.** X's cost is moved by each delta (``patch_changes``; a cost below 0 is
-   skipped) and the restricted-play value measured again on the same deals. A straight line
-   fitted to value against cost (least squares over the per-deal values; every cost has the
-   same deals, so this is the line through the per-cost means) gives the cost at which the
-   value crosses zero: the *fair price*, the highest cost at which having X on offer still
-   helps the bot. Its 95% interval is a seeded bootstrap over deals (a deal is resampled
-   with all its prices, which keeps the pairing across prices).
+   skipped) and the restricted-play value measured again on the same deals. The value
+   falls with the cost until the bot stops buying X, where it flattens at 0, so a straight
+   line would put the crossing wherever the measured costs happen to lie; the monotone
+   (isotonic) fit of value against cost gives the cost at which the value falls to a
+   negligible level (0.5 points, a quarter of the margin): the *fair price*, the highest
+   cost at which having X on offer still helps the bot. Its 95%
+   interval is a seeded bootstrap over deals (a deal is resampled with all its prices, and
+   each replicate curve refitted). A scan that finds no fair price in its costs widens
+   itself (:func:`widen_costs`) and says "not found in a..b" if it still finds none.
+3. **Both directions.** An overpriced patch is one the bot stops buying, so its value at the
+   printed price is about 0 ("no measurable value"): the downward scan finds the price at
+   which the bot starts to buy it and gain from it, and :func:`price_reading` says
+   "overpriced by about k buttons [lo, hi]" when that fair price lies clearly below the
+   printed cost; "underpriced" needs the value at the printed cost beyond the margin.
 
 For a player that used every option well a value could not be negative; a negative value
 says the bot buys X when it should not (X is a trap for this bot at this price).
@@ -39,12 +47,11 @@ import pandas as pd
 from patchsim.analysis.estimators import (
     DEFAULT_MARGIN,
     Estimate,
-    benjamini_hochberg,
+    Verdict,
     deal_values,
     difference_pvalue,
-    holm,
     mean_estimate,
-    verdict,
+    verdicts,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
@@ -59,6 +66,7 @@ DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
 BOOTSTRAP = 2000
 VALUE_BOUNDS = (-0.5, 0.5)  # a value is 0.5 minus a win rate
 MAX_DELTAS = 50  # cost changes per patch: each one plays the study's games again
+NEGLIGIBLE = DEFAULT_MARGIN / 4  # a value this small (0.5 points) is worth nothing to speak of
 
 
 class PricesError(ValueError):
@@ -69,9 +77,12 @@ class PricesError(ValueError):
 # --- the price response fit ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Crossing:
-    """The line ``value = intercept + slope * cost`` through the per-cost means and the cost
-    where it crosses zero (``fair``, NaN if the slope is 0) with its bootstrap interval.
-    ``in_range``: the crossing lies within the costs measured."""
+    """The price response of a patch: the monotone (isotonic) fit of value against cost
+    (``fitted``), the fair price ``fair`` where it falls to a negligible value with its
+    bootstrap interval, and for context the least-squares line through the per-cost means
+    (``intercept``, ``slope`` with its bootstrap interval). ``in_range``: the fair price lies
+    within the costs measured; ``side`` says where it lies otherwise ("above": the value is
+    still worth something at the highest cost, "below": negligible even at the lowest)."""
 
     intercept: float
     slope: float
@@ -82,22 +93,39 @@ class Crossing:
     fair_hi: float
     in_range: bool
     costs: tuple[int, ...]
+    fitted: tuple[float, ...] = ()  # the monotone fit at each cost
+    means: tuple[float, ...] = ()
+    cheapest_lo: float = math.nan  # lower bootstrap bound of the fitted value at min(costs)
+    negligible: float = NEGLIGIBLE
 
     @property
     def flat(self) -> bool:
-        """The slope's interval holds 0: no measurable price response in the range."""
-        return not (self.slope_hi < 0 or self.slope_lo > 0)
+        """No measurable price response in the range: the line's slope interval holds 0
+        and the fitted value at the cheapest cost is not shown above the negligible
+        level."""
+        sloped = self.slope_hi < 0 or self.slope_lo > 0
+        return not (sloped or self.cheapest_lo > self.negligible)
+
+    @property
+    def side(self) -> str:
+        """'in range', 'above' (the value stays above negligible over the range) or
+        'below' (it is negligible already at the cheapest cost)."""
+        if self.in_range or not math.isfinite(self.fair) or not self.costs:
+            return "in range" if self.in_range else ""
+        return "above" if self.fair > max(self.costs) else "below"
 
     def text(self) -> str:
         if len(self.costs) < 2:
             return "one price only: no price response"
+        span = f"{min(self.costs)}..{max(self.costs)}"
         if self.flat and self.in_range:
-            return (f"not identified: value flat over {min(self.costs)}..{max(self.costs)} "
-                    f"(line crosses at {self.fair:.1f} [{_num(self.fair_lo)}, "
-                    f"{_num(self.fair_hi)}])")
+            return (f"not identified: value flat over {span} (fit crosses at {self.fair:.1f} "
+                    f"[{_num(self.fair_lo)}, {_num(self.fair_hi)}])")
         if not self.in_range:
-            return (f"no crossing in range {min(self.costs)}..{max(self.costs)}"
-                    + (f" (line crosses at {self.fair:.1f})" if math.isfinite(self.fair) else ""))
+            where = {"above": "the value is still positive at the highest cost",
+                     "below": "the value is negligible even at the lowest cost"}
+            return (f"not found in {span}"
+                    + (f" ({where[self.side]})" if self.side in where else ""))
         return f"{self.fair:.1f} [{_num(self.fair_lo)}, {_num(self.fair_hi)}]"
 
 
@@ -112,45 +140,117 @@ def _line(costs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return means.mean(axis=-1) - slope * costs.mean(), slope
 
 
-def _zero(intercept: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    """Where the lines cross zero; +-inf for a flat line (the sign says where the value
-    stays), so that percentiles of many replicates stay ordered."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = -intercept / slope
-    flat = slope == 0
-    return np.where(flat, np.where(intercept > 0, np.inf, -np.inf), x)
+def isotonic_decreasing(means: np.ndarray) -> np.ndarray:
+    """The non-increasing least-squares fit of each row of ``means`` (per-cost means in
+    order of cost, equal weights): pool-adjacent-violators, row by row."""
+    y = np.atleast_2d(np.asarray(means, dtype=float))
+    out = np.empty_like(y)
+    for r, row in enumerate(y):
+        level: list[float] = []
+        size: list[int] = []
+        for v in row:
+            level.append(float(v))
+            size.append(1)
+            # a later block above an earlier one violates "non-increasing": pool them
+            while len(level) > 1 and level[-1] > level[-2]:
+                n = size[-1] + size[-2]
+                merged = (level[-1] * size[-1] + level[-2] * size[-2]) / n
+                level[-2:] = [merged]
+                size[-2:] = [n]
+        out[r] = np.repeat(level, size)
+    return out
+
+
+def _falls_to(costs: np.ndarray, fitted: np.ndarray, floor: float) -> np.ndarray:
+    """Per row, the cost at which the non-increasing ``fitted`` values first fall to
+    ``floor`` or below, linear between measured costs; -inf when the first already does,
+    +inf when none does (so that percentiles of many replicates stay ordered)."""
+    out = np.full(len(fitted), np.inf)
+    for r, f in enumerate(fitted):
+        below = np.flatnonzero(f <= floor)
+        if len(below) == 0:
+            continue
+        j = int(below[0])
+        if j == 0:
+            out[r] = -np.inf
+            continue
+        a, b = f[j - 1], f[j]
+        out[r] = costs[j - 1] + (a - floor) / (a - b) * (costs[j] - costs[j - 1])
+    return out
 
 
 def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
-                 boot: int = BOOTSTRAP, level: float = 0.95) -> Crossing:
+                 boot: int = BOOTSTRAP, level: float = 0.95,
+                 negligible: float = NEGLIGIBLE) -> Crossing:
     """The fair price from per-deal values: ``values[i, j]`` is deal i's value at
-    ``costs[j]`` (the same deals at every cost). The line is fitted by least squares over
-    the per-deal values (equal deals per cost: the line through the per-cost means); the
-    intervals are percentiles of a bootstrap over deals seeded by ``seed``."""
+    ``costs[j]`` (the same deals at every cost).
+
+    The value falls with the cost and flattens at 0 where the bot stops buying the patch
+    (often after a dip below 0, where the bot still buys it at a loss), so the fit is
+    monotone: the non-increasing least-squares (isotonic) fit of the per-cost means, and the
+    fair price is the cost at which it falls to a negligible value (``negligible``, a
+    quarter of the verdict margin: 0.5 points), linear between measured costs. (A tail of
+    tiny values where the bot still buys it now and then would put a crossing of exactly 0
+    several buttons later.) Its interval is the percentile interval over a bootstrap over
+    deals seeded by ``seed`` (a deal is resampled with all its costs, so each replicate is a
+    whole curve, refitted). A fair price beyond the costs measured is not found
+    (``in_range`` False): widen the scan. The least-squares line is kept for its slope (the
+    value of one button)."""
     x = np.asarray(costs, dtype=float)
     v = np.asarray(values, dtype=float)
     if v.ndim != 2 or v.shape[1] != len(x):
         raise ValueError(f"values: expected (deals, {len(x)}) per-deal values, got {v.shape}")
     v = v[np.isfinite(v).all(axis=1)]
+    order = np.argsort(x, kind="stable")
+    x, v = x[order], v[:, order]
     costs_t = tuple(int(c) for c in x)
     if len(x) < 2 or len(v) == 0:
         nan = math.nan
         return Crossing(nan, nan, nan, nan, nan, nan, nan, False, costs_t)
-    a, b = _line(x, v.mean(axis=0))
-    fair = float(_zero(np.array(a), np.array(b)))
+    means = v.mean(axis=0)
+    a, b = _line(x, means)
+    fitted = isotonic_decreasing(means[None, :])
+    fair = float(_falls_to(x, fitted, negligible)[0])
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(v), size=(boot, len(v)))
-    # per-cost means of each resampled set of deals, then one line per replicate
-    means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
-    ba, bb = _line(x, means)
-    zeros = _zero(ba, bb)
+    # per-cost means of each resampled set of deals: one curve per replicate
+    boot_means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
+    _ba, bb = _line(x, boot_means)
+    boot_fit = isotonic_decreasing(boot_means)
+    zeros = _falls_to(x, boot_fit, negligible)
     q = ((1 - level) / 2, (1 + level) / 2)
     # "lower"/"higher" pick replicate values: no interpolation between infinities
     f_lo = float(np.quantile(zeros, q[0], method="lower"))
     f_hi = float(np.quantile(zeros, q[1], method="higher"))
-    s_lo, s_hi = (float(s) for s in np.quantile(bb, q))
-    in_range = math.isfinite(fair) and x.min() <= fair <= x.max()
-    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t)
+    s_lo, s_hi = (float(z) for z in np.quantile(bb, q))
+    in_range = bool(math.isfinite(fair))
+    if not in_range:  # where it lies: just past the range, on the side it stays
+        fair = float(x.max() + 1) if fair > 0 else float(x.min() - 1)
+    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t,
+                    tuple(float(m) for m in fitted[0]), tuple(float(m) for m in means),
+                    float(np.quantile(boot_fit[:, 0], q[0])), negligible)
+
+
+def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,
+                step: int = 2) -> list[int]:
+    """The costs a scan adds when its fit found no fair price in range: below the lowest
+    (down to 0) when the value is not positive there or flat over the range (the bot never
+    gains from the patch: look for the price at which it starts to), above the highest (up
+    to ``max_cost``) when it is still positive. Two costs, ``step`` and ``2 * step``
+    buttons beyond; none when the fair price is in range or the scan is at its limits."""
+    lo, hi = min(costs), max(costs)
+    if crossing.in_range and not crossing.flat:
+        return []
+    down = crossing.flat or crossing.side == "below"
+    if down:
+        new = [c for c in (lo - step, lo - 2 * step) if c >= 0]
+        if not new and lo > 0:
+            new = [0]
+    else:
+        new = [c for c in (hi + step, hi + 2 * step) if c <= max_cost]
+        if not new and hi < max_cost:
+            new = [max_cost]
+    return sorted(set(new) - set(costs))
 
 
 # --- the study ------------------------------------------------------------------------------------
@@ -174,8 +274,9 @@ class PriceStudy:
         return self.ruleset.patch(patch).cost
 
     def deltas_of(self, patch: str) -> list[int]:
-        """The deltas measured for ``patch`` (costs below 0 are skipped)."""
-        return [d for d in self.deltas if (patch, d) in self.values]
+        """The deltas measured for ``patch``, in order (costs below 0 are skipped; a widened
+        scan adds its own)."""
+        return sorted(d for p, d in self.values if p == patch)
 
 
 def restricted_spec(bot: str, patch: str) -> str:
@@ -207,16 +308,26 @@ def _parse_patches(ruleset: Ruleset, patches: Sequence[str] | None) -> list[str]
     return out
 
 
+MAX_WIDEN_ROUNDS = 3  # a scan widens itself at most this often per patch
+
+
 def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
                    patches: Sequence[str] | None = None, *,
                    deltas: Sequence[int] = DEFAULT_DELTAS, games: int = 1000, seed: int = 1,
-                   jobs: int = 1, margin: float = DEFAULT_MARGIN,
+                   jobs: int = 1, margin: float = DEFAULT_MARGIN, widen: bool = True,
+                   max_cost: int | None = None,
                    echo: Callable[[str], None] | None = None,
                    bot_path: Sequence[str] = ()) -> PriceStudy:
     """Play the study: for each patch (default every patch) and each cost ``base + delta``
     (0 always included; costs below 0 skipped), ``games`` seat-swapped games between ``bot``
     forbidden the patch and ``bot``, on the same deals (``seed``) for every patch and cost.
     Import-path bots are looked for in ``bot_path`` too (as :func:`simulate` does).
+
+    With ``widen`` (the default) a patch whose fit finds no fair price in the costs measured
+    gets more costs, on the same deals (:func:`widen_costs`: downward when the value is not
+    positive or flat, upward when it is still positive; at most MAX_WIDEN_ROUNDS rounds, up
+    to ``max_cost``, default the base cost + 20), so that an overpriced patch, which the bot
+    stops buying, shows the price at which it starts to gain from it.
 
     Raises PricesError, RulesetError, BotSpecError or RunError for a bad request before
     playing anything (except a ruleset variant a cost change makes invalid)."""
@@ -248,23 +359,47 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
         make_bot(restricted).bind(compile_ruleset(rs))
         cost = rs.patch(pid).cost
         mine = [d for d in ds if cost + d >= 0]
-        variants = [rs if d == 0 else rs.with_overrides(
-            {"name": f"{rs.name}-{pid}-cost{cost + d}",
-             "patch_changes": {pid: {"cost": cost + d}}}) for d in mine]
         say(f"[{n}/{len(ids)}] {pid} (cost {cost}): costs "
             f"{', '.join(str(cost + d) for d in mine)}, {games} games each")
-        sim = simulate(variants, [base, restricted], games=games, seed=seed, jobs=jobs,
-                       pairings="cross", bot_path=bot_path)
-        g, ev = sim.games, sim.events
-        for d, v in zip(mine, variants, strict=True):
-            rows = g[g["ruleset_hash"] == v.content_hash()]
-            won = (rows["winner_bot"] == restricted).to_numpy()
-            study.values[(pid, d)] = 0.5 - deal_values(won, rows["deal"].to_numpy())
-            # context: how often the unrestricted bot buys the patch at this cost
-            bought = ev[(ev["game_id"].isin(rows["game_id"])) & (ev["event"] == "buy")
-                        & (ev["patch"] == pid) & (ev["bot"] == base)]
-            study.buys[(pid, d)] = len(bought) / max(1, len(rows))
+        _play_costs(study, pid, restricted, mine, jobs, bot_path)
+        top = cost + 20 if max_cost is None else max_cost
+        for _ in range(MAX_WIDEN_ROUNDS if widen else 0):
+            costs = [cost + d for d in study.deltas_of(pid)]
+            more = widen_costs(costs, _fit(study, pid), top)
+            if not more:
+                break
+            say(f"  {pid}: no fair price in {min(costs)}..{max(costs)}; adding costs "
+                f"{', '.join(map(str, more))}")
+            _play_costs(study, pid, restricted, [c - cost for c in more], jobs, bot_path)
     return study
+
+
+def _play_costs(study: PriceStudy, pid: str, restricted: str, deltas: list[int],
+                jobs: int, bot_path: Sequence[str] = ()) -> None:
+    """Measure ``pid`` at ``base + delta`` for each delta, on the study's deals."""
+    rs, base = study.ruleset, study.bot
+    cost = rs.patch(pid).cost
+    variants = [rs if d == 0 else rs.with_overrides(
+        {"name": f"{rs.name}-{pid}-cost{cost + d}",
+         "patch_changes": {pid: {"cost": cost + d}}}) for d in deltas]
+    sim = simulate(variants, [base, restricted], games=study.games, seed=study.seed, jobs=jobs,
+                   pairings="cross", bot_path=bot_path)
+    g, ev = sim.games, sim.events
+    for d, v in zip(deltas, variants, strict=True):
+        rows = g[g["ruleset_hash"] == v.content_hash()]
+        won = (rows["winner_bot"] == restricted).to_numpy()
+        study.values[(pid, d)] = 0.5 - deal_values(won, rows["deal"].to_numpy())
+        # context: how often the unrestricted bot buys the patch at this cost
+        bought = ev[(ev["game_id"].isin(rows["game_id"])) & (ev["event"] == "buy")
+                    & (ev["patch"] == pid) & (ev["bot"] == base)]
+        study.buys[(pid, d)] = len(bought) / max(1, len(rows))
+
+
+def _fit(study: PriceStudy, pid: str) -> Crossing:
+    ds = study.deltas_of(pid)
+    base = study.base_cost(pid)
+    mat = np.column_stack([study.values[(pid, d)] for d in ds])
+    return fit_crossing([base + d for d in ds], mat, seed=study.seed)
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -291,52 +426,107 @@ def price_table(study: PriceStudy) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    primary = df["delta"] == 0
-    df["p_adjusted"] = math.nan
-    df.loc[primary, "p_adjusted"] = holm(df.loc[primary, "p_value"].to_numpy())
-    df.loc[~primary, "p_adjusted"] = benjamini_hochberg(df.loc[~primary, "p_value"].to_numpy())
-    df["verdict"] = [verdict(e, study.margin, p_difference=p).text()
-                     for e, p in zip(df["_est"], df["p_adjusted"], strict=True)]
+    # the verdicts: one Holm family over the patches at their printed cost (the primary
+    # question), one Benjamini-Hochberg family over the other costs (exploratory)
+    primary = (df["delta"] == 0).to_numpy()
+    found: list[Verdict | None] = [None] * len(df)
+    for sel, family in ((primary, "holm"), (~primary, "bh")):
+        idx = np.flatnonzero(sel)
+        for i, v in zip(idx, verdicts([df["_est"].iloc[i] for i in idx], study.margin,
+                                      family=family), strict=True):
+            found[i] = v
+    vs = [v for v in found if v is not None]
+    df["p_adjusted"] = [v.p_difference for v in vs]
+    df["verdict_kind"] = [v.kind for v in vs]
+    df["verdict"] = [v.text() for v in vs]
     return df.drop(columns="_est")
 
 
 def crossings(study: PriceStudy) -> dict[str, Crossing]:
     """The price-response fit of every patch (bootstrap seeded by the study's seed)."""
-    out = {}
-    for pid in study.patches:
-        ds = study.deltas_of(pid)
-        base = study.base_cost(pid)
-        mat = np.column_stack([study.values[(pid, d)] for d in ds])
-        out[pid] = fit_crossing([base + d for d in ds], mat, seed=study.seed)
-    return out
+    return {pid: _fit(study, pid) for pid in study.patches}
 
 
-def _reading(value: Estimate, p_adj: float, margin: float, cross: Crossing) -> str:
-    """A plain-language reading of one patch's value at its printed cost."""
-    v = verdict(value, margin, p_difference=p_adj)
-    if v.kind == "equivalent":
-        return "no measurable value: buying it is worth no more than passing it by"
-    if v.kind == "undecided":
-        return "undecided"
+PRICE_MARGIN = 1.0  # buttons: a fair price this close to the printed cost is "about right"
+
+
+@dataclass(frozen=True)
+class PriceReading:
+    """What a patch's price is for the bot: ``kind`` one of ``underpriced``, ``overpriced``,
+    ``about right``, ``undecided``, ``not measured``; ``by`` (with ``lo``, ``hi``) how many
+    buttons the fair price lies above (under-) or below (overpriced) the printed cost;
+    ``text`` the sentence."""
+
+    kind: str
+    text: str
+    by: float = math.nan
+    lo: float = math.nan
+    hi: float = math.nan
+
+
+def price_reading(v: Verdict, cross: Crossing, cost: int,
+                  margin: float = PRICE_MARGIN) -> PriceReading:
+    """The reading of a patch's price from the verdict on its value at the printed cost
+    (equivalence first, as everywhere) and its fair price (:func:`fit_crossing`).
+
+    Underpriced needs the value beyond the margin above 0 at its price; a trap (a value
+    beyond the margin below 0: the bot buys it and loses) is overpriced. A value within the
+    margin says nothing measurable is gained at the price: the fair price then decides
+    between overpriced (its whole interval more than ``margin`` buttons below the cost: the
+    bot gains from the patch only when it is cheaper) and about right; "undecided" where
+    neither is shown."""
+    fair_ok = cross.in_range and not cross.flat
+    fair = (f"fair price about {cross.fair:.1f} [{_num(cross.fair_lo)}, {_num(cross.fair_hi)}]"
+            if fair_ok else f"fair price {cross.text()}")
+    worth = f"{100 * (v.estimate.value - v.center):+.1f} points at its price"
     if v.kind == "undefined":
-        return "not measured (no deals)"
-    fair = f" (fair price about {cross.fair:.0f})" if cross.in_range and not cross.flat else ""
-    if value.value > 0:
-        return f"worth having: underpriced for this bot{fair}"
-    return f"a trap: the bot does better without it, overpriced for this bot{fair}"
+        return PriceReading("not measured", "not measured (no deals)")
+    off, off_lo, off_hi = (cross.fair - cost, cross.fair_lo - cost, cross.fair_hi - cost)
+    if v.kind == "differs" and v.estimate.value > v.center:
+        if fair_ok:
+            return PriceReading("underpriced", f"underpriced by about {off:.1f} buttons "
+                                f"[{_num(off_lo)}, {_num(off_hi)}]: worth {worth}; {fair}",
+                                off, off_lo, off_hi)
+        return PriceReading("underpriced", f"underpriced: worth {worth}; {fair}")
+    if v.kind == "differs":
+        if fair_ok:
+            return PriceReading("overpriced", f"a trap, overpriced by about {-off:.1f} buttons "
+                                f"[{_num(-off_hi)}, {_num(-off_lo)}]: the bot does better "
+                                f"without it ({worth}); {fair}", -off, -off_hi, -off_lo)
+        return PriceReading("overpriced", f"a trap: the bot does better without it "
+                            f"({worth}); {fair}")
+    if v.kind == "undecided":
+        return PriceReading("undecided", f"undecided at its price ({worth}); {fair}")
+    # the value is within the margin at the printed cost: does it pay when cheaper?
+    if fair_ok and off_hi < -margin:
+        return PriceReading("overpriced", f"overpriced by about {-off:.1f} buttons "
+                            f"[{_num(-off_hi)}, {_num(-off_lo)}]: no measurable value at its "
+                            f"price, the bot gains from it below about {cross.fair:.1f}",
+                            -off, -off_hi, -off_lo)
+    if fair_ok and off_lo >= -margin:
+        return PriceReading("about right", f"priced about right for this bot: no measurable "
+                            f"value at its price ({worth}); {fair}", off, off_lo, off_hi)
+    return PriceReading("undecided", f"no measurable value at its price ({worth}); whether "
+                        f"it is overpriced is undecided: {fair}")
 
 
 def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                   fits: dict[str, Crossing] | None = None) -> pd.DataFrame:
     """One row per patch: value at the printed cost (Holm verdict), slope of the value per
-    button of cost, fair price with its interval, and a reading."""
+    button of cost, fair price with its interval, and the price reading
+    (:func:`price_reading`: ``price``, ``off_by`` buttons with ``off_lo``, ``off_hi``,
+    ``reading``)."""
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
+    # the verdicts at the printed costs, one Holm family (as in the table)
+    at_price = [_value(study.values[(pid, 0)]) for pid in study.patches]
+    verdicts_at_price = dict(zip(study.patches, verdicts(at_price, study.margin,
+                                                         family="holm"), strict=True))
     rows = []
     for pid in study.patches:
         r = table[(table["patch"] == pid) & (table["delta"] == 0)].iloc[0]
-        est = _value(study.values[(pid, 0)])
         c = fits[pid]
+        reading = price_reading(verdicts_at_price[pid], c, int(r["cost"]))
         rows.append({"patch": pid, "cost": int(r["cost"]), "value": r["value"],
                      "value_lo": r["value_lo"], "value_hi": r["value_hi"],
                      "p_holm": r["p_adjusted"], "verdict": r["verdict"],
@@ -344,8 +534,9 @@ def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                      "slope_hi": c.slope_hi, "fair_price": c.fair if c.in_range else math.nan,
                      "fair_lo": c.fair_lo if c.in_range else math.nan,
                      "fair_hi": c.fair_hi if c.in_range else math.nan,
-                     "fair_text": c.text(),
-                     "reading": _reading(est, float(r["p_adjusted"]), study.margin, c)})
+                     "fair_text": c.text(), "price": reading.kind,
+                     "off_by": reading.by, "off_lo": reading.lo, "off_hi": reading.hi,
+                     "reading": reading.text})
     return pd.DataFrame(rows)
 
 
@@ -364,10 +555,17 @@ def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
         f"Restricted play: `{study.bot}` forbidden to buy a patch plays `{study.bot}` on "
         f"{deals} common seat-swapped deals (seed {study.seed}) per patch and cost. Value = "
         "0.5 - the restricted bot's win rate, in points of win rate; 95% intervals over deals "
-        f"(the deal is the unit). Verdicts: margin +-{100 * study.margin:.0f} points; Holm "
-        "over the patches at the printed cost, Benjamini-Hochberg over the other costs "
-        "(exploratory). Fair price: where a least-squares line of value on cost crosses 0, "
-        "with a 95% bootstrap interval over deals.", "",
+        f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
+        f"margin +-{100 * study.margin:.0f} points; Holm over the patches at the printed "
+        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
+        "monotone (isotonic) fit of value against cost falls to a negligible "
+        f"{100 * NEGLIGIBLE:g} points (the bot stops buying the patch), with a 95% bootstrap "
+        "interval over "
+        "deals that refits the whole curve; a scan that finds none widens itself. Price "
+        "reading: underpriced when the value at the printed cost lies beyond the margin "
+        "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
+        f"value at the printed cost, when the fair price lies more than {PRICE_MARGIN:g} "
+        "button below it (the bot gains from the patch only when it is cheaper).", "",
         "| patch | cost | value (points) [95%] | verdict | value per +1 button | fair price "
         "[95%] | reading |",
         "|---|---:|---|---|---|---|---|"]

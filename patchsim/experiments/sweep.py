@@ -1,6 +1,7 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal; the primary metric
-Holm-corrected over the variants with a three-way verdict, the others exploratory).
+report (one row per variant, differences to the base paired by deal; the primary metric's
+verdicts from :func:`patchsim.analysis.estimators.verdicts` with the variants as one Holm
+family, the other metrics exploratory).
 
 Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
 skill?", "is the variant closest to 50% really fairer than the others?") use a paired
@@ -67,10 +68,11 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
                 margin: float = 0.02, deals: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (variant, pairing): each metric with its 95% interval over deals, and its
     paired difference to the base on the same deals. The primary metric's p-values are
-    Holm-corrected over the variants of each pairing and each variant gets a verdict
-    (``verdict_kind``, ``verdict``: differs / equivalent within +-margin / undecided with the
-    deals that would decide it); the secondary metrics are exploratory (Benjamini-Hochberg
-    over all their tests)."""
+    Holm-corrected over the variants of each pairing and each variant gets a verdict from
+    :func:`estimators.verdicts` with the variants of its pairing as one Holm family
+    (``verdict_kind``, ``verdict``: equivalent within +-margin (negligible when also
+    non-zero) / differs beyond the margin / undecided with the deals that would decide it);
+    the secondary metrics are exploratory (Benjamini-Hochberg over all their tests)."""
     metrics = metrics or SWEEP_METRICS
     if primary not in metrics:
         metrics = [primary, *metrics]
@@ -101,26 +103,31 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
         out[f"d_{m}_lo"] = d["lo"]
         out[f"d_{m}_hi"] = d["hi"]
         out[f"p_{m}"] = d["p_adj"]
-    kinds, texts, more = [], [], []
     base_rows = deals[deals["ruleset"] == "base"].set_index(["pairing", "deal"])[primary]
+    changes: dict[tuple, est_layer.Estimate] = {}
     for ruleset, pairing in out.index:
         if ruleset == "base":
-            kinds.append("")
-            texts.append("")
-            more.append(0)
             continue
         rows = deals[(deals["ruleset"] == ruleset) & (deals["pairing"] == pairing)]
         joined = rows.set_index(["pairing", "deal"])[primary].to_frame("v").join(
             base_rows.rename("b"), how="inner")
-        change = est_layer.paired_difference(
+        changes[(ruleset, pairing)] = est_layer.paired_difference(
             joined["b"].to_numpy(), joined["v"].to_numpy(),
             bounds=est_layer.RATE_DIFF_BOUNDS if primary in BOUNDS else None)
-        v = est_layer.verdict(change, margin, 0.0, 0.05,
-                              p_difference=float(out.loc[(ruleset, pairing), f"p_{primary}"]))
-        scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
-        kinds.append(v.kind)
-        texts.append(v.text(scale, unit, 1 if scale == 100 else 2))
-        more.append(v.more_deals)
+    # the primary question: one family per pairing, its variants Holm-adjusted together for
+    # the tests of no change, of equivalence and of a change beyond the margin alike
+    found: dict[tuple, est_layer.Verdict] = {}
+    for pairing in dict.fromkeys(p for _, p in changes):
+        keys = [k for k in changes if k[1] == pairing]
+        found.update(zip(keys, est_layer.verdicts([changes[k] for k in keys], margin, 0.0,
+                                                  0.05, family="holm"), strict=True))
+    scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
+    kinds, texts, more = [], [], []
+    for key in out.index:
+        v = found.get(key)
+        kinds.append(v.kind if v else "")
+        texts.append(v.text(scale, unit, 1 if scale == 100 else 2) if v else "")
+        more.append(v.more_deals if v else 0)
     out["verdict_kind"], out["verdict"], out["more_deals"] = kinds, texts, more
     return out.reset_index()
 
@@ -376,13 +383,16 @@ def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
 def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
              ) -> list[str]:
     """Plain-language lines: the primary metric per variant with its interval and, against
-    the base on the same deals, one of three verdicts (Holm over the variants)."""
+    the base on the same deals, its verdict (one Holm family over the variants)."""
     m = exp.metric
     margin = (f"+-{100 * exp.margin:g} points" if m in PERCENT_METRICS
               else f"+-{exp.margin:g}")
     lines = [f"Primary metric: {METRICS[m]}; each variant against the base on the same deals, "
-             f"Holm-corrected over the variants; equivalence margin {margin}. Other metrics "
-             "are exploratory (Benjamini-Hochberg)."]
+             f"with its 95% interval; equivalence margin {margin}. A verdict is read off that "
+             "interval, equivalence first: 'equivalent' when it lies inside the margin "
+             "('negligible' when it also excludes 0), 'differs' only when it lies beyond the "
+             "margin; the variants are one family, Holm-adjusted for each of these tests. "
+             "Other metrics are exploratory (Benjamini-Hochberg)."]
     for pairing, t in table.groupby("pairing", sort=False):
         lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "
                      f"seat-swapped):")
@@ -394,6 +404,8 @@ def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = 
             if r["ruleset"] != "base" and isinstance(r.get("verdict"), str) and r["verdict"]:
                 text += f"; against the base: {r['verdict']}"
             lines.append(text)
+    if "verdict_kind" in table and (table["verdict_kind"] == "undecided").any():
+        lines.append(est_layer.SEQUENTIAL_ADVICE)
     return lines
 
 

@@ -25,6 +25,7 @@ from patchsim.analysis.estimators import (
     PASS,
     WIN_BOUNDS,
     BandTest,
+    anytime_estimate,
     deal_values,
     mean_estimate,
 )
@@ -44,6 +45,7 @@ from patchsim.play.runfolder import (
 )
 from patchsim.play.storage import (
     MANIFEST,
+    STOPPING_FILE,
     RunLock,
     TableMerger,
     atomic_write_text,
@@ -456,7 +458,11 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
       :class:`~patchsim.analysis.estimators.BandTest`, alpha = beta = 5%) has decided whether
       the rate lies within 50% +- the margin (fair) or outside it (a seat advantage),
 
-    or ``config.deals`` (the budget) is reached. The result's notes carry the decisions."""
+    or ``config.deals`` (the budget) is reached. The result's notes carry the decisions, each
+    with an anytime-valid interval (a confidence sequence) at the deal that decided it; with
+    ``decide_margin`` the run folder gets STOPPING_FILE, which tells a report that the run's
+    length was chosen by a sequential test (so a fixed-sample interval covers less than its
+    level)."""
     if (halfwidth is None) == (decide_margin is None):
         raise RunError("give either a half-width (until) or an equivalence margin "
                        "(decide_margin), not both")
@@ -486,6 +492,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
         games = pd.read_parquet(Path(run_dir) / "games.parquet",
                                 columns=["ruleset", "pairing", "deal", "winner"])
         widest, open_groups, notes = 0.0, 0, []
+        decided: list[dict[str, Any]] = []
         for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
                                                    observed=True):
             x = deal_values((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
@@ -499,9 +506,16 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
                 open_groups += 1
             else:
                 inside = "within" if kind == PASS else "outside"
+                # anytime-valid: the stop was chosen by looking at the data, where the
+                # fixed-sample interval covers less than 95%
+                e = anytime_estimate(x[:at], 0.95, n0=max(10, step_deals))
                 notes.append(f"{ruleset}, {pairing}: the first seat's win rate is {inside} "
                              f"50% +-{100 * decide_margin:g} points (sequential test, decided "
-                             f"at deal {at})")
+                             f"at deal {at}; {100 * e.value:.1f}% [{100 * e.lo:.1f}, "
+                             f"{100 * e.hi:.1f}] anytime-valid 95%)")
+                decided.append({"ruleset": str(ruleset), "pairing": str(pairing),
+                                "decision": inside, "deal": at, "rate": e.value,
+                                "lo": e.lo, "hi": e.hi})
         if halfwidth is not None:
             say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
                 f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
@@ -517,6 +531,12 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
                 say(f"target reached at {deals} deals: every pairing is decided")
             else:
                 say(f"stopped at the budget of {budget} deals before reaching the target")
+            if decide_margin is not None:
+                # the report reads this: its fixed-sample intervals were stopped on
+                atomic_write_text(json.dumps({"rule": "decided", "margin": decide_margin,
+                                              "step_deals": step_deals, "deals": deals,
+                                              "decided": decided}, indent=1),
+                                  Path(run_dir) / STOPPING_FILE)
             result.notes.extend(notes)
             return session(result)
         deals = min(budget, deals + step_deals)

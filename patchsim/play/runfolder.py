@@ -32,6 +32,8 @@ MANIFEST = "manifest.json"
 GAMES = "games.parquet"
 EVENTS = "events.parquet"
 TABLES = (GAMES, EVENTS)
+# written by execute_until when a sequential test chose the run's length (a report reads it)
+STOPPING_FILE = "stopping.json"
 BATCHES = "batches"
 LOCK = ".patchsim.lock"
 BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
@@ -40,7 +42,7 @@ BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write 
 RUN_LEFTOVERS = {BATCHES, LOCK}
 # the temporary names of atomic writes (patchsim.atomic: ".<target>.<random><suffix>"): a
 # SIGKILL mid-write leaves them behind
-_PARTIAL = re.compile(r"^\.(games\.parquet|events\.parquet|manifest\.json)\..+$")
+_PARTIAL = re.compile(r"^\.(games\.parquet|events\.parquet|manifest\.json|stopping\.json)\..+$")
 _PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\.arrow\..+$")
 _WRITE_PROBE = ".write-test-"
 

@@ -31,6 +31,7 @@ from patchsim.play.runfolder import (  # noqa: F401 - the names storage has alwa
     LOCK,
     MANIFEST,
     SCHEMAS,
+    STOPPING_FILE,
     RunFolderError,
     folder_name,
     read_manifest,

@@ -185,9 +185,9 @@ def score_distributions(games: pd.DataFrame, scores: pd.DataFrame | None = None)
 # --- patches ------------------------------------------------------------------------------------
 def patch_chart(table: pd.DataFrame, ruleset: str | None = None) -> Figure:
     """Per patch (one ruleset): left, the win-rate difference between seats that bought it
-    and seats that did not, with its 95% interval (green / red: flagged under- / over-priced
-    after Holm correction); right, when it was bought (median track position and quartiles)
-    and how often (bar shade)."""
+    and seats that did not, with its 95% interval (green / red: buyers win significantly
+    more / less after Holm correction; an association, not a price); right, when it was
+    bought (median track position and quartiles) and how often (bar shade)."""
     t = table if ruleset is None else table[table["ruleset"] == ruleset]
     t = t[t["bought"] > 0]
     if t.empty:
@@ -197,7 +197,7 @@ def patch_chart(table: pd.DataFrame, ruleset: str | None = None) -> Figure:
     ax, ax1, ax2 = fig.subplots(1, 3, sharey=True, width_ratios=[3, 1.2, 2])
     y = np.arange(len(t))
     d = t["diff"].to_numpy(float)
-    colours = [{"under-priced?": "#2ca02c", "over-priced?": "#d62728"}.get(f, "#555")
+    colours = [{"buyers win more": "#2ca02c", "buyers win less": "#d62728"}.get(f, "#555")
                for f in t["flag"]]
     ax.axvline(0, color="#888", lw=1)
     for i in range(len(t)):

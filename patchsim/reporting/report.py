@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from patchsim.analysis import estimators as est
 from patchsim.analysis import stats as st
 from patchsim.analysis.compare import (
     CompareError,
@@ -50,7 +51,7 @@ from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
 from patchsim.engine.ruleset import ruleset_from_dict
-from patchsim.play.runfolder import EVENTS, GAMES, RunFolderError, open_run
+from patchsim.play.runfolder import EVENTS, GAMES, STOPPING_FILE, RunFolderError, open_run
 from patchsim.reporting import plots
 from patchsim.reporting.curves import (
     curve_table,
@@ -345,9 +346,36 @@ def _verdict(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: pd.DataF
             "it (players would play differently): a run of the same deals with "
             "bonus=null answers that, paired by deal.")
     s.bullets(lines)
+    stop = _stopping(run)
+    if stop:
+        s.note(stop)
+    if any("undecided" in str(line) for line in lines):
+        s.p(est.SEQUENTIAL_ADVICE)
     s.p("These are results for these bots: stronger or different play can change every "
-        "number. Intervals are 95%; the unit of analysis is the deal.")
+        "number. Intervals are 95%, and every verdict is read off the interval printed "
+        "beside it; the unit of analysis is the deal.")
     return s
+
+
+def _stopping(run: Run) -> str:
+    """A note for a run whose length a sequential test chose (``run --until-decided`` writes
+    the folder's stopping record), or ''."""
+    path = run.run_dir / STOPPING_FILE
+    if not path.exists():
+        return ""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    parts = [f"{d['ruleset']}, {d['pairing']}: {pct(d['rate'])} {ci(d['lo'], d['hi'])} at "
+             f"deal {d['deal']}" for d in record.get("decided", [])]
+    return ("This run stopped when a sequential test had decided whether the first seat's "
+            f"win rate lies within 50% +-{100 * float(record.get('margin', 0)):g} points. "
+            "The report's intervals are fixed-sample ones: after a stop chosen by looking at "
+            "the data they cover somewhat less than 95% (92-94% in simulation, "
+            "benchmarks/bench_verdicts.py), and its verdicts are those of a fixed sample. "
+            "The sequential test's own decisions keep their error rates; their anytime-valid "
+            "95% intervals: " + ("; ".join(parts) if parts else "none decided") + ".")
 
 
 TREND_WORDS = {
@@ -377,7 +405,9 @@ def _skill_lines(skill: pd.DataFrame) -> list[str]:
 def _skill_change(r: Any, sentence: bool = True) -> str:
     """A skill_balance row's verdict, and what it means for the imbalance when decided; in a
     ``sentence`` after "the change" ("differs by ..." / "is equivalent ...")."""
-    words = f"{'is ' if sentence and r.verdict_kind != 'differs' else ''}{r.verdict}"
+    # "differs by ..." (a difference, or a negligible one) takes no "is"
+    words = f"{'is ' if sentence and not str(r.verdict).startswith('differs') else ''}" \
+            f"{r.verdict}"
     if r.verdict_kind in ("differs", "equivalent"):
         words += f": {TREND_WORDS[r.trend]}"
     return words
@@ -844,13 +874,14 @@ def _comparison(c: Comparison) -> Section:
             ("95% CI (unpaired)",
              lambda r: f"[{diff(r.kind, r.lo_unpaired)}, {diff(r.kind, r.hi_unpaired)}]"),
             ("p (adjusted)", lambda r: pval(r.p_holm)),
-            (f"same within +-{100 * c.margin:g} (TOST p)", lambda r: pval(r.tost_p)),
+            (f"within +-{100 * c.margin:g} (adjusted p)", lambda r: pval(r.p_equivalent)),
             ("adjustment", lambda r: str(r.adjustment)),
             ("verdict", lambda r: str(r.verdict) if r.deals >= MIN_DEALS
              else "too few deals"),
         ]), "Paired differences per metric (B - A) over shared deals; p-values Holm-corrected "
             "for the first-seat win rate (the primary question), Benjamini-Hochberg for the "
-            f"exploratory others; the verdict uses the adjusted p-value and, for rates, the "
+            "exploratory others, for the tests of no change, of equivalence and of a change "
+            f"beyond the margin alike; the verdict uses these and, for rates, the "
             f"+-{100 * c.margin:g}-point equivalence margin (other metrics have none)")
         s.figure(f"compare-{_slug(c.label_b)}", plots.comparison_chart(m, c.margin),
                  "Changes in rates with paired (thick) and unpaired (thin) 95% intervals; "
@@ -879,7 +910,10 @@ def _planning(table: pd.DataFrame) -> Section:
     ]), "Deals needed, from the per-deal spread in this run, for the designs the runner plays "
         "(seat-swapped deals; the same deals under both rulesets for a change): a 95% interval "
         "of +-1 point, detecting a true 2-point difference (80% power) and showing "
-        "equivalence within +-2 points (80% power if the truth is fair or unchanged)")
+        "equivalence within +-2 points (the 95% interval inside the margin, as the verdicts "
+        "decide it; 80% power if the truth is fair or unchanged). An undecided verdict's "
+        "'more deals' is computed at its observed change, so it equals this figure only when "
+        "that change is within a standard error of 0")
     return s
 
 
@@ -896,10 +930,21 @@ def _methods(margin: float, n_boot: int) -> Section:
         "is complete) with a t-interval over deals; a weak prior of one imaginary deal at 0% "
         "and one at 100% in the standard error keeps the interval from collapsing when every "
         "deal went the same way.",
-        "Verdicts: 'differs by X [a, b]' when the t-test over deals is significant at 5% "
-        "(after the stated multiplicity correction), 'equivalent within +-m' when the two "
-        "one-sided tests put the change within the margin, otherwise 'undecided', with the "
-        "number of further deals a power calculation (80%) gives at the observed spread.",
+        "Verdicts (patchsim.analysis.estimators.verdicts, the one verdict function): each is "
+        "read off the 95% interval printed beside it, equivalence first. 'Equivalent within "
+        "+-m' when the interval lies inside the margin (the two one-sided tests at 2.5% "
+        "each; 'differs by X [a, b], within +-m: negligible' when it also excludes 0); "
+        "'differs by X [a, b], beyond +-m' only when it lies outside the margin (with no "
+        "margin: when it excludes 0); otherwise 'undecided', with the further deals that "
+        "would decide it with 80% power at the observed spread and change (its distance to "
+        "the margin taken as at least one standard error), or 'too close to the margin to "
+        "decide with any practical number of deals' above a million. When a table makes "
+        "several claims (pairings, levels, variants, patches, comparisons) they are one "
+        "family: the p-values of no change, of equivalence and of a change beyond the "
+        "margin are each Holm-adjusted over it (Benjamini-Hochberg for exploratory "
+        "metrics), and the verdict names the adjustment. To decide an undecided question "
+        "run a sequential test (a check, or a run until decided) rather than adding deals "
+        "and reading a fixed-sample verdict again, which raises its error rates.",
         f"First-player advantage: the verdict of the first seat's win rate against 50% "
         f"(margin +-{100 * margin:g} points), with at least {MIN_DEALS} deals. The exact "
         "McNemar test on the deals that the same seat won twice (split deals say nothing about "
@@ -925,11 +970,15 @@ def _methods(margin: float, n_boot: int) -> Section:
         "results stay finite; intervals use the larger of the model-based and the "
         "deal-clustered standard error.",
         "Comparisons: each metric is averaged per deal under each ruleset; the paired "
-        "difference has a t interval and test, rates also a TOST against "
+        "difference has a t interval and test, rates also an equivalence test against "
         f"+-{100 * margin:g} points; p-values are Holm-corrected for the first-seat win rate "
         "(the primary question, over every comparison and pairing) and Benjamini-Hochberg "
         "adjusted for the other, exploratory metrics, and each change gets a verdict. Winner "
         "flips get an exact McNemar test over deals.",
+        "Sequential stops: a check and a run until decided use a generalised SPRT on deal "
+        "outcomes with Wald's bounds; the intervals they print are anytime-valid (a "
+        "normal-mixture confidence sequence), which keep their coverage at a stop chosen by "
+        "the data.",
         "Planning: deals needed = z^2 variance / half-width^2 with the per-game, per-deal or "
         "per-deal-difference variance of the run.",
     ])
