@@ -538,6 +538,12 @@ class _Reporter:
         # the (key path, shown path) of every override: a few, however large the data
         self.overridden = sorted((p, d) for p, (lab, d) in prov.items()
                                  if lab == _OVERRIDE_LABEL)
+        self.cause: str | None = None  # set while checking values against an overridden board
+
+    def board_override(self) -> str | None:
+        """The override that set the quilt size, if one did (its key as given)."""
+        return next((d for p, d in self.overridden if p in ("board", "board.rows",
+                                                            "board.cols")), None)
 
     def where(self, path: str) -> tuple[str, str]:
         """The source label for a key path and the path to show there (longest known prefix)."""
@@ -562,6 +568,11 @@ class _Reporter:
                 label, shown = _OVERRIDE_LABEL, below[0]
         if len(shown) > 2 * QUOTE_CHARS:  # a huge key in a path
             shown = shown[:2 * QUOTE_CHARS] + "..."
+        if self.cause is not None and label != _OVERRIDE_LABEL:
+            # a file's value that only an override's quilt size makes wrong: the override
+            # is what changed, so it leads ("--set board.rows: edition2.yaml: bonus.square")
+            self.problems.append(f"{_OVERRIDE_LABEL} {self.cause}: {label}: {shown}: {message}")
+            return
         if not shown:
             self.problems.append(f"{label}: {message}")
         elif label == _OVERRIDE_LABEL:
@@ -705,8 +716,10 @@ def _check_shape(rep: _Reporter, shape: object, path: str, rows: int | None,
     h, w = len(lines), len(lines[0])
     if rows is not None and cols is not None and not (
             (h <= rows and w <= cols) or (w <= rows and h <= cols)):
+        rep.cause = rep.board_override()
         rep.add(path, f"the patch is {h}x{w} and does not fit on the {rows}x{cols} quilt "
                       "in any rotation")
+        rep.cause = None
         return False
     return True
 
@@ -904,7 +917,10 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
                 hi, why = min(rows, cols), f" (the shorter side of the {rows}x{cols} quilt)"
             else:
                 hi, why = MAX_SIDE, ""
+            if hi != MAX_SIDE:
+                rep.cause = rep.board_override()
             bonus_square = _int_key(rep, section, "square", "bonus", 1, hi, why)
+            rep.cause = None
             bonus_points = _int_key(rep, section, "points", "bonus", 0)
 
     patches, index = _check_patches(rep, data, rows, cols)
