@@ -49,7 +49,7 @@ def ruleset_dicts(draw: st.DrawFn, max_side: int = 11) -> dict:
         "starting_buttons": draw(st.integers(0, 12)),
         "second_player_buttons": draw(st.integers(0, 3)),
         "track": {"last_space": last, "income": draw(marks), "leather": draw(marks)},
-        "offer_size": draw(st.integers(1, min(4, npatch))),
+        "offer_size": draw(st.integers(1, 4)),
         "bonus": ({"square": draw(st.integers(1, min(rows, cols))),
                    "points": draw(st.integers(0, 9))} if with_bonus else None),
         "empty_square_penalty": draw(st.integers(0, 3)),

@@ -399,3 +399,16 @@ def test_a_run_file_s_bots_and_rulesets_are_bounded(tmp_path: Path) -> None:
         path = write(tmp_path / "run.yaml", {**data, "games": 2})
         with pytest.raises(RunError, match=fragment):
             load_run_config(str(path))
+
+
+def test_file_values_that_only_an_overridden_quilt_breaks_are_led_by_the_override() -> None:
+    rs = load_ruleset("edition2")
+    with pytest.raises(RulesetError) as err:
+        rs.with_overrides({"board.rows": 2})
+    problems = err.value.problems
+    assert problems[0].startswith("override board.rows: ")
+    assert problems[0].endswith("bonus.square: must be between 1 and 2 (the shorter side of "
+                                "the 2x9 quilt), got 7")
+    assert all(p.startswith("override board.rows: ") for p in problems)
+    result = cli("show-ruleset", "edition2", "--set", "board.rows=2")
+    assert_clean_failure(result, "\n  --set board.rows: ")

@@ -568,6 +568,12 @@ class _Reporter:
         # the (key path, shown path) of every override: a few, however large the data
         self.overridden = sorted((p, d) for p, (lab, d) in prov.items()
                                  if lab == _OVERRIDE_LABEL)
+        self.cause: str | None = None  # set while checking values against an overridden board
+
+    def board_override(self) -> str | None:
+        """The override that set the quilt size, if one did (its key as given)."""
+        return next((d for p, d in self.overridden if p in ("board", "board.rows",
+                                                            "board.cols")), None)
 
     def where(self, path: str) -> tuple[str, str]:
         """The source label for a key path and the path to show there (longest known prefix)."""
@@ -592,6 +598,11 @@ class _Reporter:
                 label, shown = _OVERRIDE_LABEL, below[0]
         if len(shown) > 2 * QUOTE_CHARS:  # a huge key in a path
             shown = shown[:2 * QUOTE_CHARS] + "..."
+        if self.cause is not None and label != _OVERRIDE_LABEL:
+            # a file's value that only an override's quilt size makes wrong: the override
+            # is what changed, so it leads ("--set board.rows: edition2.yaml: bonus.square")
+            self.problems.append(f"{_OVERRIDE_LABEL} {self.cause}: {label}: {shown}: {message}")
+            return
         if not shown:
             self.problems.append(f"{label}: {message}")
         elif label == _OVERRIDE_LABEL:
@@ -735,8 +746,10 @@ def _check_shape(rep: _Reporter, shape: object, path: str, rows: int | None,
     h, w = len(lines), len(lines[0])
     if rows is not None and cols is not None and not (
             (h <= rows and w <= cols) or (w <= rows and h <= cols)):
+        rep.cause = rep.board_override()
         rep.add(path, f"the patch is {h}x{w} and does not fit on the {rows}x{cols} quilt "
                       "in any rotation")
+        rep.cause = None
         return False
     return True
 
@@ -910,7 +923,14 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
     starting_buttons = _int_key(rep, data, "starting_buttons", "", 0)
     second_buttons = (_int_key(rep, data, "second_player_buttons", "", 0)
                       if "second_player_buttons" in data else 0)
+    # No patch set offers more than MAX_PATCHES; a larger offer only costs the search bots
+    # memory and time in proportion (offer_size: 1000000 took mcts(iterations=5) to 732 MB).
+    # An offer larger than this ruleset's patch set is allowed: it offers every patch.
     offer_size = _int_key(rep, data, "offer_size", "", 1)
+    if offer_size is not None and offer_size > MAX_PATCHES:
+        rep.add("offer_size", f"must be at most {MAX_PATCHES} (the most patches a ruleset can "
+                              f"have), got {offer_size}")
+        offer_size = None
     penalty = _int_key(rep, data, "empty_square_penalty", "", 0)
 
     bonus_square: int | None = None
@@ -927,15 +947,13 @@ def _build(data: Mapping[Any, Any], prov: _Provenance, default_name: str | None,
                 hi, why = min(rows, cols), f" (the shorter side of the {rows}x{cols} quilt)"
             else:
                 hi, why = MAX_SIDE, ""
+            if hi != MAX_SIDE:
+                rep.cause = rep.board_override()
             bonus_square = _int_key(rep, section, "square", "bonus", 1, hi, why)
+            rep.cause = None
             bonus_points = _int_key(rep, section, "points", "bonus", 0)
 
     patches, index = _check_patches(rep, data, rows, cols)
-    if patches is not None and offer_size is not None and offer_size > len(patches):
-        # more than every patch on the circle is the same offer, at a far higher cost
-        rep.add("offer_size", f"must be at most {len(patches)} (the number of patches), "
-                              f"got {offer_size}")
-        offer_size = None
 
     start_after = data.get("start_after")
     if "start_after" in data:
