@@ -171,7 +171,7 @@ def test_a_scheduler_without_workers_is_run_error(tmp_path, monkeypatch):
     monkeypatch.setattr(cluster, "WAIT_FOR_WORKERS_S", 0.5)
     cfg = load_run_config("edition2", games=2, bots=["random"])
     with distributed.LocalCluster(n_workers=0, processes=False,
-                                  dashboard_address=None) as lc, \
+                                  dashboard_address="127.0.0.1:0") as lc, \
             distributed.Client(lc.scheduler_address, timeout="10s") as client, \
             pytest.raises(RunError, match="has no workers"):
         warm_cluster(client, cfg, scheduler=lc.scheduler_address)
