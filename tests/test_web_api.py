@@ -839,6 +839,29 @@ def test_a_malformed_manifest_is_listed_with_its_reason(tmp_path: Path, manifest
         assert_refused(*srv.get(f"/api/runs/{run['id']}/games"), 409, "manifest")
 
 
+def test_an_edited_or_swapped_run_folder_is_listed_with_its_reason(tmp_path: Path,
+                                                                    run_dir: Path) -> None:
+    """serve checks a run folder as report and resume do: an edited manifest (its digest of
+    the settings) lists the run with the reason; a table that is not the one the run wrote
+    (its sha256) is refused when its games are asked for."""
+    edited = tmp_path / "runs" / "edited"
+    swapped = tmp_path / "runs" / "swapped"
+    shutil.copytree(run_dir, edited)
+    shutil.copytree(run_dir, swapped)
+    m = json.loads((edited / "manifest.json").read_text())
+    m["config"]["seed"] = int(m["config"]["seed"]) + 94
+    (edited / "manifest.json").write_text(json.dumps(m))
+    (swapped / "games.parquet").write_bytes((swapped / "events.parquet").read_bytes())
+    with Server(create_app([tmp_path / "runs"], tmp_path / "saved")) as srv:
+        status, data = srv.get("/api/runs")
+        assert status == 200, data
+        runs = {Path(r["path"]).name: r for r in data["runs"]}
+        assert "config.seed" in runs["edited"]["error"], runs["edited"]
+        assert runs["swapped"]["error"] is None or "games.parquet" in runs["swapped"]["error"]
+        assert_refused(*srv.get(f"/api/runs/{runs['swapped']['id']}/games"), 409,
+                       "games.parquet")
+
+
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 

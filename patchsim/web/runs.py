@@ -30,6 +30,7 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
+from patchsim.play.runfolder import RunFolderError, check_folder, check_table
 from patchsim.web.positions import replay_positions, ruleset_info
 
 log = logging.getLogger("patchsim.web")
@@ -202,6 +203,12 @@ def open_run(path: Path, label: str) -> RunFolder:
     except (OSError, ValueError, UnicodeDecodeError) as e:
         run.error = f"{mpath}: cannot read the manifest ({type(e).__name__}: {e})"
         return run
+    # the run folder's own checks (manifest structure and digests, a run still playing):
+    # an edited manifest is listed with its reason, as report and resume refuse it
+    found = check_folder(path, tables=False)
+    if found.problem is not None:
+        run.error = found.problem
+        return run
     try:
         for r in manifest["config"]["rulesets"]:
             if not isinstance(r["name"], str):
@@ -314,6 +321,12 @@ class RunIndex:
         if cached and cached[0] == mtime:
             return cached[1] if listed_only else cached[2]
         try:
+            # whole, with the run's columns, and the file the run wrote (its digest)
+            check_table(run.path, "games", run.manifest)
+        except RunFolderError as e:
+            log.warning("%s", e)
+            raise WebError(409, str(e)) from None
+        try:
             cols = [f.name for f in pq.read_schema(gpath) if f.name != "moves"]
             games = pq.read_table(gpath, columns=cols).to_pandas()
         except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
@@ -342,6 +355,7 @@ class RunIndex:
     def _claims(self, run: RunFolder) -> dict[int, dict[int, int]] | None:
         path = run.path / EVENTS
         try:
+            check_table(run.path, "events", run.manifest)  # the file the run wrote
             t = pq.read_table(path, columns=["game_id", "seat"],
                               filters=[("event", "==", "leather_claim")])
         except Exception as e:  # noqa: BLE001 - missing or unreadable: the filter says so
