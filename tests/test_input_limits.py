@@ -106,7 +106,7 @@ def test_files_are_read_only_up_to_the_limit(tmp_path: Path) -> None:
 
 
 def test_ruleset_names_that_are_no_file_names_get_a_message() -> None:
-    for ref, fragment in [("edition2\x00", "'edition2\\x00': no such file"),
+    for ref, fragment in [("edition2\x00", "'edition2\\x00': not a usable file name"),
                           ("x" * 5000, "(5,000 characters): not a usable file name")]:
         with pytest.raises(RulesetError) as err:
             load_ruleset(ref)
