@@ -287,3 +287,15 @@ def test_a_python_bot_that_crashes_its_worker_is_one_message_with_the_stacks_in_
            f"system killed it for its memory; its stacks are in {log})" in err
     assert "Fatal Python error" not in err and f"patchsim run --resume {out}" in err, err
     assert "Segmentation fault" in log.read_text()
+
+
+def test_a_stop_before_the_run_starts_says_so_with_the_signals_exit_status(capsys) -> None:
+    """SIGTERM (or Ctrl-C) while a run is still being set up ended with status 130 and no
+    word; now a line says nothing was played, with the status of the signal that stopped it."""
+    from patchsim.cli.common import stopped_before_start
+
+    for cause, status in (("stopped by SIGTERM", 143), ("stopped by SIGHUP", 129), ("", 130)):
+        assert stopped_before_start(KeyboardInterrupt(cause)).exit_code == status
+        err = capsys.readouterr().err
+        assert "before any game was played; nothing to resume" in err
+        assert (cause or "interrupted") in err

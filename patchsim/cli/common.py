@@ -67,8 +67,7 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     if isinstance(e, RunInterrupted):
         typer.echo(f"\n{e}.\nNothing is lost: continue with\n    {cont(e.run_dir)}",
                    err=True)
-        codes = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
-        return typer.Exit(codes.get(e.cause, 1))
+        return typer.Exit(STOP_CODES.get(e.cause, 1))
     if isinstance(e, RunStorageError):
         return fail(f"{e}. {_storage_advice(e.error)}, then continue with\n"
                     f"    {cont(e.run_dir)}", 1)
@@ -78,6 +77,17 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     if isinstance(e, RunFolderBusy):
         return fail(f"{e} (choose one with --out)")
     return fail(_flags(str(e)))
+
+
+STOP_CODES = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
+
+
+def stopped_before_start(e: KeyboardInterrupt) -> typer.Exit:
+    """Ctrl-C, SIGTERM or SIGHUP before anything was played: a line that says so, and the
+    exit status of that signal (130, 143, 129)."""
+    cause = str(e) or "interrupted"
+    typer.echo(f"\n{cause} before any game was played; nothing to resume.", err=True)
+    return typer.Exit(STOP_CODES.get(cause, 130))
 
 
 def _storage_advice(error: OSError) -> str:

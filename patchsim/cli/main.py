@@ -21,6 +21,7 @@ from patchsim.cli.common import (
     run_failure,
     run_progress,
     stop_on_signals,
+    stopped_before_start,
     study_again,
 )
 
@@ -231,9 +232,10 @@ def run(
             raise RunError("--until and --until-decided are two stopping rules: give one")
         if stopping and games is None and not resume:
             cfg.deals = games_to_deals(20000)  # the budget when --games is not given
+        workers = "the Dask cluster's workers" if backend == "dask" else f"{n_jobs} worker(s)"
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {'up to ' if stopping else ''}{cfg.deals} deals x 2 seats, "
-                   f"{n_jobs} worker(s) -> {run_dir}\nbots: {'; '.join(cfg.bots)}")
+                   f"{workers} -> {run_dir}\nbots: {'; '.join(cfg.bots)}")
         with run_progress(progress) as bar:
             if stopping:
                 result = execute_until(cfg, run_dir, until, decide_margin=until_decided,
@@ -247,8 +249,8 @@ def run(
                                  keep_batches=keep_batches, warm_progress=_warm_line)
     except RunError as e:
         raise run_failure(e) from None
-    except KeyboardInterrupt:  # before the run started: nothing to resume
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as e:  # before the run started: nothing to resume
+        raise stopped_before_start(e) from None
     stop_workers()  # the run is over: idle workers need not tear down at exit
     for note in result.notes:
         typer.echo(f"note: {note}")
