@@ -5,6 +5,7 @@ and time budgets in runs only by opt-in (``allow_time_budgets``, recorded as ``t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -327,3 +328,19 @@ def test_the_ladder_plays_equal_time_matches_only_when_asked(tmp_path):
     assert "depend on this machine" in played.output
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
     assert manifest["config"]["timed"] is True
+
+
+def test_the_train_hint_for_rules_changed_with_set_is_a_command_that_works() -> None:
+    """A ruleset changed on the command line is named "edition2 (bonus.points=9)"; the
+    missing-model message must give `patchsim train edition2 --set bonus.points=9`."""
+    from patchsim.bots.learned import ModelError, find_model
+    from patchsim.engine.ruleset import load_ruleset
+    from patchsim.play.config import changed_label
+
+    rs = load_ruleset("edition2").with_overrides({"bonus.points": 9, "starting_buttons": 6})
+    rs = dataclasses.replace(rs, name=changed_label("edition2", ["bonus.points=9",
+                                                                "starting_buttons=6"]))
+    with pytest.raises(ModelError) as e:
+        find_model(rs, root=Path("/nonexistent-models"))
+    assert ("patchsim train edition2 --set bonus.points=9 --set starting_buttons=6 "
+            "--minutes 20") in str(e.value)

@@ -32,6 +32,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -51,7 +53,7 @@ from patchsim.bots.registry import (
     register_evaluation,
 )
 from patchsim.engine.game import Game, Move, MoveList, decode_move
-from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
 from patchsim.engine.tables import Tables
 
 MODEL_FORMAT = "patchsim-learned-model"
@@ -220,10 +222,12 @@ def model_source(path: Path, model: str = "auto") -> str:
 
 
 def _train_ref(ruleset: Ruleset) -> str:
-    """The ruleset argument of the train command that rebuilds ``ruleset``."""
-    base = ruleset.name.split("+")[0]  # an overridden ruleset is named "<base>+<hash>"
-    refs = [base, ruleset.name, ruleset.source or ""]
-    for ref in refs:
+    """The ruleset argument (and ``--set`` options) of the train command that rebuilds
+    ``ruleset``. A ruleset changed on the command line is named by what changed,
+    ``edition2 (bonus.points=9, starting_buttons=6)`` (play.config.changed_label)."""
+    changed = re.fullmatch(r"(\S+) \((.+)\)", ruleset.name)
+    base = changed.group(1) if changed else ruleset.name
+    for ref in (base, ruleset.name, ruleset.source or ""):
         if not ref:
             continue
         try:
@@ -231,6 +235,14 @@ def _train_ref(ruleset: Ruleset) -> str:
                 return ref
         except (RulesetError, OSError, ValueError):
             continue
+    if changed:
+        sets = [s.strip() for s in changed.group(2).split(", ")]
+        try:
+            rebuilt = load_ruleset(base).with_overrides(dict(parse_override(s) for s in sets))
+            if rebuilt.content_hash() == ruleset.content_hash():
+                return " ".join([base, *(f"--set {shlex.quote(s)}" for s in sets)])
+        except (RulesetError, OSError, ValueError):
+            pass
     return f"{base} --set KEY=VALUE ... (the overrides of these rules)"
 
 

@@ -341,6 +341,8 @@ def _locate(ref: str | os.PathLike[str], allowed: _Allowed = None) -> Path:
         if path.is_file():
             return path.resolve()
         what = "is a directory, not a ruleset file" if path.is_dir() else "no such file"
+    except RulesetError:  # outside the allowed folders: that refusal is the message
+        raise
     except (OSError, ValueError) as e:  # a name too long for a file, a NUL character
         what = f"not a usable file name ({getattr(e, 'strerror', None) or e})"
     raise RulesetError(
