@@ -355,7 +355,7 @@ def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> N
 
     from patchsim.reporting.report import _stopping
 
-    run = SimpleNamespace(run_dir=tmp_path)
+    run = SimpleNamespace(run_dir=tmp_path, games=pd.DataFrame({"deal": range(1400)}))
     assert _stopping(run) == ""  # a run of fixed length: nothing to say
     (tmp_path / "stopping.json").write_text(json.dumps({
         "rule": "decided", "margin": 0.02, "step_deals": 200, "deals": 1400,
@@ -365,3 +365,13 @@ def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> N
     note = _stopping(run)
     assert "cover somewhat less than 95%" in note
     assert "edition2, greedy vs greedy: 50.5% [48.0%, 53.0%] at deal 1400" in note
+    # the record is data from a file: damaged, it is said, not a traceback
+    for bad in ("[1, 2]", '{"deals": "x"}', '{"deals": 5, "decided": [{"rate": 1}]}',
+                '{"deals": 5, "margin": []}'):
+        (tmp_path / "stopping.json").write_text(bad)
+        assert "damaged and was ignored" in _stopping(run)
+    # a run extended after its sequential stop says so
+    run = SimpleNamespace(run_dir=tmp_path, games=pd.DataFrame({"deal": range(1500)}))
+    (tmp_path / "stopping.json").write_text(json.dumps({"margin": 0.02, "deals": 1400,
+                                                       "decided": []}))
+    assert "stopped this run at 1,400 deals; it was extended to 1,500" in _stopping(run)

@@ -365,12 +365,24 @@ def _stopping(run: Run) -> str:
         return ""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ""
-    parts = [f"{d['ruleset']}, {d['pairing']}: {pct(d['rate'])} {ci(d['lo'], d['hi'])} at "
-             f"deal {d['deal']}" for d in record.get("decided", [])]
+        margin = float(record.get("margin", 0))
+        stopped_at = int(record["deals"])
+        parts = [f"{d['ruleset']}, {d['pairing']}: {pct(float(d['rate']))} "
+                 f"{ci(float(d['lo']), float(d['hi']))} at deal {int(d['deal'])}"
+                 for d in record.get("decided", [])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        # a file is data: a damaged record is said, not a crash of the whole report
+        return (f"The run's stopping record ({STOPPING_FILE}) is damaged and was ignored; if "
+                "a sequential test chose the run's length, its intervals cover somewhat less "
+                "than 95%.")
+    deals = int(run.games["deal"].nunique()) if "deal" in run.games else stopped_at
+    if deals != stopped_at:
+        return (f"A sequential test stopped this run at {stopped_at:,} deals; it was extended "
+                f"to {deals:,} afterwards. Its intervals are fixed-sample ones over every deal; "
+                "because the first stop depended on the data, they may cover slightly less "
+                "than 95%.")
     return ("This run stopped when a sequential test had decided whether the first seat's "
-            f"win rate lies within 50% +-{100 * float(record.get('margin', 0)):g} points. "
+            f"win rate lies within 50% +-{100 * margin:g} points. "
             "The report's intervals are fixed-sample ones: after a stop chosen by looking at "
             "the data they cover somewhat less than 95% (92-94% in simulation, "
             "benchmarks/bench_verdicts.py), and its verdicts are those of a fixed sample. "
