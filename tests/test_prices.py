@@ -226,6 +226,25 @@ def test_price_table_on_a_synthetic_study() -> None:
     assert len(s) == 1 and s.iloc[0]["cost"] == 10
 
 
+def test_the_figure_draws_the_monotone_fit_the_fair_price_is_read_from() -> None:
+    """The figure showed the least-squares line and the fair price at value 0, while the
+    fair price is where the isotonic fit falls to the negligible value."""
+    from patchsim.experiments.prices import crossings, plot_prices
+
+    rng = np.random.default_rng(1)
+    study = PriceStudy(E2, "greedy", ["P19"], [-2, -1, 0, 1, 2], games=400, seed=2)
+    for d, mean in ((-2, 0.12), (-1, 0.06), (0, -0.01), (1, 0.0), (2, 0.0)):
+        study.values[("P19", d)] = np.clip(mean + rng.choice([-0.3, 0.0, 0.3], 200), -0.5, 0.5)
+    fit = crossings(study)["P19"]
+    ax = plot_prices(study).axes[0]
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(fit.costs)
+              and ln.get_linestyle() == "-"]
+    assert any(np.allclose(ln.get_ydata(), 100 * np.array(fit.fitted)) for ln in curves)
+    marks = [ln for ln in ax.get_lines() if ln.get_marker() == "x"]
+    if fit.in_range and not fit.flat:
+        assert marks and marks[0].get_ydata()[0] == pytest.approx(100 * fit.negligible)
+
+
 def test_command_writes_its_files(tmp_path) -> None:
     out = tmp_path / "p"
     r = CliRunner().invoke(app, ["prices", "edition2", "--bots", "greedy", "--games", "40",
@@ -278,6 +297,9 @@ def test_report_prices_measures_the_runs_ruleset_and_shows_it(tmp_path) -> None:
     assert header["bot"] == "greedy(epsilon=0.1)" and header["seed"] == 5
     assert header["ruleset_hash"] == load_ruleset("edition2").content_hash()
     assert len(header["patches"]) == len(load_ruleset("edition2").patches)
+    # every cost measured, widened ones included, per patch
+    assert set(header["measured_deltas"]) == set(header["patches"])
+    assert all(0 in ds for ds in header["measured_deltas"].values())
     md = (run / "report.md").read_text()
     assert "Causal prices (edition2, bot greedy(epsilon=0.1), 2 games per patch and cost" in md
     assert "a ruleset this run did not play" not in md

@@ -489,7 +489,7 @@ def price_reading(v: Verdict, cross: Crossing, cost: int,
                                 off, off_lo, off_hi)
         return PriceReading("underpriced", f"underpriced: worth {worth}; {fair}")
     if v.kind == "differs":
-        if fair_ok:
+        if fair_ok and off < 0:  # (a pooled fit can put the fair price above the cost)
             return PriceReading("overpriced", f"a trap, overpriced by about {-off:.1f} buttons "
                                 f"[{_num(-off_hi)}, {_num(-off_lo)}]: the bot does better "
                                 f"without it ({worth}); {fair}", -off, -off_hi, -off_lo)
@@ -591,7 +591,8 @@ def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
 
 def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
                 fits: dict[str, Crossing] | None = None):
-    """Value against cost per patch: per-cost intervals, the fitted line, the printed cost
+    """Value against cost per patch: per-cost intervals, the monotone fit the fair price is
+    read from (solid), the negligible value it must fall to (dashed), the printed cost
     (dotted) and the fair price with its interval (shaded). A matplotlib Figure."""
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
@@ -611,14 +612,15 @@ def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
         ax.axvline(study.base_cost(pid), color="#888", lw=0.8, ls=":")
         ax.errorbar(x, y, yerr=err, fmt="o", color="#1f77b4", capsize=3)
         c = fits[pid]
-        if math.isfinite(c.slope):
-            xs = np.array([x.min(), x.max()])
-            ax.plot(xs, 100 * (c.intercept + c.slope * xs), color="#d62728", lw=1.2)
-        if c.in_range and not c.flat:  # a flat line crosses anywhere: draw no fair price
+        if c.fitted:
+            # the curve the fair price is read from, not the least-squares line
+            ax.plot(c.costs, [100 * f for f in c.fitted], color="#d62728", lw=1.2)
+            ax.axhline(100 * c.negligible, color="#d62728", lw=0.6, ls="--")
+        if c.in_range and not c.flat:  # a flat fit falls nowhere: draw no fair price
             lo = max(c.fair_lo, x.min() - 1)
             hi = min(c.fair_hi, x.max() + 1)
             ax.axvspan(lo, hi, color="#d62728", alpha=0.12)
-            ax.plot([c.fair], [0], marker="x", color="#d62728", ms=8)
+            ax.plot([c.fair], [100 * c.negligible], marker="x", color="#d62728", ms=8)
         ax.set_title(f"{pid} (cost {study.base_cost(pid)})", fontsize=10)
         ax.set_xlabel("cost (buttons)")
         if k % cols == 0:
@@ -645,7 +647,9 @@ def study_header(study: PriceStudy) -> dict[str, Any]:
     return {"ruleset": study.ruleset.name, "ruleset_hash": study.ruleset.content_hash(),
             "bot": study.bot, "games": study.games, "seed": study.seed,
             "deltas": list(study.deltas), "margin": study.margin,
-            "patches": list(study.patches)}
+            "patches": list(study.patches),
+            # a widened scan measured more costs than were asked for
+            "measured_deltas": {p: study.deltas_of(p) for p in study.patches}}
 
 
 def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
