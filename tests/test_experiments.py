@@ -149,7 +149,7 @@ def test_tune_end_to_end(tmp_path: Path) -> None:
     assert (res.finalists["games"] <= 40).all()
     text = res.report.read_text()
     assert "Best variant" not in text and "Finalists" in text
-    assert "TOST p" in text and "power calculation" in text
+    assert "equivalence p" in text and "power calculation" in text
 
 
 def test_tune_drops_only_candidates_shown_worse() -> None:

@@ -4,9 +4,10 @@ Rounds of growing size: every surviving candidate plays more deals each round (t
 own run, so no game is wasted). A candidate is dropped only when confidence bounds show it is
 further from the targets than the best candidate could be (intervals Bonferroni-corrected over
 the round's candidates), never on a point estimate. The finalists are then confirmed on fresh
-deals (another master seed) by an equivalence test (TOST) of every target, sized by a power
-calculation from the per-deal spread seen in the search; the verdict names every finalist
-shown to meet the targets and never picks a "best" among variants within noise of each other.
+deals (another master seed) by the verdict rule of every study (each target's 95% interval
+inside its tolerance), sized by a power calculation from the per-deal spread seen in the
+search; the verdict names every finalist shown to meet the targets and never picks a "best"
+among variants within noise of each other.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from patchsim.analysis.estimators import (
     Estimate,
     deals_for_equivalence,
     mean_estimate,
-    tost_pvalue,
+    verdicts,
 )
 from patchsim.analysis.metrics import BOUNDS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
@@ -183,7 +184,10 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     # fresh deals, as many as showing every target within tolerance needs (80% power) at
     # the largest per-deal spread seen, capped by the budget
     cap = int(tune.get("final_games", 4 * games))
-    need = max([deals_for_equivalence(max(spread[m] or [0.5]), _tolerance(m, targets[m]))
+    # alpha / 2 per one-sided test: a finalist is within a target when its 95% interval lies
+    # inside the tolerance (the one verdict rule, estimators.verdicts)
+    need = max([deals_for_equivalence(max(spread[m] or [0.5]), _tolerance(m, targets[m]),
+                                      alpha=0.025)
                 for m in metrics] + [10])
     final_games = min(cap, 2 * need)
     frows = []
@@ -198,8 +202,9 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                "loss": point, "all_within": True}
         for m, e in ests.items():
             t = targets[m]
-            p_eq = tost_pvalue(e, _tolerance(m, t), t["target"])
-            within = bool(np.isfinite(p_eq) and p_eq < 0.05)
+            # every target must hold (an intersection-union claim: no adjustment over them)
+            v = verdicts([e], _tolerance(m, t), t["target"], family="none")[0]
+            p_eq, within = v.p_equivalence, v.kind == "equivalent"
             row.update({m: e.value, f"{m}_lo": e.lo, f"{m}_hi": e.hi, f"{m}_p_within": p_eq,
                         f"{m}_within": within})
             row["all_within"] = row["all_within"] and within
@@ -250,7 +255,7 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
               "|---|---:|" + "---|" * len(targets) + "---|"]
     for r in final.to_dict("records"):
         cells = [f"{r[m]:.4g} [{r[m + '_lo']:.4g}, {r[m + '_hi']:.4g}] "
-                 f"(TOST p {r[m + '_p_within']:.3g}){' ✓' if r[m + '_within'] else ''}"
+                 f"(equivalence p {r[m + '_p_within']:.3g}){' ✓' if r[m + '_within'] else ''}"
                  for m in targets]
         lines.append(f"| {r['candidate']} | {r['games']} | " + " | ".join(cells) +
                      f" | {'yes' if r['all_within'] else 'no'} |")
