@@ -441,3 +441,29 @@ def test_simulate_writes_no_batch_files_among_unrelated_files(tmp_path):
     with pytest.raises(RunFolderError, match=r"notes\.txt"):
         sim.write(folder)
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_a_readers_probe_of_the_lock_does_not_refuse_a_run(tmp_path, monkeypatch) -> None:
+    """report and serve take the run lock shared for an instant (runfolder.running); a run
+    starting at that instant must wait it out, not be refused as 'still running'. A lock a
+    run really holds still refuses."""
+    import fcntl as real_fcntl
+
+    from patchsim.play import storage
+    from patchsim.play.storage import RunFolderBusy, RunLock
+
+    busy = {"left": 3}  # a reader holding the lock during the first three tries
+    flock = real_fcntl.flock
+
+    def probing(fd: int, op: int) -> None:
+        if op & real_fcntl.LOCK_EX and busy["left"] > 0:
+            busy["left"] -= 1
+            raise BlockingIOError
+        flock(fd, op)
+
+    monkeypatch.setattr(storage.fcntl, "flock", probing)
+    with RunLock(tmp_path, {"pid": 1}):
+        assert busy["left"] == 0
+    monkeypatch.setattr(storage.fcntl, "flock", flock)
+    with RunLock(tmp_path, {"pid": 2}), pytest.raises(RunFolderBusy):
+        RunLock(tmp_path, {"pid": 3}).acquire()

@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -81,6 +82,9 @@ class RunFolderBusy(RunError):
                          "wait for it to finish, or write to another folder")
 
 
+LOCK_TRIES = 20  # 25 ms apart: a reader's probe of the lock lasts microseconds
+
+
 class RunLock:
     """An exclusive claim on a run folder for the life of a run (``flock`` on a lock file).
 
@@ -97,12 +101,20 @@ class RunLock:
 
     def acquire(self) -> RunLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _read_holder(fd)
-            os.close(fd)
-            raise RunFolderBusy(self.path.parent, holder) from None
+        # a reader (report, serve: runfolder.running) takes the lock shared for an instant to
+        # see whether a run holds it; a run holds it for as long as it plays. So a refusal
+        # is only believed when it lasts: a few tries over half a second
+        for attempt in range(LOCK_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt + 1 < LOCK_TRIES:
+                    time.sleep(0.025)
+                    continue
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise RunFolderBusy(self.path.parent, holder) from None
         self.stale = _read_holder(fd) or None
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(self.info).encode(), 0)
