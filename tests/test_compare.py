@@ -367,3 +367,18 @@ def test_a_negligible_change_reads_as_one() -> None:
     assert v.negligible
     assert _change_words(row) == ("differs by +0.6 points [+0.2, +1.0], within +-2.0 points: "
                                   "negligible")
+
+
+def test_a_differs_row_prints_the_p_value_that_decided_it() -> None:
+    """'differs' on a rate is decided by the test of a change beyond the margin; the row
+    printed the no-change p-value, and named the adjustment twice."""
+    import pandas as pd
+
+    from patchsim.analysis.compare import _change_words
+
+    row = pd.Series({"deals": 4000, "kind": "rate", "diff": 0.05, "lo": 0.03, "hi": 0.07,
+                     "verdict_kind": "differs", "p_holm": 1e-9, "p_beyond": 0.0012,
+                     "verdict": "differs by +5.0 points [+3.0, +7.0], beyond +-2.0 points "
+                                "(Holm over 3)", "adjustment": "Holm (primary)"})
+    text = _change_words(row)
+    assert "adjusted p = 0.001)" in text and text.count("Holm") == 1

@@ -139,14 +139,14 @@ def _change_words(m: pd.Series) -> str:
                 f"[{num(scale * m['lo'], 1, True)}, {num(scale * m['hi'], 1, True)}]: too few "
                 "deals to say more")
     if m["verdict_kind"] == "differs":
-        return f"{m['verdict']} ({_adj(m)} p {_p(m['p_holm'])})"
+        # the p-value that decided: of a change beyond the margin (of any change, for a
+        # metric without a margin); the verdict text already names the family
+        p = m.get("p_beyond")
+        p = m["p_holm"] if p is None or not np.isfinite(p) else p
+        return f"{m['verdict']} (adjusted p {_p(p)})"
     # a negligible change reads "differs by X [a, b], within +-m: negligible"
     return m["verdict"] if str(m["verdict"]).startswith("differs") else f"is {m['verdict']}"
 
-
-def _adj(m: pd.Series) -> str:
-    """How a row's p-values were adjusted: Holm (primary metric) or BH (exploratory)."""
-    return "BH-adjusted" if str(m.get("adjustment", "")).startswith("BH") else "Holm-adjusted"
 
 
 def _p(p: float) -> str:
@@ -389,7 +389,8 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     are exploratory (Benjamini-Hochberg), through :func:`estimators.verdicts`, which adjusts
     the tests of no change, of equivalence and of a change beyond the margin over the family.
     ``adjustment`` says which family a row is in; ``p_holm`` keeps the adjusted p-value of
-    no change (its old name), ``p_equivalent`` the adjusted p-value of equivalence; then
+    no change (its old name), ``p_equivalent`` the adjusted p-value of equivalence,
+    ``p_beyond`` that of a change beyond the margin; then
     ``verdict_kind``, ``verdict``, ``more_deals``, ``negligible``, and ``different`` /
     ``equivalent`` with at least MIN_DEALS deals. Rates get the frame's equivalence margin
     (``attrs["margin"]``); the other metrics have none (a margin of 0: differs or
@@ -410,6 +411,7 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     verdicts = [v for v in found if v is not None]
     cat["p_holm"] = [v.p_difference for v in verdicts]
     cat["p_equivalent"] = [v.p_equivalence for v in verdicts]
+    cat["p_beyond"] = [v.p_beyond for v in verdicts]
     cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
     cat["verdict_kind"] = [v.kind for v in verdicts]
     cat["verdict"] = [_verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
@@ -418,8 +420,8 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     start = 0
     for f in frames:
         part = cat.iloc[start:start + len(f)]
-        for col in ("p_holm", "p_equivalent", "adjustment", "verdict_kind", "verdict",
-                    "more_deals", "negligible"):
+        for col in ("p_holm", "p_equivalent", "p_beyond", "adjustment", "verdict_kind",
+                    "verdict", "more_deals", "negligible"):
             f[col] = part[col].to_numpy()
         enough = f["deals"] >= MIN_DEALS
         f["different"] = enough & (f["verdict_kind"] == "differs")
