@@ -245,8 +245,8 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
                          "or wider tolerances, are needed to be sure.")
         else:
             names = ", ".join(f"**{c}**" for c in met["candidate"])
-            lines.append(f"Shown to meet every target within its tolerance (equivalence "
-                         f"test at 5% on {plan}): {names}.")
+            lines.append(f"Shown to meet every target within its tolerance (each target's "
+                         f"95% interval inside it, on {plan}): {names}.")
             if len(met) > 1:
                 lines.append("These variants are not told apart: each is within tolerance, "
                              "and which of them is closest is within noise.")
