@@ -412,3 +412,8 @@ def test_file_values_that_only_an_overridden_quilt_breaks_are_led_by_the_overrid
     assert all(p.startswith("override board.rows: ") for p in problems)
     result = cli("show-ruleset", "edition2", "--set", "board.rows=2")
     assert_clean_failure(result, "\n  --set board.rows: ")
+
+
+def test_a_nul_in_a_ruleset_description_is_named() -> None:
+    with pytest.raises(RulesetError, match="description: contains a NUL character"):
+        load_ruleset("edition2").with_overrides({"description": "a\x00b"})

@@ -678,7 +678,8 @@ _OVERRIDES = st.fixed_dictionaries({}, optional={
     "patches.P00.shape": st.sampled_from(["X", "XXX", "X/X", "XX/X.", ".X/XX"]),
     "start_after": st.sampled_from(["P00", "P05", "P32"]),
     "leather_when_full": st.sampled_from(["discard", "stay"]),
-    "description": st.text(max_size=20),
+    # any text but NUL, which a ruleset refuses (it ends C strings: file names, tables)
+    "description": st.text(st.characters(blacklist_characters="\x00"), max_size=20),
     "name": st.text(alphabet="abcdefgh_0123", min_size=1, max_size=12),
 })
 
