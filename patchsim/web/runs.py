@@ -30,14 +30,18 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
-from patchsim.play.runfolder import RunFolderError, check_folder, check_table
+from patchsim.play.runfolder import (
+    EVENTS,
+    GAMES,
+    MANIFEST,
+    RunFolderError,
+    check_folder,
+    check_table,
+)
 from patchsim.web.positions import replay_positions, ruleset_info
 
 log = logging.getLogger("patchsim.web")
 
-MANIFEST = "manifest.json"
-GAMES = "games.parquet"
-EVENTS = "events.parquet"
 SCAN_DEPTH = 4  # how deep below a given folder run folders are looked for
 SKIP_DIRS = {"batches", "figures", "__pycache__", "node_modules"}
 TUNER_DIRS = ("candidates", "finalists")  # the tuner's own runs, one per candidate ruleset
