@@ -17,10 +17,10 @@ from runs import shared_run
 
 from patchsim.analysis import estimators as E
 from patchsim.analysis.selfplay import distinct_games
-from patchsim.analysis.stats import pct
+from patchsim.document.format import ci, pct
 from patchsim.play.storage import load_games
 from patchsim.reporting import plots
-from patchsim.reporting.report import ReportError, ci, load_run, write_report
+from patchsim.reporting.report import ReportError, load_run, write_report
 
 SECTIONS = ["Verdict", "The run", "Seats and pairings", "Scores and game length", "Patches",
             "Leather patches", "The 7x7 bonus", "Sample final quilts", "How many deals?",
@@ -353,7 +353,7 @@ def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> N
     import json
     from types import SimpleNamespace
 
-    from patchsim.reporting.report import _stopping
+    from patchsim.reporting.sections_verdict import stopping_note as _stopping
 
     run = SimpleNamespace(run_dir=tmp_path, games=pd.DataFrame({"deal": range(1400)}))
     assert _stopping(run) == ""  # a run of fixed length: nothing to say

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from patchsim.document.palette import patch_colour  # THE patch palette (web, report, pictures)
 from patchsim.engine.render import LABELS
 
 SEAT_COLOURS = ("#1f77b4", "#d62728")  # seat 0, seat 1
@@ -52,16 +52,6 @@ def _empty(fig: Figure, text: str) -> Figure:
 def _err(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Error-bar lengths from interval ends (NaN-safe: a missing interval draws none)."""
     return np.nan_to_num(np.vstack([rate - lo, hi - rate]), nan=0.0).clip(min=0)
-
-
-def patch_colour(patch_id: str) -> str:
-    """A stable colour per patch id (tab20 then tab20b), the same in every picture."""
-    from matplotlib import colormaps
-
-    digits = "".join(ch for ch in patch_id if ch.isdigit())
-    k = int(digits) if digits else sum(map(ord, patch_id))
-    cmap = colormaps["tab20"] if k % 40 < 20 else colormaps["tab20b"]
-    return to_hex(cmap(k % 20))
 
 
 # --- seats and pairings -------------------------------------------------------------------------

@@ -1,0 +1,142 @@
+"""The report's sections drawn from replayed games: sample final quilts and the curves
+over the game with replays.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from patchsim.analysis.tables import (
+    game_events,
+    game_moves,
+    read_games,
+    read_rows,
+)
+from patchsim.document.model import Html, Section
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
+from patchsim.engine.record import RecordError
+from patchsim.engine.render import patch_legend, quilt_labels
+from patchsim.reporting import plots
+from patchsim.reporting.common import add_figure
+from patchsim.reporting.curves import (
+    curve_table,
+    game_states,
+    plot_curves,
+    replay_snippet,
+    sample_records,
+)
+from patchsim.reporting.run import Run
+
+
+def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
+    """Replay one game per ruleset (the first pairing's first deal, first bot in seat 0; the
+    same deal under every ruleset) for the quilt pictures."""
+    out = []
+    g = run.games
+    if g.empty:
+        return out
+    first_pairing = g["pairing"].iloc[0]
+    for name in list(dict.fromkeys(g["ruleset"]))[:limit]:
+        rs = run.rulesets.get(name)
+        sub = g[(g["ruleset"] == name) & (g["pairing"] == first_pairing)]
+        if rs is None or sub.empty:
+            continue
+        row = sub.sort_values(["deal", "order"]).iloc[0]
+        try:
+            game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
+            for code in game_moves(run.run_dir, int(row["game_id"])):
+                game.apply(int(code))
+        except Exception:  # noqa: BLE001 - a picture must never stop the report
+            continue
+        # only this game's events, read from the file (the run's are never all in memory)
+        ev = game_events(run.run_dir, int(row["game_id"]))
+        buys = ev[ev["event"] == "buy"][["seat", "position", "patch"]].to_dict("records")
+        leather = (ev[ev["event"] == "leather_claim"].rename(columns={"position": "mark"})
+                   [["mark", "seat"]].to_dict("records"))
+        out.append({
+            "title": (f"{name}: {row['bot0']} (seat 0) vs {row['bot1']} (seat 1), deal "
+                      f"{int(row['deal'])}; seat {int(row['winner'])} wins"
+                      f"{' on the tie-break' if row['tie_break'] else ''}"),
+            "labels": quilt_labels(game), "legend": patch_legend(game), "ruleset": rs,
+            "buys": buys, "leather": leather,
+            "scores": (int(row["score0"]), int(row["score1"])),
+        })
+    return out
+
+
+CURVE_GAMES = 200  # games per ruleset and pairing replayed for the curves
+
+
+def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES,
+                      game_ids: np.ndarray | None = None) -> pd.DataFrame:
+    """The first ``per_group`` games (by game id) of each ruleset and pairing, with their
+    moves, read group by group from games.parquet (never the whole moves column); only
+    games in ``game_ids`` if given (the report passes the distinct games, so that a
+    deterministic self-play copy is not drawn twice)."""
+    path = run_dir / "games.parquet"
+    cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
+    # categorical: 2 bytes a game
+    keys = read_games(run_dir, columns=["ruleset", "pairing", "game_id"])
+    if game_ids is not None:
+        keys = keys[keys["game_id"].isin(game_ids).to_numpy()]  # the index stays the row
+    # the first games of each group in file order, groups in order of appearance; only the
+    # row groups holding them are read (a filtered dataset scan reads ahead through the
+    # moves of the whole file: 700 MB for a million games)
+    rows = [g.index[:per_group] for _, g in keys.groupby(["ruleset", "pairing"], sort=False,
+                                                         observed=True)]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    return read_rows(path, np.concatenate(rows), cols).to_pandas()
+
+
+def over_the_game_section(run: Run, distinct: pd.DataFrame | None = None) -> Section | None:
+    """Curves over the game per ruleset, bot and seat (mean score, buttons and income by
+    time-track position, with bands), and a self-contained replay of a few sample games;
+    over the ``distinct`` games if given."""
+    if not run.rulesets:
+        return None
+    s = Section("Over the game", anchor="curves")
+    try:
+        ids = None if distinct is None else distinct["game_id"].to_numpy()
+        games = sample_with_moves(run.run_dir, game_ids=ids)
+        states = game_states(games, run.rulesets, per_group=CURVE_GAMES)
+        last = {name: rs.last_space for name, rs in run.rulesets.items()}
+        curves = curve_table(states, by="position", last_space=last)
+    except (OSError, ValueError) as e:
+        s.note(f"The curves could not be drawn: {e}")
+        return s
+    s.p(f"Each seat's mean score, buttons and income by position on the time track, per "
+        f"ruleset and bot, over the first {CURVE_GAMES} distinct games of each pairing "
+        "(replayed by the engine), with the 95% interval of the mean (shaded) and the "
+        "10-90% spread of the games (dotted). Where the curves of the two seats part is "
+        "where the game is won.")
+    add_figure(s, "curves", plot_curves(curves), "Score, buttons and income over the game, by "
+             "seat and bot")
+    try:
+        snippet = replay_snippet(sample_records(run.run_dir, run.rulesets))
+    except (OSError, ValueError, RecordError) as e:
+        s.note(f"No sample game could be replayed: {e}")
+        return s
+    s.p("Sample games, replayed move by move (buttons, the slider, or the arrow keys once a "
+        "game has the focus); the replay is part of this file and needs no server.")
+    s.add(Html(snippet, "*(The interactive replay is in report.html.)*"))
+    return s
+
+
+def quilts_section(run: Run) -> Section:
+    s = Section("Sample final quilts", anchor="quilts")
+    samples = sample_games(run)
+    if not samples:
+        s.note("No game could be replayed for a picture (the manifest has no rules data).")
+        return s
+    add_figure(s, "quilts", plots.quilt_pictures(samples),
+             "Final quilts of one deal (under each ruleset): patches coloured by id, leather "
+             "brown with an L, empty squares white; below, the time track.")
+    return s
+
+
