@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from patchsim.cli.common import (
     stopped_before_start,
     study_again,
 )
+
+if TYPE_CHECKING:  # the document package is imported only by the commands that write one
+    from patchsim.document.model import Document
 
 # what an option's value is, in its help line ("--out DIR"), instead of typer's type tags
 # ("--out <str>", "--set <list[str]>"); by type otherwise: N a whole number, X a number
@@ -376,6 +379,16 @@ def _load_experiment(path: str):
         raise fail(str(e)) from None
 
 
+def _sections_text(doc: Document, titles: list[str]) -> str:
+    """A study's subtitle and the named sections of its document, as Markdown text."""
+    from patchsim.document.render import section_markdown
+
+    lines = [doc.subtitle, ""] if doc.subtitle else []
+    for title in titles:
+        lines += section_markdown(doc.section(title))
+    return "\n".join(lines)
+
+
 @app.command()
 def sweep(
     experiment: Annotated[str, typer.Argument(help="Experiment YAML (experiments/...).")],
@@ -403,7 +416,7 @@ def sweep(
                             command=command_line())
     except RunError as e:
         raise run_failure(e, study_again("sweep", experiment)) from None
-    typer.echo("\n".join(res.report_md.read_text().split("## Variants")[0].splitlines()[2:]))
+    typer.echo(_sections_text(res.document, ["Verdict"]))
     typer.echo(f"report: {res.report_html} (and {res.report_md.name})")
 
 
@@ -420,6 +433,7 @@ def tune(
 ) -> None:
     """Search the declared ruleset fields for variants shown to meet the declared targets."""
     from patchsim.experiments.tune import run_tune
+    from patchsim.experiments.tune_document import FINALISTS_TITLE
     from patchsim.play.config import RunError
 
     exp = _load_experiment(experiment)
@@ -431,8 +445,7 @@ def tune(
                        echo=typer.echo)
     except RunError as e:
         raise run_failure(e, study_again("tune", experiment)) from None
-    text = res.report.read_text()
-    typer.echo(text.split("## Search")[0])
+    typer.echo(_sections_text(res.document, ["Verdict", FINALISTS_TITLE]))
     typer.echo(f"report: {res.report}")
 
 

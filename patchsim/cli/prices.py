@@ -50,9 +50,11 @@ def prices(
 ) -> None:
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
     (restricted play), and the cost at which that value reaches zero (price response).
-    Writes prices.csv, patches.csv, prices.md and prices.png into a new folder."""
+    Writes prices.csv, patches.csv, prices.md, prices.html and prices.png into a new folder."""
+    from patchsim.document.render import section_markdown
     from patchsim.engine.ruleset import RulesetError, load_ruleset
     from patchsim.experiments.prices import measure_prices, write_prices
+    from patchsim.experiments.prices_document import PATCHES_TITLE
     from patchsim.play.storage import fresh_dir
 
     if ";" in bots:
@@ -78,8 +80,10 @@ def prices(
                                widen=widen, echo=typer.echo if progress else None,
                                bot_path=[os.getcwd()])
         res = write_prices(study, target)
-    typer.echo(res.markdown.split("\n## Every cost")[0].rstrip())
-    typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.png)")
+    typer.echo("\n".join([f"# {res.document.title}", "",
+                          *section_markdown(res.document.section(PATCHES_TITLE))]).rstrip())
+    typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.html, "
+               "prices.png)")
 
 
 FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots", "deltas": "--deltas"}

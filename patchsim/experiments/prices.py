@@ -54,9 +54,13 @@ from patchsim.analysis.estimators import (
     verdicts,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
+from patchsim.document.format import num
+from patchsim.document.model import Document
+from patchsim.document.render import to_markdown, write
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.engine.yamlfile import quote
+from patchsim.experiments.prices_document import prices_document
 from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
 from patchsim.play.storage import read_manifest
@@ -130,7 +134,7 @@ class Crossing:
 
 
 def _num(x: float) -> str:
-    return f"{x:.1f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
+    return num(x, 1)  # the one set of formatters: "+∞" as in every other document
 
 
 def _line(costs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -540,53 +544,22 @@ def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
     return pd.DataFrame(rows)
 
 
-def _pts(x: float) -> str:
-    return f"{100 * x:+.1f}" if math.isfinite(x) else "n/a"
+def prices_document_of(study: PriceStudy, table: pd.DataFrame | None = None,
+                       summary: pd.DataFrame | None = None,
+                       png: bytes | None = None) -> Document:
+    """The study as a Document (:mod:`patchsim.experiments.prices_document`)."""
+    table = price_table(study) if table is None else table
+    summary = patch_summary(study, table) if summary is None else summary
+    return prices_document(ruleset=study.ruleset.name, bot=study.bot,
+                           deals=study.games // 2 + study.games % 2, seed=study.seed,
+                           margin=study.margin, negligible=NEGLIGIBLE,
+                           price_margin=PRICE_MARGIN, table=table, summary=summary, png=png)
 
 
 def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
                     summary: pd.DataFrame | None = None) -> str:
     """The study as Markdown: method, one row per patch, then every cost."""
-    table = price_table(study) if table is None else table
-    summary = patch_summary(study, table) if summary is None else summary
-    deals = study.games // 2 + study.games % 2
-    lines = [
-        f"# Patch prices: {study.ruleset.name}, bot {study.bot}", "",
-        f"Restricted play: `{study.bot}` forbidden to buy a patch plays `{study.bot}` on "
-        f"{deals} common seat-swapped deals (seed {study.seed}) per patch and cost. Value = "
-        "0.5 - the restricted bot's win rate, in points of win rate; 95% intervals over deals "
-        f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
-        f"margin +-{100 * study.margin:.0f} points; Holm over the patches at the printed "
-        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
-        "monotone (isotonic) fit of value against cost falls to a negligible "
-        f"{100 * NEGLIGIBLE:g} points (the bot stops buying the patch), with a 95% bootstrap "
-        "interval over "
-        "deals that refits the whole curve; a scan that finds none widens itself. Price "
-        "reading: underpriced when the value at the printed cost lies beyond the margin "
-        "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
-        f"value at the printed cost, when the fair price lies more than {PRICE_MARGIN:g} "
-        "button below it (the bot gains from the patch only when it is cheaper).", "",
-        "| patch | cost | value (points) [95%] | verdict | value per +1 button | fair price "
-        "[95%] | reading |",
-        "|---|---:|---|---|---|---|---|"]
-    for _, r in summary.iterrows():
-        slope = ("n/a" if not math.isfinite(r["slope_per_button"]) else
-                 f"{_pts(r['slope_per_button'])} [{_pts(r['slope_lo'])}, "
-                 f"{_pts(r['slope_hi'])}]")
-        lines.append(f"| {r['patch']} | {r['cost']} | {_pts(r['value'])} "
-                     f"[{_pts(r['value_lo'])}, {_pts(r['value_hi'])}] | {r['verdict']} | "
-                     f"{slope} | {r['fair_text']} | {r['reading']} |")
-    lines += ["", "## Every cost", "",
-              "| patch | cost | deals | restricted bot wins | value (points) [95%] | verdict "
-              "| unrestricted buys / game |", "|---|---:|---:|---:|---|---|---:|"]
-    for _, r in table.iterrows():
-        lines.append(f"| {r['patch']} | {r['cost']} | {r['deals']} | "
-                     f"{100 * r['restricted_win_rate']:.1f}% | {_pts(r['value'])} "
-                     f"[{_pts(r['value_lo'])}, {_pts(r['value_hi'])}] | {r['verdict']} | "
-                     f"{r['unrestricted_buys_per_game']:.2f} |")
-    lines += ["", "The restricted bot's own search (mcts) never buys the patch, but its "
-              "rollouts may; its opponent is never restricted."]
-    return "\n".join(lines) + "\n"
+    return to_markdown(prices_document_of(study, table, summary))
 
 
 def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
@@ -637,6 +610,7 @@ class PricesResult:
     table: pd.DataFrame
     summary: pd.DataFrame
     markdown: str
+    document: Document | None = None  # the report itself: the CLI shows sections of it
 
 
 STUDY_FILE = "study.json"  # what a prices folder measured: ruleset, bot, games, seed
@@ -673,23 +647,23 @@ PRICES_FOLDER = "prices"  # a run's prices study, which its report shows
 
 def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesResult:
     """Write prices.csv (every patch and cost), patches.csv (one row per patch), prices.md,
-    prices.png and study.json (what was measured) into ``out_dir``, a folder that must not
-    exist yet: the files are written into a temporary folder beside it, which is renamed into
-    place when complete, so the folder appears whole or not at all."""
+    prices.html, prices.png and study.json (what was measured) into ``out_dir``, a folder
+    that must not exist yet: the files are written into a temporary folder beside it, which
+    is renamed into place when complete, so the folder appears whole or not at all."""
     target = Path(out_dir)
     if target.exists():
         raise PricesError(f"{target} already exists; write the study to a new folder")
     table = price_table(study)
     fits = crossings(study)
     summary = patch_summary(study, table, fits)
-    text = prices_markdown(study, table, summary)
+    doc = prices_document_of(study, table, summary,
+                             png_bytes(plot_prices(study, table, fits)))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         table.to_csv(tmp / "prices.csv", index=False)
         summary.to_csv(tmp / "patches.csv", index=False)
-        (tmp / "prices.md").write_text(text, encoding="utf-8")
-        (tmp / "prices.png").write_bytes(png_bytes(plot_prices(study, table, fits)))
+        write(doc, tmp, "prices")  # prices.html, prices.md and the picture, prices.png
         (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),
                                       encoding="utf-8")
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp leaves 0700
@@ -697,7 +671,7 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return PricesResult(target, table, summary, text)
+    return PricesResult(target, table, summary, to_markdown(doc), doc)
 
 
 def _umask() -> int:
@@ -708,4 +682,5 @@ def _umask() -> int:
 
 __all__ = ["Crossing", "PriceStudy", "PricesError", "PricesResult", "crossings", "fit_crossing",
            "measure_prices", "patch_summary", "plot_prices", "price_table", "prices_for_run",
-           "prices_markdown", "restricted_spec", "study_header", "write_prices"]
+           "prices_document_of", "prices_markdown", "restricted_spec", "study_header",
+           "write_prices"]

@@ -9,9 +9,7 @@ bootstrap over deals with a fixed seed, so a report is reproducible to the digit
 
 from __future__ import annotations
 
-import base64
-import html
-import io
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +21,6 @@ from matplotlib.figure import Figure
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.metrics import (
     BOUNDS,
-    METRICS,
     RATE_METRICS,
     deal_metrics,
     estimate,
@@ -31,16 +28,22 @@ from patchsim.analysis.metrics import (
 )
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
+from patchsim.document.model import Document
+from patchsim.document.render import write
 from patchsim.experiments.experiment import Experiment
+from patchsim.experiments.sweep_document import sweep_document, verdict_lines
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
+from patchsim.play.runfolder import MANIFEST
 from patchsim.play.storage import fresh_dir
+from patchsim.reporting.plots import png_bytes
 
 SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 2026  # fixed: the same deals give the same intervals
 FAIR = {"first_player_win": 0.5, "first_player_edge": 0.0}  # a fair game on each scale
+PERCENT_METRICS = RATE_METRICS
 
 
 def run_config(exp: Experiment, games: int | None = None, seed: int | None = None,
@@ -61,6 +64,7 @@ class SweepResult:
     table: pd.DataFrame
     report_md: Path
     report_html: Path
+    document: Document | None = None  # the report itself: the CLI shows sections of it
 
 
 def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
@@ -217,10 +221,13 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
     if flags is not None:
         atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
-    md, page = _render(exp, table, flags, figures, run_dir, deals)
-    atomic_write(run_dir / "sweep.md", md)
-    atomic_write(run_dir / "sweep.html", page)
-    return SweepResult(run_dir, table, run_dir / "sweep.md", run_dir / "sweep.html")
+    manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    doc = sweep_document(exp, table, flags, {k: png_bytes(f, dpi=110) for k, f in
+                                             figures.items()}, manifest,
+                         shown=[m for m in SWEEP_METRICS if m in table.columns],
+                         verdict=_verdict(exp, table, deals))
+    page, md = write(doc, run_dir, "sweep")
+    return SweepResult(run_dir, table, md, page, doc)
 
 
 # --- plots ------------------------------------------------------------------------------------
@@ -306,26 +313,14 @@ def plot_skill(table: pd.DataFrame, exp: Experiment) -> Figure:
     return fig
 
 
-# --- report -----------------------------------------------------------------------------------
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    return buf.getvalue()
-
-
-def _pct(x: float) -> str:
-    return "n/a" if not np.isfinite(x) else f"{100 * x:.1f}%"
-
-
-PERCENT_METRICS = RATE_METRICS
-
-
-def _fmt(m: str, x: float) -> str:
-    if not np.isfinite(x):
-        return "n/a"
-    if m in PERCENT_METRICS:
-        return f"{100 * x:.1f}%"
-    return f"{x:.2f}"
+def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
+             ) -> list[str]:
+    """The verdict lines (:func:`patchsim.experiments.sweep_document.verdict_lines`), with
+    the variant closest to a fair game told apart from the others on the deals if given."""
+    closest = ({p: closest_to_fair(exp.metric, t, deals)
+                for p, t in table.groupby("pairing", sort=False)}
+               if exp.metric in FAIR else {})
+    return verdict_lines(exp, table, closest)
 
 
 def _distance_range(lo: float, hi: float, center: float) -> tuple[float, float]:
@@ -334,10 +329,11 @@ def _distance_range(lo: float, hi: float, center: float) -> tuple[float, float]:
     return (0.0, far) if lo <= center <= hi else (min(abs(lo - center), abs(hi - center)), far)
 
 
-def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
-                     alpha: float = 0.05) -> str:
+def closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
+                    alpha: float = 0.05) -> dict:
     """The variant closest to a fair game by point estimate (which, chosen from the same data,
-    flatters it: the winner's curse), and the variants it cannot be told apart from.
+    flatters it: the winner's curse), and the variants it cannot be told apart from:
+    ``{"best": row, "center", "others", "tied": [rulesets], "how": method}``.
 
     With the deals: a paired bootstrap over deals of the difference in distance to a fair
     game, at level 1 - alpha / (k - 1) over the k - 1 other variants; else whether the
@@ -346,14 +342,11 @@ def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
     t = t.assign(dist=(t[m] - center).abs()).sort_values("dist", kind="stable")
     best = t.iloc[0]
     fair_text = "50%" if m == "first_player_win" else "0"
-    show = _pct if m == "first_player_win" else (lambda x: f"{100 * x:+.1f} pts")
-    line = (f"closest to {fair_text} by point estimate is **{best['ruleset']}**: "
-            f"{METRICS[m]} {show(best[m])} [{show(best[m + '_lo'])}, {show(best[m + '_hi'])}]"
-            + (" (a fair game lies inside the interval)"
-               if best[m + "_lo"] <= center <= best[m + "_hi"] else ""))
     others = t.iloc[1:]
+    out = {"best": best, "center": center, "fair_text": fair_text, "others": len(others),
+           "tied": [], "how": ""}
     if not len(others):
-        return line + "."
+        return out
     tied, how = [], ""
     if deals is not None and {"ruleset", "pairing", "deal", m} <= set(deals.columns):
         level = 1 - alpha / len(others)
@@ -375,141 +368,5 @@ def _closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
             if not o_lo > b_hi:
                 tied.append(r["ruleset"])
         how = f"overlapping 95% intervals of the distance to {fair_text}"
-    if tied:
-        return line + f"; not distinguishable from: {', '.join(map(str, tied))} ({how})."
-    return line + f"; distinguishable from every other variant ({how})."
-
-
-def _verdict(exp: Experiment, table: pd.DataFrame, deals: pd.DataFrame | None = None,
-             ) -> list[str]:
-    """Plain-language lines: the primary metric per variant with its interval and, against
-    the base on the same deals, its verdict (one Holm family over the variants)."""
-    m = exp.metric
-    margin = (f"+-{100 * exp.margin:g} points" if m in PERCENT_METRICS
-              else f"+-{exp.margin:g}")
-    lines = [f"Primary metric: {METRICS[m]}; each variant against the base on the same deals, "
-             f"with its 95% interval; equivalence margin {margin}. A verdict is read off that "
-             "interval, equivalence first: 'equivalent' when it lies inside the margin "
-             "('negligible' when it also excludes 0), 'differs' only when it lies beyond the "
-             "margin; the variants are one family, Holm-adjusted for each of these tests. "
-             "Other metrics are exploratory (Benjamini-Hochberg)."]
-    for pairing, t in table.groupby("pairing", sort=False):
-        lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "
-                     f"seat-swapped):")
-        if m in FAIR:
-            lines.append("the variant " + _closest_to_fair(m, t, deals))
-        for r in t.to_dict("records"):
-            text = (f"{r['ruleset']}: {METRICS[m]} {_fmt(m, r[m])} "
-                    f"[{_fmt(m, r[m + '_lo'])}, {_fmt(m, r[m + '_hi'])}]")
-            if r["ruleset"] != "base" and isinstance(r.get("verdict"), str) and r["verdict"]:
-                text += f"; against the base: {r['verdict']}"
-            lines.append(text)
-    if "verdict_kind" in table and (table["verdict_kind"] == "undecided").any():
-        lines.append(est_layer.SEQUENTIAL_ADVICE)
-    return lines
-
-
-def _n_variants(k: int) -> str:
-    return f"{k} variant{'s' * (k != 1)}"
-
-
-def _skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
-    """A verdict line per variant whose first-seat imbalance is shown to grow with skill."""
-    out = []
-    for f in flags.itertuples():
-        if f.imbalance_grows_with_skill:
-            out.append(f"**{f.ruleset}**: the first-seat imbalance grows with skill "
-                       f"({_pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
-                       f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; |edge| "
-                       f"{100 * f.growth:+.1f} points [{100 * f.growth_lo:+.1f}, "
-                       f"{100 * f.growth_hi:+.1f}], {100 * f.level:.1f}% paired bootstrap "
-                       f"interval over deals, Bonferroni over {_n_variants(len(flags))}).")
-    if len(flags) and not flags["imbalance_grows_with_skill"].any():
-        out.append(f"the first-seat imbalance is not shown to grow from {exp.skill[0]} to "
-                   f"{exp.skill[-1]} in any variant (see Imbalance and skill).")
+    out.update(tied=tied, how=how)
     return out
-
-
-def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
-            figures: dict[str, Figure], run_dir: Path,
-            deals: pd.DataFrame | None = None) -> tuple[str, str]:
-    import json
-
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    fig_dir = run_dir / "figures"
-    fig_dir.mkdir(exist_ok=True)
-    pngs = {k: _png(f) for k, f in figures.items()}
-    for k, data in pngs.items():
-        atomic_write(fig_dir / f"sweep-{k}.png", data)
-    verdict = _verdict(exp, table, deals)
-    if flags is not None:
-        verdict += _skill_lines(exp, flags)
-    shown = [m for m in SWEEP_METRICS if m in table.columns]
-    head = ["variant", "pairing", "deals"] + [m for m in shown]
-    rows = []
-    for r in table.itertuples(index=False):
-        d = r._asdict()
-        cells = [d["ruleset"], d["pairing"], str(d["deals"])]
-        for m in shown:
-            cell = (f"{_fmt(m, d[m])} [{_fmt(m, d[m + '_lo'])}, {_fmt(m, d[m + '_hi'])}]")
-            delta = d.get(f"d_{m}", np.nan)
-            if d["ruleset"] != "base" and np.isfinite(delta):
-                shown_delta = (f"{100 * delta:+.1f} pts" if m in PERCENT_METRICS
-                               else f"{delta:+.2f}")
-                label = "p" if m == exp.metric else "q"
-                cell += f"<br>Δ {shown_delta} ({label}={d['p_' + m]:.3g})"
-            cells.append(cell)
-        rows.append(cells)
-    md = [f"# Sweep: {exp.name}", "", exp.description, "", "## Verdict", ""]
-    md += [f"- {v}" for v in verdict]
-    md += ["", "## Variants", "", "Each cell: estimate [95% interval over deals]; Δ is the "
-           "difference to the base on the same deals (paired). For the primary metric "
-           f"({exp.metric}) p is Holm-adjusted over the variants; the other metrics are "
-           "exploratory: q is the Benjamini-Hochberg adjusted p-value over all of them.", "",
-           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    md += ["| " + " | ".join(c.replace("<br>", " ") for c in row) + " |" for row in rows]
-    md += ["", "Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown), ""]
-    if flags is not None and len(flags):
-        level = float(flags["level"].iloc[0])
-        md += ["## Imbalance and skill", "",
-               f"Growth: |first-seat edge| with {exp.skill[-1]} minus with {exp.skill[0]} "
-               f"(self-play, same deals), {100 * level:.1f}% paired bootstrap interval over "
-               f"deals (Bonferroni over {_n_variants(len(flags))}); it grows when the interval "
-               "lies above 0.", "",
-               "| variant | edge weakest | edge strongest | growth | grows |",
-               "|---|---:|---:|---|---|"]
-        md += [f"| {f.ruleset} | {100 * f.edge_weakest:+.1f} pts | "
-               f"{100 * f.edge_strongest:+.1f} pts | {100 * f.growth:+.1f} pts "
-               f"[{100 * f.growth_lo:+.1f}, {100 * f.growth_hi:+.1f}] | "
-               f"{'yes' if f.imbalance_grows_with_skill else 'no'} |"
-               for f in flags.itertuples()]
-        md.append("")
-    for k in pngs:
-        md.append(f"![{k}](figures/sweep-{k}.png)")
-    md += ["", "## Variants defined", ""]
-    for v in exp.variants:
-        md.append(f"- {v.label}: {v.overrides or 'the base ruleset'} "
-                  f"(hash {v.ruleset.content_hash()})")
-    md += ["", "## Reproduce", "", f"- experiment: `{exp.path}`, seed {exp.seed}, "
-           f"{table['deals'].max()} deals per variant and pairing, seat-swapped",
-           f"- command: `{manifest.get('command', '')}`",
-           f"- versions: {manifest.get('versions', {})}", ""]
-    md_text = "\n".join(md)
-    body = [f"<h1>Sweep: {html.escape(exp.name)}</h1><p>{html.escape(exp.description)}</p>",
-            "<h2>Verdict</h2><ul>"]
-    body += [f"<li>{html.escape(v).replace('**', '')}</li>" for v in verdict]
-    body.append("</ul><h2>Variants</h2><table><tr>" +
-                "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>")
-    for row in rows:
-        body.append("<tr>" + "".join(f"<td>{html.escape(c).replace('&lt;br&gt;', '<br>')}"
-                                     "</td>" for c in row) + "</tr>")
-    body.append("</table>")
-    for k, data in pngs.items():
-        body.append(f'<p><img alt="{k}" src="data:image/png;base64,'
-                    f'{base64.b64encode(data).decode()}"></p>')
-    body.append("<h2>Reproduce</h2><pre>" + html.escape("\n".join(md[-4:])) + "</pre>")
-    page = ("<!doctype html><html><head><meta charset='utf-8'><title>Sweep "
-            f"{html.escape(exp.name)}</title><style>body{{font-family:sans-serif;max-width:1100px;"
-            "margin:auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid "
-            "#ccc;padding:4px}</style></head><body>" + "\n".join(body) + "</body></html>")
-    return md_text, page

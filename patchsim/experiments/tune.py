@@ -32,7 +32,10 @@ from patchsim.analysis.estimators import (
 from patchsim.analysis.metrics import BOUNDS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
+from patchsim.document.model import Document
+from patchsim.document.render import write
 from patchsim.experiments.experiment import Experiment, draw_value, variant_label
+from patchsim.experiments.tune_document import tune_document
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
 from patchsim.play.storage import fresh_dir
@@ -45,7 +48,8 @@ class TuneResult:
     out_dir: Path
     rounds: pd.DataFrame  # every candidate's estimates per round
     finalists: pd.DataFrame  # the re-check on fresh deals
-    report: Path
+    report: Path  # tune.md (tune.html beside it)
+    document: Document | None = None  # the report itself: the CLI shows sections of it
 
 
 def candidates(exp: Experiment) -> list[dict[str, Any]]:
@@ -212,68 +216,16 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     final = pd.DataFrame(frows).sort_values("loss", ignore_index=True)
     final.attrs.update(planned_deals=need, final_games=final_games, cap=cap)
     rounds = pd.DataFrame(rows)
-    report = _write_report(exp, out_dir, rounds, final, targets)
-    return TuneResult(out_dir, rounds, final, report)
-
-
-def md_table(df: pd.DataFrame) -> str:
-    """A DataFrame as a Markdown table (numbers to 4 significant digits)."""
-
-    def cell(v: Any) -> str:
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    head = "| " + " | ".join(map(str, df.columns)) + " |"
-    sep = "|" + "---|" * len(df.columns)
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, sep, *body])
+    report, doc = _write_report(exp, out_dir, rounds, final, targets)
+    return TuneResult(out_dir, rounds, final, report, doc)
 
 
 def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: pd.DataFrame,
-                  targets: dict[str, dict[str, float]]) -> Path:
+                  targets: dict[str, dict[str, float]]) -> tuple[Path, Document]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = [f"# Tuning: {exp.name}", "", exp.description, "",
-             "Targets: " + "; ".join(f"{m} = {t['target']} ± {_tolerance(m, t):g}"
-                                     for m, t in targets.items()), "", "## Verdict", ""]
-    if len(final):
-        met = final[final["all_within"]]
-        games = int(final["games"].max())
-        plan = (f"{games} fresh games per pairing (a power calculation asked for "
-                f"{2 * final.attrs.get('planned_deals', 0)}; the budget allows "
-                f"{final.attrs.get('cap', games)})")
-        if len(met) == 0:
-            lines.append(f"No finalist is shown to meet every target on {plan}: more games, "
-                         "or wider tolerances, are needed to be sure.")
-        else:
-            names = ", ".join(f"**{c}**" for c in met["candidate"])
-            lines.append(f"Shown to meet every target within its tolerance (each target's "
-                         f"95% interval inside it, on {plan}): {names}.")
-            if len(met) > 1:
-                lines.append("These variants are not told apart: each is within tolerance, "
-                             "and which of them is closest is within noise.")
-    lines += ["", "## Finalists (fresh deals, 95% intervals over deals)", "",
-              "| candidate | games | " + " | ".join(targets) + " | meets every target |",
-              "|---|---:|" + "---|" * len(targets) + "---|"]
-    for r in final.to_dict("records"):
-        cells = [f"{r[m]:.4g} [{r[m + '_lo']:.4g}, {r[m + '_hi']:.4g}] "
-                 f"(equivalence p {r[m + '_p_within']:.3g}){' ✓' if r[m + '_within'] else ''}"
-                 for m in targets]
-        lines.append(f"| {r['candidate']} | {r['games']} | " + " | ".join(cells) +
-                     f" | {'yes' if r['all_within'] else 'no'} |")
-    lines += ["", "## Search rounds (estimates with intervals Bonferroni-corrected over each "
-              "round's candidates; a candidate is dropped when its loss interval lies above "
-              "the best candidate's)", ""]
-    if len(rounds):
-        shown = rounds.copy()
-        for m in targets:
-            shown[m] = [f"{v:.4g} [{lo:.4g}, {hi:.4g}]" for v, lo, hi in
-                        zip(shown[m], shown[f"{m}_lo"], shown[f"{m}_hi"], strict=True)]
-        shown["loss"] = [f"{v:.3g} [{lo:.3g}, {hi:.3g}]" for v, lo, hi in
-                         zip(shown["loss"], shown["loss_lo"], shown["loss_hi"], strict=True)]
-        cols = ["round", "candidate", "games", *targets, "loss", "dropped"]
-        lines.append(md_table(shown[cols]))
-    lines.append("")
-    path = out_dir / "tune.md"
-    atomic_write(path, "\n".join(lines))
+    doc = tune_document(exp, rounds, final, targets,
+                        {m: _tolerance(m, t) for m, t in targets.items()})
+    _html, path = write(doc, out_dir, "tune")
     atomic_write(out_dir / "tune-rounds.csv", rounds.to_csv(index=False))
     atomic_write(out_dir / "tune-finalists.csv", final.to_csv(index=False))
-    return path
+    return path, doc

@@ -1,0 +1,84 @@
+"""A price study's report as a Document (:mod:`patchsim.document`): the method, one row per
+patch with its reading, the picture, then every cost measured. The numbers come from
+:mod:`patchsim.experiments.prices`; this module only words and lays them out."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from patchsim.document.format import num, pct, pts
+from patchsim.document.model import Col, Document, Section, Table
+
+PATCHES_TITLE = "Patches"
+FIGURE = "prices.png"
+
+
+def method_text(*, bot: str, deals: int, seed: int, margin: float, negligible: float,
+                price_margin: float) -> str:
+    return (
+        f"Restricted play: `{bot}` forbidden to buy a patch plays `{bot}` on "
+        f"{deals} common seat-swapped deals (seed {seed}) per patch and cost. Value = "
+        "0.5 - the restricted bot's win rate, in points of win rate; 95% intervals over deals "
+        f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
+        f"margin +-{100 * margin:.0f} points; Holm over the patches at the printed "
+        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
+        "monotone (isotonic) fit of value against cost falls to a negligible "
+        f"{100 * negligible:g} points (the bot stops buying the patch), with a 95% bootstrap "
+        "interval over "
+        "deals that refits the whole curve; a scan that finds none widens itself. Price "
+        "reading: underpriced when the value at the printed cost lies beyond the margin "
+        "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
+        f"value at the printed cost, when the fair price lies more than {price_margin:g} "
+        "button below it (the bot gains from the patch only when it is cheaper).")
+
+
+def _value(r: dict) -> str:
+    return f"{pts(r['value'])} [{pts(r['value_lo'])}, {pts(r['value_hi'])}]"
+
+
+def summary_table(summary: pd.DataFrame) -> Table:
+    """One row per patch: value at the printed cost, verdict, slope, fair price, reading."""
+    rows = []
+    for r in summary.to_dict("records"):
+        slope = ("—" if not math.isfinite(r["slope_per_button"]) else
+                 f"{pts(r['slope_per_button'])} [{pts(r['slope_lo'])}, {pts(r['slope_hi'])}]")
+        rows.append({**r, "value_text": _value(r), "slope_text": slope})
+    return Table([Col("patch", "patch", align="left"), Col("cost", "cost"),
+                  Col("value_text", "value (points) [95%]", align="left"),
+                  Col("verdict", "verdict", align="left"),
+                  Col("slope_text", "value per +1 button", align="left"),
+                  Col("fair_text", "fair price [95%]", align="left"),
+                  Col("reading", "reading", align="left")], rows)
+
+
+def costs_table(table: pd.DataFrame) -> Table:
+    """Every patch and cost measured."""
+    rows = [{**r, "value_text": _value(r)} for r in table.to_dict("records")]
+    return Table([Col("patch", "patch", align="left"), Col("cost", "cost"),
+                  Col("deals", "deals"), Col("restricted_win_rate", "restricted bot wins", pct),
+                  Col("value_text", "value (points) [95%]", align="left"),
+                  Col("verdict", "verdict", align="left"),
+                  Col("unrestricted_buys_per_game", "unrestricted buys / game",
+                      lambda x: num(x, 2))], rows)
+
+
+def prices_document(*, ruleset: str, bot: str, deals: int, seed: int, margin: float,
+                    negligible: float, price_margin: float, table: pd.DataFrame,
+                    summary: pd.DataFrame, png: bytes | None = None) -> Document:
+    """The study: Patches (method, one row per patch, the picture), Every cost."""
+    doc = Document(f"Patch prices: {ruleset}, bot {bot}", nav=False)
+    s = Section(PATCHES_TITLE).p(method_text(bot=bot, deals=deals, seed=seed, margin=margin,
+                                             negligible=negligible,
+                                             price_margin=price_margin))
+    s.table(summary_table(summary))
+    if png is not None:
+        s.figure(FIGURE, png, "Value against cost per patch: per-cost 95% intervals, the "
+                 "monotone fit the fair price is read from (solid), the negligible value "
+                 "(dashed), the printed cost (dotted), the fair price's interval (shaded).")
+    doc.sections.append(s)
+    doc.sections.append(Section("Every cost").table(costs_table(table)).p(
+        "The restricted bot's own search (mcts) never buys the patch, but its rollouts may; "
+        "its opponent is never restricted."))
+    return doc
