@@ -251,8 +251,9 @@ def test_command_writes_its_files(tmp_path) -> None:
                                  "--patches", "P19,P1", "--deltas=-1,0,1", "--jobs", "1",
                                  "--no-widen", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv", "prices.md",
-                                                     "prices.png", "study.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["patches.csv", "prices.csv",
+                                                     "prices.html", "prices.md", "prices.png",
+                                                     "study.json"]
     table = pd.read_csv(out / "prices.csv")
     assert table["patch"].tolist() == ["P19"] * 3 + ["P01"] * 3
     assert (table["deals"] == 20).all()

@@ -54,7 +54,7 @@ from patchsim.analysis.estimators import (
     verdicts,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
-from patchsim.document.format import num
+from patchsim.document.format import num, pts
 from patchsim.document.model import Document
 from patchsim.document.render import to_markdown, write
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
@@ -482,7 +482,7 @@ def price_reading(v: Verdict, cross: Crossing, cost: int,
     fair_ok = cross.in_range and not cross.flat
     fair = (f"fair price about {cross.fair:.1f} [{_num(cross.fair_lo)}, {_num(cross.fair_hi)}]"
             if fair_ok else f"fair price {cross.text()}")
-    worth = f"{100 * (v.estimate.value - v.center):+.1f} points at its price"
+    worth = f"{pts(v.estimate.value - v.center)} points at its price"
     if v.kind == "undefined":
         return PriceReading("not measured", "not measured (no deals)")
     off, off_lo, off_hi = (cross.fair - cost, cross.fair_lo - cost, cross.fair_hi - cost)

@@ -88,7 +88,7 @@ def skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
                        f"{pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; |edge| "
                        f"{num(100 * f.growth, 1, True)} points "
                        f"[{num(100 * f.growth_lo, 1, True)}, {num(100 * f.growth_hi, 1, True)}]"
-                       f", {100 * f.level:.1f}% paired bootstrap "
+                       f", {pct(f.level)} paired bootstrap "
                        f"interval over deals, Bonferroni over {_n_variants(len(flags))}).")
     if len(flags) and not flags["imbalance_grows_with_skill"].any():
         out.append(f"the first-seat imbalance is not shown to grow from {exp.skill[0]} to "
@@ -155,7 +155,7 @@ def sweep_document(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | N
         level = float(flags["level"].iloc[0])
         doc.sections.append(Section("Imbalance and skill").p(
             f"Growth: |first-seat edge| with {exp.skill[-1]} minus with {exp.skill[0]} "
-            f"(self-play, same deals), {100 * level:.1f}% paired bootstrap interval over "
+            f"(self-play, same deals), {pct(level)} paired bootstrap interval over "
             f"deals (Bonferroni over {_n_variants(len(flags))}); it grows when the interval "
             "lies above 0.").table(skill_table(flags)))
     for k, data in pngs.items():

@@ -46,12 +46,14 @@ from patchsim.bots import features as F
 from patchsim.bots.learned import MODEL_FILE, Model, fill_params, load_model, user_model_root
 from patchsim.bots.policies import SCRIPTED, choose_move
 from patchsim.bots.registry import make_bot
+from patchsim.document.render import to_markdown
 from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
+from patchsim.play.train_document import training_document
 
 TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2)"  # plays the self-play games
 EPSILON = 0.08
@@ -420,39 +422,10 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     ax.legend()
     ax.set_title("loss")
     _save_fig(fig, folder / "loss.png")
-    lines = [
-        f"# Learned evaluation: {man['ruleset_name']} ({man['ruleset_hash']})", "",
-        f"Feature version {man['feature_version']}, seed {man['seed']}, "
-        f"{man['generations']} generations, {man['training_games']} self-play games, "
-        f"{man['train_minutes']:.1f} minutes on {man['jobs']} worker(s); patchsim "
-        f"{man['patchsim_version']}, {man['created']}.", "",
-        "Method: fitted Monte Carlo value iteration. Each generation plays self-play games "
-        f"(`{man['settings']['train_spec']}` with the previous model, "
-        f"{100 * man['settings']['epsilon']:.0f}% random searched moves; generation 0 plays "
-        "`greedy`); a linear model of the final score margin is refit by ridge regression "
-        f"on the last {man['settings']['window']} generations.", "",
-        "Held out (every tenth game of the last generations): RMSE "
-        f"{man['validation']['rmse']:.2f} points, "
-        f"R^2 {man['validation']['r2']:.3f}, winner predicted by the sign in "
-        f"{100 * man['validation']['winner_sign_accuracy']:.1f}% of positions.", "",
-        "![strength](strength.png)", "", "![loss](loss.png)", "",
-        "| gen | minutes | games | fit RMSE | held-out RMSE | R^2 | scale | "
-        + " | ".join(f"vs {o}" for o in OPPONENTS) + " |",
-        "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(OPPONENTS),
-    ]
-    for r in history:
-        lines.append(f"| {r['generation']} | {r['minutes']:.2f} | {r['games']} | "
-                     f"{r['train_rmse']:.2f} | {r['val_rmse']:.2f} | {r['val_r2']:.3f} | "
-                     f"{r['scale']:.1f} | "
-                     + " | ".join(f"{100 * r['win_rates'][o]:.0f}%" if r["win_rates"] else ""
-                                  for o in OPPONENTS)
-                     + " |")
-    lines += ["", "Weights (points of predicted margin per unit of each feature difference):",
-              "", "| feature | weight |", "|---|---:|"]
-    lines += [f"| {n} | {v:+.4f} |" for n, v in zip(F.FEATURE_NAMES, model.weights,
-                                                   strict=True)]
+    doc = training_document(man, history, OPPONENTS, F.FEATURE_NAMES, model.weights)
     path = folder / "report.md"
-    atomic_write(path, "\n".join(lines) + "\n")
+    # Markdown only: a model folder's files are the model's (it ships in the package)
+    atomic_write(path, to_markdown(doc))
     return path
 
 

@@ -279,7 +279,7 @@ def bonus_timing(events: pd.DataFrame, table: pd.DataFrame | None = None,
                 t = table[table["ruleset"] == rs]
                 rate = t[f"by_seat{seat}"].sum() / max(1, t["games"].sum())
                 label += f", {100 * rate:.1f}% of games"
-            ax.hist(pos, bins=bins, histtype="step", lw=1.5, color=SEAT_COLOURS[seat],
+            ax.hist(pos, bins=list(bins), histtype="step", lw=1.5, color=SEAT_COLOURS[seat],
                     ls=styles[i % len(styles)], label=label)
     ax.set_xlim(0, last_space + 1)
     ax.set_xlabel("claimer's track position")

@@ -36,7 +36,7 @@ from patchsim.reporting.run import Run
 def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
     """Replay one game per ruleset (the first pairing's first deal, first bot in seat 0; the
     same deal under every ruleset) for the quilt pictures."""
-    out = []
+    out: list[dict[str, Any]] = []
     g = run.games
     if g.empty:
         return out
