@@ -137,3 +137,24 @@ def test_the_palette_is_stable_and_distinct_for_every_patch() -> None:
     assert patch_index("P19") == 19
     with pytest.raises(ValueError):
         patch_index(-1)
+
+
+def test_the_report_draws_quilts_with_the_one_palette() -> None:
+    from patchsim.reporting import plots
+
+    assert plots.patch_colour is patch_colour
+
+
+def test_format_pairings_copy_matches_the_analysis_one() -> None:
+    from patchsim.analysis.selfplay import DISTINCT_NOTE
+    from patchsim.analysis.stats import format_pairings as original
+
+    rows = [{"ruleset": "e2", "pairing": p, "distinct_games": d, "bot": "greedy", "line": line,
+             "opponent": "income", "wins": 12, "losses": 8, "win_rate": 0.6, "lo": 0.4,
+             "hi": float("nan"), "games": 20, "pairs_2_0": 3.0, "pairs_1_1": 4.0,
+             "pairs_0_2": 3.0, "elo": 70.4}
+            for p, d in (("greedy vs income", True), ("greedy vs greedy", False))
+            for line in ("first seat", "second seat", "pooled")]
+    table = pd.DataFrame(rows)
+    text = fmt.format_pairings(table, DISTINCT_NOTE)
+    assert text == original(table) and f"greedy vs greedy ({DISTINCT_NOTE})" in text

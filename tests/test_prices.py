@@ -124,7 +124,7 @@ def test_crossing_hand_worked() -> None:
     # BB (a quarter) is there already at 3 (-inf), AB and BA cross where the data do
     assert (c.fair_lo, c.fair_hi) == (-math.inf, math.inf)
     assert (c.slope_lo, c.slope_hi) == (pytest.approx(-0.1), pytest.approx(-0.05))
-    assert c.text() == "4.9 [-inf, +inf]"
+    assert c.text() == "4.9 [−∞, +∞]"  # the one set of formatters
     assert fit_crossing([3, 4, 5], values, seed=1, boot=4000) == c  # seeded
     up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: no crossing
     assert not up.in_range and up.side == "above"

@@ -375,3 +375,16 @@ def test_a_run_stopped_when_decided_says_its_intervals_cover_less(tmp_path) -> N
     (tmp_path / "stopping.json").write_text(json.dumps({"margin": 0.02, "deals": 1400,
                                                        "decided": []}))
     assert "stopped this run at 1,400 deals; it was extended to 1,500" in _stopping(run)
+
+
+def test_the_report_is_one_document_rendered_by_the_one_renderer(small_run: Path) -> None:
+    """The report is a patchsim.document Document: its sections by title, the Markdown the
+    renderer gives, and Markdown-light text (`code`) shown as code in the HTML."""
+    from patchsim.document.render import to_html, to_markdown
+    from patchsim.reporting.report import build_document
+
+    doc = build_document(load_run(small_run))
+    assert [t for t in doc.titles() if t in SECTIONS] == SECTIONS
+    assert doc.section("Verdict").blocks
+    assert to_markdown(doc).startswith(f"# {doc.title}\n\n## Verdict\n")
+    assert "<code>patchsim report RUN --prices</code>" in to_html(doc)

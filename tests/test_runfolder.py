@@ -424,8 +424,10 @@ def test_a_read_only_folder_is_not_told_to_free_space_by_report(run, monkeypatch
     def read_only(*_a, **_k):
         raise OSError(errno.EROFS, "Read-only file system")
 
+    from patchsim.document import render  # the report is written by the one renderer
+
     monkeypatch.setattr(report_module, "build_sections", lambda *_a, **_k: [])
-    monkeypatch.setattr(report_module, "atomic_write", read_only)
+    monkeypatch.setattr(render, "atomic_write", read_only)
     out = one_paragraph_error(invoke("report", str(run)))
     assert "Read-only" in out and "free some space" not in out
 
