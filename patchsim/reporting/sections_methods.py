@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis import stats as st
 from patchsim.analysis.compare import (
     Comparison,
 )
 from patchsim.analysis.selfplay import DISTINCT_NOTE
 from patchsim.analysis.stats import MIN_DEALS
-from patchsim.document.format import num, pct, pval
+from patchsim.document.format import finite, num, pct, pval
 from patchsim.document.model import Section, slug
 from patchsim.reporting import plots
 from patchsim.reporting.common import add_figure, fmt_table
@@ -34,7 +33,7 @@ def comparison_section(c: Comparison) -> Section:
             return pct(x) if kind == "rate" else num(x, 2)
 
         def diff(kind: str, x: Any) -> str:
-            return (f"{num(100 * x, 1, True)} pts" if kind == "rate" and st.finite(x)
+            return (f"{num(100 * x, 1, True)} pts" if kind == "rate" and finite(x)
                     else num(x, 2, True))
 
         s.table(fmt_table(m, [

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from patchsim.analysis import stats as st
-from patchsim.document.format import ci, integer, num, p_is, pct, pts, pval
+from patchsim.document.format import ci, finite, integer, num, p_is, pct, pts, pval
 from patchsim.document.model import Section, slug
 from patchsim.reporting import plots
 from patchsim.reporting.common import add_figure, copies_note, fmt_table, pairing_label
@@ -119,7 +119,7 @@ def _publisher_question(s: Section, useless: pd.DataFrame, by_skill: pd.DataFram
         return
     lines = []
     for r in useless.itertuples():
-        if not st.finite(r.rate):
+        if not finite(r.rate):
             continue
         lines.append(f"{r.ruleset}, {pairing_label(r)}: the first leather patch (mark "
                      f"{r.mark}) was useless in {pct(r.rate)} {ci(r.lo, r.hi)} of games "

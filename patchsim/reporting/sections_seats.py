@@ -10,7 +10,7 @@ from patchsim.analysis.compare import (
     split_rulesets,
 )
 from patchsim.analysis.stats import MIN_DEALS
-from patchsim.document.format import ci, est_ci, integer, num, pct, plural, pval
+from patchsim.document.format import ci, est_ci, finite, integer, num, pct, plural, pval
 from patchsim.document.model import Section, slug
 from patchsim.reporting import plots
 from patchsim.reporting.common import (
@@ -55,10 +55,10 @@ def seats_section(pairings: pd.DataFrame, fpa: pd.DataFrame, skill: pd.DataFrame
         ("win rate", lambda r: pct(r.win_rate)), ("95% CI", lambda r: ci(r.lo, r.hi)),
         ("pairs 2-0 / 1-1 / 0-2", lambda r: (f"{integer(r.pairs_2_0)} / "
                                              f"{integer(r.pairs_1_1)} / {integer(r.pairs_0_2)}"
-                                             if st.finite(getattr(r, "pairs_2_0", None))
+                                             if finite(getattr(r, "pairs_2_0", None))
                                              else "")),
         ("Elo", lambda r: num(getattr(r, "elo", None), 0, True)
-         if st.finite(getattr(r, "pairs_2_0", None)) else ""),
+         if finite(getattr(r, "pairs_2_0", None)) else ""),
     ]), "Per pairing, like an engine-testing tool: the first bot in the first seat, in the "
         "second seat, pooled over both (not for self-play, where it is 50% by construction), "
         "and seat 0 against seat 1; every interval is over deals. Pairs: deals won twice, "
