@@ -9,9 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.compare import (
-    Comparison,
-)
+from patchsim.analysis.compare import Comparison
 from patchsim.analysis.selfplay import DISTINCT_NOTE
 from patchsim.analysis.stats import MIN_DEALS
 from patchsim.document.format import finite, num, pct, pval

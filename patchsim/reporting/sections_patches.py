@@ -156,7 +156,7 @@ def _publisher_question(s: Section, useless: pd.DataFrame, by_skill: pd.DataFram
 
 
 def leather_section(leather: pd.DataFrame, games: pd.DataFrame | None = None,
-             events: Any = None) -> Section:
+                    events: Any = None) -> Section:
     s = Section("Leather patches", anchor="leather")
     if leather.empty:
         s.note("No leather patch was claimed in these games.")

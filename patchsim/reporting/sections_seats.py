@@ -6,9 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from patchsim.analysis import stats as st
-from patchsim.analysis.compare import (
-    split_rulesets,
-)
+from patchsim.analysis.compare import split_rulesets
 from patchsim.analysis.stats import MIN_DEALS
 from patchsim.document.format import ci, est_ci, finite, integer, num, pct, plural, pval
 from patchsim.document.model import Section, slug
@@ -45,7 +43,7 @@ def overview_section(run: Run, summary: pd.DataFrame) -> Section:
 
 
 def seats_section(pairings: pd.DataFrame, fpa: pd.DataFrame, skill: pd.DataFrame,
-           margin: float) -> Section:
+                  margin: float) -> Section:
     s = Section("Seats and pairings", anchor="seats")
     s.table(fmt_table(pairings, [
         ("ruleset", lambda r: r.ruleset), ("pairing", pairing_label),

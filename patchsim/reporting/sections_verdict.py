@@ -9,9 +9,7 @@ import json
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.compare import (
-    Comparison,
-)
+from patchsim.analysis.compare import Comparison
 from patchsim.analysis.selfplay import DISTINCT_NOTE
 from patchsim.analysis.stats import MIN_DEALS
 from patchsim.document.format import ci, num, pct, plural
@@ -22,8 +20,8 @@ from patchsim.reporting.run import Run
 
 
 def verdict_section(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: pd.DataFrame,
-             bonus: pd.DataFrame, comparisons: list[Comparison], margin: float,
-             few: int) -> Section:
+                    bonus: pd.DataFrame, comparisons: list[Comparison], margin: float,
+                    few: int) -> Section:
     s = Section("Verdict", anchor="verdict")
     lines: list[str] = []
     if few < MIN_DEALS:
