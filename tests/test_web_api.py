@@ -50,9 +50,9 @@ from patchsim.play.evaluate import (
 pytest.importorskip("starlette")
 
 from patchsim.bots.registry import BotSpecError  # noqa: E402
+from patchsim.engine.view import BOARD_SCRIPT, legal_view, patch_colours  # noqa: E402
 from patchsim.web import STATIC_DIR  # noqa: E402
 from patchsim.web.app import create_app  # noqa: E402
-from patchsim.web.positions import legal_view, patch_colours  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "edition2-sample.json"
@@ -631,7 +631,7 @@ def test_pages_and_assets_load_nothing_from_the_network(server: Server) -> None:
         assert status == 200 and headers["content-type"].startswith("text/html")
     remote = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?"""
                         r"""\s*(?:https?:)?//|@import|fetch\(\s*["'](?:https?:)?//""", re.I)
-    for path in STATIC_DIR.iterdir():
+    for path in [*STATIC_DIR.iterdir(), BOARD_SCRIPT]:  # board.js lives with the view
         text = path.read_text(encoding="utf-8")
         assert not remote.search(text), path.name
         # the only address in any file is the SVG namespace name, which is never fetched

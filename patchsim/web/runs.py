@@ -30,6 +30,7 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
+from patchsim.engine.view import replay_positions, ruleset_info
 from patchsim.play.runfolder import (
     EVENTS,
     GAMES,
@@ -38,7 +39,6 @@ from patchsim.play.runfolder import (
     check_folder,
     check_table,
 )
-from patchsim.web.positions import replay_positions, ruleset_info
 
 log = logging.getLogger("patchsim.web")
 
