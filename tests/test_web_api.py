@@ -189,9 +189,10 @@ def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
     assert "report.html" in good["reports"]
     by_label = {r["label"]: r for r in data["runs"]}
     damaged = next(r for label, r in by_label.items() if label.endswith("damaged"))
-    assert "cannot read the manifest" in damaged["error"]
+    assert "manifest.json is damaged" in damaged["error"]
     unfinished = next(r for label, r in by_label.items() if label.endswith("unfinished"))
-    assert "not finished" in unfinished["error"] and "--resume" in unfinished["error"]
+    # the run folder reader's messages, as report and plan give them
+    assert "not finished" in unfinished["error"] and "resume the run" in unfinished["error"]
     committed = next(r for label, r in by_label.items() if label.endswith("committed"))
     assert "report only" in committed["error"] and committed["reports"] == ["report.html"]
     # its games cannot be listed, but its report is served
@@ -199,11 +200,11 @@ def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
     status, _, body = server.request("GET", f"/files/{committed['id']}/report.html")
     assert status == 200 and b"kept" in body
     logged = caplog.text
-    assert "cannot read the manifest" in logged and "not finished" in logged
+    assert "manifest.json is damaged" in logged and "not finished" in logged
     assert "report only" in logged
     # the page of a run that does not load is a message, not an error page without words
     status, body = server.get(f"/api/runs/{damaged['id']}")
-    assert_refused(status, body, 409, "cannot read the manifest")
+    assert_refused(status, body, 409, "manifest.json is damaged")
 
 
 def test_run_summary_lists_filters_records_and_rules(server: Server, good: dict) -> None:

@@ -57,6 +57,7 @@ from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec,
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.engine.yamlfile import quote
+from patchsim.layout import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
 from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
 from patchsim.play.storage import read_manifest
@@ -639,7 +640,7 @@ class PricesResult:
     markdown: str
 
 
-STUDY_FILE = "study.json"  # what a prices folder measured: ruleset, bot, games, seed
+STUDY_FILE = PRICES_STUDY  # what a prices folder measured: ruleset, bot, games, seed
 
 
 def study_header(study: PriceStudy) -> dict[str, Any]:
@@ -668,7 +669,6 @@ def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
     return write_prices(study, target)
 
 
-PRICES_FOLDER = "prices"  # a run's prices study, which its report shows
 
 
 def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesResult:
@@ -686,8 +686,8 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        table.to_csv(tmp / "prices.csv", index=False)
-        summary.to_csv(tmp / "patches.csv", index=False)
+        table.to_csv(tmp / PRICES_TABLE, index=False)
+        summary.to_csv(tmp / PRICES_SUMMARY, index=False)  # its columns: layout.PriceRow
         (tmp / "prices.md").write_text(text, encoding="utf-8")
         (tmp / "prices.png").write_bytes(png_bytes(plot_prices(study, table, fits)))
         (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),

@@ -32,8 +32,10 @@ from patchsim.analysis.metrics import (
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.experiments.experiment import Experiment
+from patchsim.layout import FIGURES, SWEEP_HTML, SWEEP_MD
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
+from patchsim.play.runfolder import load_manifest
 from patchsim.play.storage import fresh_dir
 
 SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
@@ -218,9 +220,9 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     if flags is not None:
         atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
     md, page = _render(exp, table, flags, figures, run_dir, deals)
-    atomic_write(run_dir / "sweep.md", md)
-    atomic_write(run_dir / "sweep.html", page)
-    return SweepResult(run_dir, table, run_dir / "sweep.md", run_dir / "sweep.html")
+    atomic_write(run_dir / SWEEP_MD, md)
+    atomic_write(run_dir / SWEEP_HTML, page)
+    return SweepResult(run_dir, table, run_dir / SWEEP_MD, run_dir / SWEEP_HTML)
 
 
 # --- plots ------------------------------------------------------------------------------------
@@ -433,10 +435,8 @@ def _skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
 def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
             figures: dict[str, Figure], run_dir: Path,
             deals: pd.DataFrame | None = None) -> tuple[str, str]:
-    import json
-
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    fig_dir = run_dir / "figures"
+    manifest = load_manifest(run_dir)
+    fig_dir = run_dir / FIGURES
     fig_dir.mkdir(exist_ok=True)
     pngs = {k: _png(f) for k, f in figures.items()}
     for k, data in pngs.items():

@@ -15,7 +15,7 @@
 Wiring into a run report (``rulesets``: ruleset name -> Ruleset, as the report's
 ``Run.rulesets``)::
 
-    games = pd.read_parquet(run_dir / "games.parquet")  # with the moves column
+    games = pd.read_parquet(runfolder.table_path(run_dir, "games"))  # with the moves column
     states = game_states(games, rulesets)
     figure = plot_curves(curve_table(states, by="position"))
     fragment = replay_snippet(sample_records(run_dir, rulesets))  # raw HTML, inline

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis import stats as st
@@ -38,20 +37,25 @@ from patchsim.analysis.compare import (
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, distinct
 from patchsim.analysis.stats import MIN_DEALS, num, pct
 from patchsim.analysis.tables import (
-    EventSummary,
     game_events,
     game_moves,
     read_games,
     read_rows,
-    scan_events,
 )
 from patchsim.atomic import atomic_write
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
-from patchsim.engine.ruleset import ruleset_from_dict
-from patchsim.play.runfolder import EVENTS, GAMES, STOPPING_FILE, RunFolderError, open_run
+from patchsim.play.reader import Run, read_run
+from patchsim.play.runfolder import (
+    FIGURES,
+    REPORT_HTML,
+    REPORT_MD,
+    STOPPING_FILE,
+    RunFolderError,
+    table_path,
+)
 from patchsim.reporting import plots
 from patchsim.reporting.curves import (
     curve_table,
@@ -67,53 +71,14 @@ class ReportError(ValueError):
 
 
 # --- loading ----------------------------------------------------------------------------------
-@dataclass
-class Run:
-    """A finished run folder's games (without move lists: see ``tables.read_games``), a
-    summary of its events (``tables.scan_events``: never every event in memory), manifest
-    and rulesets (by name)."""
-
-    run_dir: Path
-    games: pd.DataFrame
-    events: EventSummary
-    manifest: dict[str, Any]
-    rulesets: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # e.g. a manifest without digests
-
-    @property
-    def label(self) -> str:
-        names = list(dict.fromkeys(self.games["ruleset"]))
-        return " + ".join(names) if names else self.run_dir.name
-
-
 def load_run(run_dir: str | Path) -> Run:
-    """Read a finished run folder, checked (:func:`patchsim.play.runfolder.open_run`: not
-    running, manifest and tables whole and unchanged); ReportError with a plain message
-    naming the file at fault if it is not one. ``Run.notes``: what to tell (no digests)."""
-    run_dir = Path(run_dir)
-    notes: list[str] = []
+    """Read a finished run folder with the one reader (:func:`patchsim.play.reader.read_run`:
+    not running, manifest and tables whole and unchanged); ReportError with its message,
+    naming the file at fault, if it is not one. ``Run.notes``: what to tell (no digests)."""
     try:
-        manifest = open_run(run_dir, notes)
+        return read_run(run_dir)
     except RunFolderError as e:
         raise ReportError(str(e)) from None
-    games_path = run_dir / GAMES
-    try:
-        games = read_games(run_dir)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise ReportError(f"{games_path}: cannot read the table ({type(e).__name__}: {e}); "
-                          "restore it from a copy of the run folder") from None
-    try:
-        events = scan_events(run_dir, games)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise ReportError(f"{run_dir / EVENTS}: cannot read the table ({type(e).__name__}: "
-                          f"{e}); restore it from a copy of the run folder") from None
-    rulesets: dict[str, Any] = {}
-    try:
-        for r in manifest.get("config", {}).get("rulesets", []):
-            rulesets[r["name"]] = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
-    except Exception:  # noqa: BLE001 - old or hand-edited manifests: report without rules data
-        rulesets = {}
-    return Run(run_dir, games, events, manifest, rulesets, notes)
 
 
 # --- the document model -------------------------------------------------------------------------
@@ -225,8 +190,8 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
     other = load_run(compare_with) if compare_with is not None else None
     sections = build_sections(run, other, margin)
     title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
-    out_html = run.run_dir / "report.html"
-    out_md = run.run_dir / "report.md"
+    out_html = run.run_dir / REPORT_HTML
+    out_md = run.run_dir / REPORT_MD
     # atomic: a full disk part-way leaves the previous report (or none), never a truncated one
     try:
         atomic_write(out_html, render_html(title, sections))
@@ -576,17 +541,13 @@ def _causal_prices(s: Section, run: Run) -> None:
     restricted-play value with its interval and verdict, and the fair price; with the
     study's ruleset, bot and games (its ``study.json``) and a warning when the study was made
     on a ruleset this run did not play."""
-    folder = run.run_dir / "prices"
-    path = folder / "patches.csv"
-    if not path.exists():
+    found = run.prices  # read by the run-folder reader, its columns checked (layout.PriceRow)
+    if found is None:
         return
-    try:
-        study = pd.read_csv(path)
-        header = (json.loads((folder / "study.json").read_text(encoding="utf-8"))
-                  if (folder / "study.json").exists() else {})
-    except (OSError, ValueError) as e:
-        s.note(f"The prices study in {folder} could not be read: {e}")
+    if found.problem is not None:
+        s.note(found.problem)
         return
+    study, header = found.rows, found.header
     what = (f"{header['ruleset']}, bot {header['bot']}, {header['games']:,} games per patch "
             f"and cost, seed {header['seed']}" if header else "ruleset and bot not recorded")
     s.table(fmt_table(study, [
@@ -802,7 +763,7 @@ def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES,
     moves, read group by group from games.parquet (never the whole moves column); only
     games in ``game_ids`` if given (the report passes the distinct games, so that a
     deterministic self-play copy is not drawn twice)."""
-    path = run_dir / "games.parquet"
+    path = table_path(run_dir, "games")
     cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
     # categorical: 2 bytes a game
     keys = read_games(run_dir, columns=["ruleset", "pairing", "game_id"])
@@ -1089,7 +1050,7 @@ def _html_table(t: Table) -> str:
 
 def render_markdown(title: str, sections: Sequence[Section], run_dir: Path) -> str:
     """Markdown with the figures written to ``run_dir/figures`` and linked relatively."""
-    fig_dir = run_dir / "figures"
+    fig_dir = run_dir / FIGURES
     fig_dir.mkdir(exist_ok=True)
     out = [f"# {title}", ""]
     for s in sections:

@@ -11,7 +11,6 @@ loader's ``allowed_roots``, so that no file elsewhere is read, and no message qu
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import posixpath
@@ -29,24 +28,28 @@ from patchsim.analysis.selfplay import DISTINCT_NOTE, duplicated_pairings
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
-from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
+from patchsim.engine.ruleset import Ruleset, shipped_rulesets
 from patchsim.engine.view import replay_positions, ruleset_info
+from patchsim.layout import TUNE_MD, TUNE_ROUNDS
+from patchsim.play.reader import inspect_run
 from patchsim.play.runfolder import (
+    BATCHES,
+    DOCUMENTS,
     EVENTS,
+    FIGURES,
     GAMES,
     MANIFEST,
     RunFolderError,
-    check_folder,
     check_table,
 )
 
 log = logging.getLogger("patchsim.web")
 
 SCAN_DEPTH = 4  # how deep below a given folder run folders are looked for
-SKIP_DIRS = {"batches", "figures", "__pycache__", "node_modules"}
+SKIP_DIRS = {BATCHES, FIGURES, "__pycache__", "node_modules"}
 TUNER_DIRS = ("candidates", "finalists")  # the tuner's own runs, one per candidate ruleset
-TUNER_FILES = ("tune.md", "tune-rounds.csv")
-REPORT_FILES = ("report.html", "sweep.html", "report.md", "sweep.md", "tune.md", "ladder.md")
+TUNER_FILES = (TUNE_MD, TUNE_ROUNDS)
+REPORT_FILES = DOCUMENTS
 MAX_LIMIT = 500  # games per page of the table
 MAX_RECORD_BYTES = 4_000_000
 
@@ -188,58 +191,22 @@ def run_id(path: Path) -> str:
 
 
 def open_run(path: Path, label: str) -> RunFolder:
-    """Read a run folder's manifest and rules and check that its games table opens; a
-    problem becomes ``error`` (a sentence that says what to do), never an exception."""
+    """Read a run folder's manifest and rules and check that its games table opens, with the
+    one run-folder reader (:func:`patchsim.play.reader.inspect_run`: the checks and the
+    messages of report and resume); a problem becomes ``error``, never an exception."""
     run = RunFolder(run_id(path), path.resolve(), label)
-    mpath = path / MANIFEST
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        if not isinstance(manifest, dict):
-            raise ValueError("not a JSON object")
-        run.manifest = manifest
-        total = manifest.get("games_total") or 0
-        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
-            raise ValueError(f"games_total is not a count of games: {total!r}"[:120])
-        run.games_total = total
-    except RecursionError:
-        run.error = f"{mpath}: cannot read the manifest (nested too deeply)"
+        # the tables' digests are checked when their games are asked for (see games()),
+        # not on every scan of the folders
+        head = inspect_run(path, verify_tables=False)
+    except RunFolderError as e:
+        run.error = str(e)
+        run.manifest = e.manifest or {}
+        total = run.manifest.get("games_total")
+        # a manifest is data from a file: a damaged count shows as none
+        run.games_total = total if type(total) is int and total >= 0 else 0
         return run
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        run.error = f"{mpath}: cannot read the manifest ({type(e).__name__}: {e})"
-        return run
-    # the run folder's own checks (manifest structure and digests, a run still playing):
-    # an edited manifest is listed with its reason, as report and resume refuse it
-    found = check_folder(path, tables=False)
-    if found.problem is not None:
-        run.error = found.problem
-        return run
-    try:
-        for r in manifest["config"]["rulesets"]:
-            if not isinstance(r["name"], str):
-                raise TypeError("a ruleset name is not text")
-            # a manifest's rules are written out in full: they may not name other files
-            run.rulesets[r["name"]] = ruleset_from_dict(r["rules"],
-                                                        source=f"manifest: {r['name']}",
-                                                        allowed_roots=())
-    except (KeyError, TypeError, RulesetError, RecursionError) as e:
-        run.error = (f"{mpath}: the manifest's rules do not load ({type(e).__name__}: {e}); "
-                     "it is damaged or from another version of patchsim")
-        return run
-    gpath = path / GAMES
-    if not gpath.exists():
-        if manifest.get("complete"):
-            # committed reports keep their manifest and report, not the raw tables
-            again = manifest.get("command") or "the command in its manifest"
-            run.error = (f"{path}: report only (no {GAMES}: raw tables are not committed); "
-                         f"to play the games again: {again}")
-        else:
-            run.error = (f"{path}: the run is not finished (no {GAMES}); finish it with: "
-                         f"patchsim run --resume {path}")
-        return run
-    try:
-        run.games_total = pq.ParquetFile(gpath).metadata.num_rows
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        run.error = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
+    run.manifest, run.rulesets, run.games_total = head.manifest, head.rulesets, head.games_total
     return run
 
 
