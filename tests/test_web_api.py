@@ -169,7 +169,7 @@ def games(run_dir: Path) -> pd.DataFrame:
     claims = ev[ev["event"] == "leather_claim"].groupby(["game_id", "seat"]).size()
     for seat in (0, 1):
         g[f"claims{seat}"] = [int(claims.get((gid, seat), 0)) for gid in g["game_id"]]
-    g["margin"] = (g["score0"] - g["score1"]).abs()
+    g["abs_margin"] = (g["score0"] - g["score1"]).abs()
     # the table lists each deterministic self-play game once, as the report counts it
     return distinct_games(g)
 
@@ -223,7 +223,8 @@ def test_run_summary_lists_filters_records_and_rules(server: Server, good: dict)
     ("pairing=greedy%20vs%20random", lambda g: g[g["pairing"] == "greedy vs random"]),
     ("winner=1", lambda g: g[g["winner"] == 1]),
     ("winner=bot:random", lambda g: g[g["winner_bot"] == "random"]),
-    ("margin_min=10&margin_max=30", lambda g: g[(g["margin"] >= 10) & (g["margin"] <= 30)]),
+    ("abs_margin_min=10&abs_margin_max=30",
+     lambda g: g[(g["abs_margin"] >= 10) & (g["abs_margin"] <= 30)]),
     ("bonus=none", lambda g: g[~g["bonus0"] & ~g["bonus1"]]),
     ("bonus=1", lambda g: g[g["bonus1"]]),
     ("leather=more0", lambda g: g[g["claims0"] > g["claims1"]]),
@@ -245,16 +246,16 @@ def test_games_filters_match_the_stored_tables(server: Server, good: dict, games
 
 
 def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) -> None:
-    _, first = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5")
-    _, second = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5&offset=5")
-    margins = [g["margin"] for g in first["games"] + second["games"]]
-    assert margins == sorted(games["margin"], reverse=True)[:10]
+    _, first = server.get(f"/api/runs/{good['id']}/games?sort=-abs_margin&limit=5")
+    _, second = server.get(f"/api/runs/{good['id']}/games?sort=-abs_margin&limit=5&offset=5")
+    margins = [g["abs_margin"] for g in first["games"] + second["games"]]
+    assert margins == sorted(games["abs_margin"], reverse=True)[:10]
     assert len({g["game_id"] for g in first["games"] + second["games"]}) == 10
 
 
 @pytest.mark.parametrize("query, fragment", [
-    ("margin_min=abc", "margin_min"),
-    ("margin_max=-1", "margin_max"),
+    ("abs_margin_min=abc", "abs_margin_min"),
+    ("abs_margin_max=-1", "abs_margin_max"),
     ("winner=2", "winner"),
     ("bonus=maybe", "bonus"),
     ("leather=lots", "leather"),
@@ -262,7 +263,7 @@ def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) 
     ("limit=100000", "between 1 and 500"),
     ("limit=10000000000000", "between 1 and 500"),
     ("offset=-1", "between 0 and 10^12"),
-    ("margin_min=" + "9" * 5000, "expected a whole number"),
+    ("abs_margin_min=" + "9" * 5000, "expected a whole number"),
     ("sort=moves;drop", "sort"),
     ("colour=red", "unknown parameter"),
 ])
@@ -1154,7 +1155,7 @@ def test_fuzzed_requests_are_answered_without_a_crash_or_a_leak(server: Server, 
         ).encode(), {"Content-Type": "application/json"})
     elif kind == "games":
         query = data.draw(st.dictionaries(st.sampled_from(
-            ["limit", "offset", "sort", "winner", "margin_min", "bonus", "leather", "x"]),
+            ["limit", "offset", "sort", "winner", "abs_margin_min", "bonus", "leather", "x"]),
             st.text(max_size=12) | st.integers(-10**14, 10**14).map(str), max_size=4))
         status, _, body = server.request("GET", f"/api/runs/{rid}/games?{urlencode(query)}")
     elif kind == "file":

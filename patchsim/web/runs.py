@@ -279,7 +279,8 @@ class RunIndex:
 
     # --- the games table --------------------------------------------------------------------------
     def games(self, run: RunFolder, listed_only: bool = True) -> pd.DataFrame:
-        """The run's games without move lists, plus ``margin`` (winner's lead),
+        """The run's games without move lists, plus ``abs_margin`` (the winner's lead: the
+        metric registry's name; the absolute score difference, 0 for a tie-break game),
         ``bonus`` (-1 nobody), ``claims0``/``claims1`` (leather claims from the events) and
         ``counted_once`` (deterministic self-play). ``listed_only``: without the identical
         copy of each deterministic self-play game, as the report counts them."""
@@ -304,7 +305,7 @@ class RunIndex:
             msg = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
             log.warning("%s", msg)
             raise WebError(409, msg) from None
-        games["margin"] = (games["score0"] - games["score1"]).abs()
+        games["abs_margin"] = (games["score0"] - games["score1"]).abs()
         # deterministic self-play plays each deal's game twice, identically; the report
         # counts it once, and so does the table: the copy (seat order 1) is left out
         dup = duplicated_pairings(games)
@@ -365,11 +366,11 @@ class RunIndex:
             mask &= (g["winner_bot"] == winner[4:]).to_numpy()
         elif winner:
             raise WebError(400, f"winner={winner!r}: give 0, 1 or bot:<bot spec>")
-        lo, hi = _int(query, "margin_min"), _int(query, "margin_max")
+        lo, hi = _int(query, "abs_margin_min"), _int(query, "abs_margin_max")
         if lo is not None:
-            mask &= (g["margin"] >= lo).to_numpy()
+            mask &= (g["abs_margin"] >= lo).to_numpy()
         if hi is not None:
-            mask &= (g["margin"] <= hi).to_numpy()
+            mask &= (g["abs_margin"] <= hi).to_numpy()
         bonus = query.get("bonus", "")
         if bonus in ("0", "1"):
             mask &= (g["bonus"] == int(bonus)).to_numpy()
@@ -492,9 +493,9 @@ class RunIndex:
         return _files(run.path, (".json",))
 
 
-FILTERS = ("ruleset", "pairing", "winner", "margin_min", "margin_max", "bonus", "leather",
-           "sort", "offset", "limit")
-SORT_KEYS = ("game_id", "margin", "score0", "score1", "plies", "deal")
+FILTERS = ("ruleset", "pairing", "winner", "abs_margin_min", "abs_margin_max", "bonus",
+           "leather", "sort", "offset", "limit")
+SORT_KEYS = ("game_id", "abs_margin", "score0", "score1", "plies", "deal")
 
 
 def _int(query: dict[str, str], key: str, lo: int = 0, hi: int = 10**12) -> int | None:
@@ -529,7 +530,7 @@ def _tuner_folder(path: Path) -> bool:
 
 def _game_row(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("game_id", "ruleset", "pairing", "deal", "order", "bot0", "bot1", "winner",
-            "winner_bot", "score0", "score1", "margin", "tie_break", "bonus", "claims0",
+            "winner_bot", "score0", "score1", "abs_margin", "tie_break", "bonus", "claims0",
             "claims1", "leather0", "leather1", "plies", "counted_once")
     out = {}
     for k in keys:
