@@ -55,7 +55,7 @@ RUN_LEFTOVERS = {BATCHES, LOCK}
 # SIGKILL mid-write leaves them behind
 _PARTIAL = re.compile(r"^\.(" + "|".join(map(re.escape, (*TABLES, MANIFEST, STOPPING_FILE)))
                       + r")\..+$")
-_PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\.arrow\..+$")
+_PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\." + re.escape(BATCH_SUFFIX) + r"\..+$")
 WRITE_PROBE = ".write-test-"  # the probe of check_writable (storage)
 
 _I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
