@@ -228,3 +228,30 @@ def test_a_worker_process_imports_no_pandas() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout.strip()
     assert out == "False"
+
+
+# a model folder's manifest (bots/learned.py) and a training folder's report (play/train.py,
+# cli/train.py) are not a run folder's files, though they share the names
+OTHER_FOLDERS = {("bots/learned.py", layout.MANIFEST), ("play/train.py", layout.REPORT_MD),
+                 ("cli/train.py", layout.REPORT_MD)}
+
+
+def test_a_run_folders_file_names_are_spelled_only_in_layout() -> None:
+    """Every module takes a run folder's file names from patchsim.layout (directly or
+    through runfolder), so that a reader and a writer cannot disagree on one."""
+    import ast
+
+    package = Path(layout.__file__).parent
+    names = {layout.MANIFEST, layout.GAMES, layout.EVENTS, layout.STOPPING_FILE,
+             layout.REPORT_HTML, layout.REPORT_MD, layout.PRICES_SUMMARY, layout.PRICES_STUDY,
+             layout.PRICES_TABLE, layout.SWEEP_MD, layout.SWEEP_HTML}
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel == "layout.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names \
+                    and (rel, node.value) not in OTHER_FOLDERS:
+                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not found, "use the names of patchsim.layout: " + ", ".join(found)
