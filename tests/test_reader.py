@@ -4,6 +4,7 @@ command line, the names of the folder's files and study columns in one place
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -239,8 +240,6 @@ OTHER_FOLDERS = {("bots/learned.py", layout.MANIFEST), ("play/train.py", layout.
 def test_a_run_folders_file_names_are_spelled_only_in_layout() -> None:
     """Every module takes a run folder's file names from patchsim.layout (directly or
     through runfolder), so that a reader and a writer cannot disagree on one."""
-    import ast
-
     package = Path(layout.__file__).parent
     names = {layout.MANIFEST, layout.GAMES, layout.EVENTS, layout.STOPPING_FILE,
              layout.REPORT_HTML, layout.REPORT_MD, layout.PRICES_SUMMARY, layout.PRICES_STUDY,
