@@ -13,17 +13,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchsim"
 
 # A module may import from its own folder and from folders of a lower rank. engine and
 # analysis are side by side: the rules know no statistics, and the statistics read tables
-# and play nothing (they import neither the engine nor the bots).
+# and play nothing (they import neither the engine nor the bots). web and reporting are side
+# by side too: what both draw (the position view) lives below them, in engine/view.py.
 RANK = {
-    "_version": 0, "_jitcache": 0, "atomic": 0,
+    "_version": 0, "_jitcache": 0, "atomic": 0, "layout": 0,
     "document": 0.5,  # documents for every floor: above atomic (it writes files), below all
     "engine": 1, "analysis": 1,
     "bots": 2,
     "play": 3,
-    "web": 4,
-    "reporting": 5,
-    "experiments": 6,
-    "cli": 7,
+    "web": 4, "reporting": 4,
+    "experiments": 5,
+    "cli": 6,
 }
 # the package's front door (lazy exports) and the command line (lazy commands, so that
 # `patchsim --help` starts fast) may import inside functions

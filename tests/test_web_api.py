@@ -50,9 +50,9 @@ from patchsim.play.evaluate import (
 pytest.importorskip("starlette")
 
 from patchsim.bots.registry import BotSpecError  # noqa: E402
+from patchsim.engine.view import BOARD_SCRIPT, legal_view, patch_colours  # noqa: E402
 from patchsim.web import STATIC_DIR  # noqa: E402
 from patchsim.web.app import create_app  # noqa: E402
-from patchsim.web.positions import legal_view, patch_colours  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "edition2-sample.json"
@@ -169,7 +169,7 @@ def games(run_dir: Path) -> pd.DataFrame:
     claims = ev[ev["event"] == "leather_claim"].groupby(["game_id", "seat"]).size()
     for seat in (0, 1):
         g[f"claims{seat}"] = [int(claims.get((gid, seat), 0)) for gid in g["game_id"]]
-    g["margin"] = (g["score0"] - g["score1"]).abs()
+    g["abs_margin"] = (g["score0"] - g["score1"]).abs()
     # the table lists each deterministic self-play game once, as the report counts it
     return distinct_games(g)
 
@@ -189,9 +189,10 @@ def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
     assert "report.html" in good["reports"]
     by_label = {r["label"]: r for r in data["runs"]}
     damaged = next(r for label, r in by_label.items() if label.endswith("damaged"))
-    assert "cannot read the manifest" in damaged["error"]
+    assert "manifest.json is damaged" in damaged["error"]
     unfinished = next(r for label, r in by_label.items() if label.endswith("unfinished"))
-    assert "not finished" in unfinished["error"] and "--resume" in unfinished["error"]
+    # the run folder reader's messages, as report and plan give them
+    assert "not finished" in unfinished["error"] and "resume the run" in unfinished["error"]
     committed = next(r for label, r in by_label.items() if label.endswith("committed"))
     assert "report only" in committed["error"] and committed["reports"] == ["report.html"]
     # its games cannot be listed, but its report is served
@@ -199,11 +200,11 @@ def test_runs_lists_the_good_run_and_says_what_is_wrong_with_the_others(
     status, _, body = server.request("GET", f"/files/{committed['id']}/report.html")
     assert status == 200 and b"kept" in body
     logged = caplog.text
-    assert "cannot read the manifest" in logged and "not finished" in logged
+    assert "manifest.json is damaged" in logged and "not finished" in logged
     assert "report only" in logged
     # the page of a run that does not load is a message, not an error page without words
     status, body = server.get(f"/api/runs/{damaged['id']}")
-    assert_refused(status, body, 409, "cannot read the manifest")
+    assert_refused(status, body, 409, "manifest.json is damaged")
 
 
 def test_run_summary_lists_filters_records_and_rules(server: Server, good: dict) -> None:
@@ -222,7 +223,8 @@ def test_run_summary_lists_filters_records_and_rules(server: Server, good: dict)
     ("pairing=greedy%20vs%20random", lambda g: g[g["pairing"] == "greedy vs random"]),
     ("winner=1", lambda g: g[g["winner"] == 1]),
     ("winner=bot:random", lambda g: g[g["winner_bot"] == "random"]),
-    ("margin_min=10&margin_max=30", lambda g: g[(g["margin"] >= 10) & (g["margin"] <= 30)]),
+    ("abs_margin_min=10&abs_margin_max=30",
+     lambda g: g[(g["abs_margin"] >= 10) & (g["abs_margin"] <= 30)]),
     ("bonus=none", lambda g: g[~g["bonus0"] & ~g["bonus1"]]),
     ("bonus=1", lambda g: g[g["bonus1"]]),
     ("leather=more0", lambda g: g[g["claims0"] > g["claims1"]]),
@@ -244,16 +246,16 @@ def test_games_filters_match_the_stored_tables(server: Server, good: dict, games
 
 
 def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) -> None:
-    _, first = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5")
-    _, second = server.get(f"/api/runs/{good['id']}/games?sort=-margin&limit=5&offset=5")
-    margins = [g["margin"] for g in first["games"] + second["games"]]
-    assert margins == sorted(games["margin"], reverse=True)[:10]
+    _, first = server.get(f"/api/runs/{good['id']}/games?sort=-abs_margin&limit=5")
+    _, second = server.get(f"/api/runs/{good['id']}/games?sort=-abs_margin&limit=5&offset=5")
+    margins = [g["abs_margin"] for g in first["games"] + second["games"]]
+    assert margins == sorted(games["abs_margin"], reverse=True)[:10]
     assert len({g["game_id"] for g in first["games"] + second["games"]}) == 10
 
 
 @pytest.mark.parametrize("query, fragment", [
-    ("margin_min=abc", "margin_min"),
-    ("margin_max=-1", "margin_max"),
+    ("abs_margin_min=abc", "abs_margin_min"),
+    ("abs_margin_max=-1", "abs_margin_max"),
     ("winner=2", "winner"),
     ("bonus=maybe", "bonus"),
     ("leather=lots", "leather"),
@@ -261,7 +263,7 @@ def test_games_pages_and_sorts(server: Server, good: dict, games: pd.DataFrame) 
     ("limit=100000", "between 1 and 500"),
     ("limit=10000000000000", "between 1 and 500"),
     ("offset=-1", "between 0 and 10^12"),
-    ("margin_min=" + "9" * 5000, "expected a whole number"),
+    ("abs_margin_min=" + "9" * 5000, "expected a whole number"),
     ("sort=moves;drop", "sort"),
     ("colour=red", "unknown parameter"),
 ])
@@ -631,7 +633,7 @@ def test_pages_and_assets_load_nothing_from_the_network(server: Server) -> None:
         assert status == 200 and headers["content-type"].startswith("text/html")
     remote = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?"""
                         r"""\s*(?:https?:)?//|@import|fetch\(\s*["'](?:https?:)?//""", re.I)
-    for path in STATIC_DIR.iterdir():
+    for path in [*STATIC_DIR.iterdir(), BOARD_SCRIPT]:  # board.js lives with the view
         text = path.read_text(encoding="utf-8")
         assert not remote.search(text), path.name
         # the only address in any file is the SVG namespace name, which is never fetched
@@ -1153,7 +1155,7 @@ def test_fuzzed_requests_are_answered_without_a_crash_or_a_leak(server: Server, 
         ).encode(), {"Content-Type": "application/json"})
     elif kind == "games":
         query = data.draw(st.dictionaries(st.sampled_from(
-            ["limit", "offset", "sort", "winner", "margin_min", "bonus", "leather", "x"]),
+            ["limit", "offset", "sort", "winner", "abs_margin_min", "bonus", "leather", "x"]),
             st.text(max_size=12) | st.integers(-10**14, 10**14).map(str), max_size=4))
         status, _, body = server.request("GET", f"/api/runs/{rid}/games?{urlencode(query)}")
     elif kind == "file":

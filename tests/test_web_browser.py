@@ -221,8 +221,8 @@ def test_open_a_run_filter_its_games_and_open_one(page, server: Server,
     assert table_ids(page) == sorted(want["game_id"])
     assert "winner=1" in page.url and "leather=more0" in page.url
     page.click("#f-reset")
-    page.fill("#f-margin-min", "10")
-    page.press("#f-margin-min", "Tab")  # a change event, as a person leaving the field
+    page.fill("#f-abs-margin-min", "10")
+    page.press("#f-abs-margin-min", "Tab")  # a change event, as a person leaving the field
     want = games[(games["score0"] - games["score1"]).abs() >= 10]
     wait_table(page, len(want))
     assert table_ids(page) == sorted(want["game_id"])

@@ -27,8 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-GAMES_FILE = "games.parquet"
-EVENTS_FILE = "events.parquet"
+from patchsim.layout import EVENTS, GAMES
+
+GAMES_FILE = GAMES  # the names of a run folder's files: patchsim.layout
+EVENTS_FILE = EVENTS
 BATCH_ROWS = 65_536  # events per scanned batch: a few MB whatever the size of the run
 
 # the games columns the analyses use (not the move lists, buttons, empty squares, final

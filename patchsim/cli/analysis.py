@@ -30,8 +30,10 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _is_run_dir(ref: str) -> bool:
+    from patchsim.layout import MANIFEST
+
     p = Path(ref)
-    return p.is_dir() and (p / "manifest.json").exists()
+    return p.is_dir() and (p / MANIFEST).exists()
 
 
 def _check_margin(margin: float) -> None:

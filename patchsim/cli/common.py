@@ -74,7 +74,7 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     if isinstance(e, BotFailure):
         return fail(f"{e}\nreplay it with: patchsim replay {shlex.quote(str(e.record_path))}",
                     1)
-    if isinstance(e, RunFolderBusy):
+    if isinstance(e, RunFolderBusy) and e.doing is None:  # a new run into a busy folder
         return fail(f"{e} (choose one with --out)")
     return fail(_flags(str(e)))
 

@@ -28,8 +28,8 @@ from patchsim.engine.ruleset import (
     load_ruleset,
 )
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
+from patchsim.layout import NAME_RULE, folder_name, is_folder_name
 from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
-from patchsim.play.runfolder import folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
@@ -186,11 +186,11 @@ def load_experiment(path: str | Path) -> Experiment:
     if len(name) > MAX_NAME or not name.isprintable():
         # the name becomes the report folder's name
         bad("name", f"expected at most {MAX_NAME} printable characters, got {quote(name)}")
-    elif "name" in data and folder_name(name) != name:
+    elif "name" in data and not is_folder_name(name):
         # the name is the study's folder under reports/: "..", "a/b" or ".x" would lead
         # out of it or hide it
-        bad("name", f"{name!r} cannot name a folder under reports/; use letters, digits and "
-                    f"._+- (e.g. {folder_name(name)!r})")
+        bad("name", f"{name!r} cannot name a folder under reports/; use {NAME_RULE} "
+                    f"(e.g. {folder_name(name)!r})")
     base_ref = data.get("base")
     base: Ruleset | None = None
     if not isinstance(base_ref, str):

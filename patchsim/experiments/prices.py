@@ -61,6 +61,7 @@ from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.engine.yamlfile import quote
 from patchsim.experiments.prices_document import prices_document
+from patchsim.layout import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
 from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
 from patchsim.play.storage import read_manifest
@@ -613,7 +614,7 @@ class PricesResult:
     document: Document | None = None  # the report itself: the CLI shows sections of it
 
 
-STUDY_FILE = "study.json"  # what a prices folder measured: ruleset, bot, games, seed
+STUDY_FILE = PRICES_STUDY  # what a prices folder measured: ruleset, bot, games, seed
 
 
 def study_header(study: PriceStudy) -> dict[str, Any]:
@@ -642,7 +643,6 @@ def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
     return write_prices(study, target)
 
 
-PRICES_FOLDER = "prices"  # a run's prices study, which its report shows
 
 
 def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesResult:
@@ -661,8 +661,8 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        table.to_csv(tmp / "prices.csv", index=False)
-        summary.to_csv(tmp / "patches.csv", index=False)
+        table.to_csv(tmp / PRICES_TABLE, index=False)
+        summary.to_csv(tmp / PRICES_SUMMARY, index=False)  # its columns: layout.PriceRow
         write(doc, tmp, "prices")  # prices.html, prices.md and the picture, prices.png
         (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),
                                       encoding="utf-8")

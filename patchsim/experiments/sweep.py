@@ -9,7 +9,6 @@ bootstrap over deals with a fixed seed, so a report is reproducible to the digit
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from patchsim.experiments.experiment import Experiment
 from patchsim.experiments.sweep_document import sweep_document, verdict_lines
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
-from patchsim.play.runfolder import MANIFEST
+from patchsim.play.runfolder import load_manifest
 from patchsim.play.storage import fresh_dir
 from patchsim.reporting.plots import png_bytes
 
@@ -221,7 +220,7 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
     if flags is not None:
         atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
-    manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    manifest = load_manifest(run_dir)
     doc = sweep_document(exp, table, flags, {k: png_bytes(f, dpi=110) for k, f in
                                              figures.items()}, manifest,
                          shown=[m for m in SWEEP_METRICS if m in table.columns],

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from patchsim.engine.ruleset import (
     ruleset_from_dict,
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
+from patchsim.layout import NAME_RULE, is_folder_name
 from patchsim.play.match import MOVE_SECONDS
 
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
@@ -99,7 +99,9 @@ class RunConfig:
                     or not isinstance(r.get("name"), str):
                 raise bad(f"rulesets[{i}]", "{name, hash, rules}", r)
             try:
-                rs = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}")
+                # a manifest's rules are written out in full: they may name no other file
+                rs = ruleset_from_dict(r["rules"], source=f"manifest: {r['name']}",
+                                       allowed_roots=())
             except RulesetError as e:
                 raise RunError(f"config.rulesets[{i}].rules: {e}") from None
             except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -244,10 +246,10 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
         if len(name) > 100 or not name.isprintable():  # it names the run folder
             raise RunError(f"{ref}: name: expected at most 100 printable characters, got "
                            f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
-        if "name" in data and re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", name) is None:
+        if "name" in data and not is_folder_name(name):
             # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
             raise RunError(f"{ref}: name: {name!r} cannot name a folder under reports/; use "
-                           "letters, digits and ._+- (not starting with a dot)")
+                           f"{NAME_RULE}")
         base = path.parent
         rulesets = []
         for i, r in enumerate(refs):

@@ -42,6 +42,7 @@ from patchsim.play.runfolder import (
     check_table,
     clean_partials,
     stamp_digests,
+    table_path,
 )
 from patchsim.play.storage import (
     MANIFEST,
@@ -279,7 +280,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
         segments.append(config.deals)
     run_id = manifest.get("run_id") or run_identity(config)
     total_games = 2 * config.deals * len(config.rulesets) * len(config.pairings)
-    if merged >= config.deals and (run_dir / "games.parquet").exists():
+    if merged >= config.deals and table_path(run_dir, "games").exists():
         # complete and merged already: nothing to play, if the tables are the run's
         for kind in ("games", "events"):
             check_table(run_dir, kind, manifest)
@@ -489,7 +490,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
         played += result.played
         if not result.complete:
             return session(result)
-        games = pd.read_parquet(Path(run_dir) / "games.parquet",
+        games = pd.read_parquet(table_path(Path(run_dir), "games"),
                                 columns=["ruleset", "pairing", "deal", "winner"])
         widest, open_groups, notes = 0.0, 0, []
         decided: list[dict[str, Any]] = []

@@ -25,26 +25,38 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from patchsim.engine.ruleset import RulesetError
+from patchsim.layout import (  # noqa: F401 - offered here with the reader
+    BATCH_SUFFIX,
+    BATCHES,
+    DOCUMENTS,
+    EVENTS,
+    FIGURES,
+    GAMES,
+    LOCK,
+    MANIFEST,
+    PRICE_COLUMNS,
+    PRICES_FOLDER,
+    PRICES_STUDY,
+    PRICES_SUMMARY,
+    REPORT_HTML,
+    REPORT_MD,
+    STOPPING_FILE,
+    TABLES,
+    PriceRow,
+    folder_name,
+)
 from patchsim.play.config import RunConfig, RunError, run_identity
 
-# --- the files of a run folder ----------------------------------------------------------------
-MANIFEST = "manifest.json"
-GAMES = "games.parquet"
-EVENTS = "events.parquet"
-TABLES = (GAMES, EVENTS)
-# written by execute_until when a sequential test chose the run's length (a report reads it)
-STOPPING_FILE = "stopping.json"
-BATCHES = "batches"
-LOCK = ".patchsim.lock"
-BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
+# --- the files of a run folder: their names live on the lowest floor (patchsim.layout) -----------
 # what a run may leave in a folder before its manifest exists (an interrupted start); any
 # other file means the folder is not ours to write into
 RUN_LEFTOVERS = {BATCHES, LOCK}
 # the temporary names of atomic writes (patchsim.atomic: ".<target>.<random><suffix>"): a
 # SIGKILL mid-write leaves them behind
-_PARTIAL = re.compile(r"^\.(games\.parquet|events\.parquet|manifest\.json|stopping\.json)\..+$")
-_PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\.arrow\..+$")
-_WRITE_PROBE = ".write-test-"
+_PARTIAL = re.compile(r"^\.(" + "|".join(map(re.escape, (*TABLES, MANIFEST, STOPPING_FILE)))
+                      + r")\..+$")
+_PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\." + re.escape(BATCH_SUFFIX) + r"\..+$")
+WRITE_PROBE = ".write-test-"  # the probe of check_writable (storage)
 
 _I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
 GAMES_SCHEMA = pa.schema([
@@ -72,35 +84,52 @@ NO_DIGEST_NOTE = ("{path} has no digests (made before patchsim recorded them): i
 
 
 class RunFolderError(RunError):
-    """A run folder that cannot be used as it is: ``path`` is the file at fault."""
+    """A run folder that cannot be used as it is: ``path`` is the file at fault;
+    ``manifest`` the manifest as read, when it could be (a listing still shows its name)."""
 
-    def __init__(self, path: Path, message: str) -> None:
+    def __init__(self, path: Path, message: str, *,
+                 manifest: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
+        self.manifest = manifest
         super().__init__(message)
 
 
-class RunStillRunning(RunFolderError):
-    """A live patchsim run holds the folder; ``holder`` is what its lock file says."""
+class RunFolderBusy(RunFolderError):
+    """A live patchsim run holds the folder: ``holder`` is what its lock file says,
+    ``doing`` what the caller wanted to do (None: play into the folder)."""
 
-    def __init__(self, run_dir: Path, holder: dict[str, Any], doing: str) -> None:
-        self.holder = holder
-        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started") if k in holder)
-        who = who or "by another patchsim process"
-        super().__init__(Path(run_dir), f"{run_dir} is still running ({who}); wait for it "
-                         f"to finish before {doing}")
+    def __init__(self, run_dir: Path, holder: dict[str, Any], doing: str | None = None
+                 ) -> None:
+        self.run_dir, self.holder, self.doing = Path(run_dir), holder, doing
+        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started", "seed")
+                        if k in holder)
+        then = (f"wait for it to finish before {doing}" if doing is not None
+                else "wait for it to finish, or write to another folder")
+        super().__init__(Path(run_dir), f"{run_dir} is still running "
+                         f"({who or 'another patchsim run'}); {then}")
+
+
+class RunNotFinished(RunFolderError):
+    """A run folder without its games table: a run to resume, or (``report_only``) a
+    finished run's folder kept without its tables (a committed report); ``command`` is how
+    its manifest says it was played."""
+
+    def __init__(self, run_dir: Path, report_only: bool, command: str | None) -> None:
+        self.run_dir, self.report_only, self.command = Path(run_dir), report_only, command
+        if report_only:
+            again = command or "the command in its manifest"
+            text = (f"{run_dir}: report only: it holds no {GAMES} (a finished run's folder "
+                    f"without its tables, e.g. a committed report); play it again with: "
+                    f"{again}")
+        else:
+            text = f"{run_dir}: the run is not finished (no {GAMES}); resume the run first"
+        super().__init__(Path(run_dir), text)
 
 
 # --- names --------------------------------------------------------------------------------------
-def folder_name(name: str) -> str:
-    """``name`` made into one plain folder name: no separators, no leading dot (so ``..``
-    or ``../x`` cannot lead out of ``reports/``), nothing but letters, digits and ``._+-``."""
-    safe = re.sub(r"[^A-Za-z0-9._+-]+", "-", str(name)).lstrip(".-")
-    return safe or "run"
-
-
 def table_path(run_dir: Path, kind: str) -> Path:
     """games.parquet or events.parquet (``kind``: games or events) of a run folder."""
-    return Path(run_dir) / f"{kind}.parquet"
+    return Path(run_dir) / {"games": GAMES, "events": EVENTS}[kind]
 
 
 # --- digests -----------------------------------------------------------------------------------
@@ -271,6 +300,10 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
         raise RunFolderError(path, f"cannot read {path}: {e.strerror or e}") from None
     try:
         manifest = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise RunFolderError(path, f"{path} is damaged: nested too deeply to be a manifest; "
+                             "restore it from a copy, or start a new run in another "
+                             "folder") from None
     except (UnicodeDecodeError, ValueError) as e:
         raise RunFolderError(path, f"{path} is damaged: not JSON ({_first_line(e)}); "
                              "restore it from a copy, or start a new run in another "
@@ -287,15 +320,25 @@ def read_manifest(run_dir: Path, notes: list[str] | None = None
     and, where recorded, its digests. RunFolderError if it is missing, damaged or edited;
     ``notes`` receives what the caller may want to tell (e.g. no digests)."""
     run_dir = Path(run_dir)
-    path = run_dir / MANIFEST
     manifest = load_manifest(run_dir)
+    try:
+        found = _check_manifest(manifest, run_dir / MANIFEST)
+    except RunFolderError as e:
+        e.manifest = manifest  # what could be read (a listing shows its name)
+        raise
+    if notes is not None:
+        notes.extend(found[0])
+    return manifest, found[1]
+
+
+def _check_manifest(manifest: dict[str, Any], path: Path) -> tuple[list[str], RunConfig]:
     found = check_settings(manifest, path)
     try:
         config = RunConfig.from_manifest(manifest["config"])
     except RunError as e:
         raise RunFolderError(path, f"{path}: {e}; restore the manifest, or start a new run "
                              "in another folder") from None
-    except (KeyError, TypeError, ValueError, RulesetError) as e:
+    except (KeyError, TypeError, ValueError, RulesetError, RecursionError) as e:
         raise RunFolderError(path, f"{path} is damaged or not a patchsim manifest "
                              f"({_first_line(e)}); restore it, or start a new run in another "
                              "folder") from None
@@ -308,9 +351,7 @@ def read_manifest(run_dir: Path, notes: list[str] | None = None
                              f"{config.seed}) no longer matches run_id {run_id}: the "
                              "manifest was edited after the run wrote it; restore it, or "
                              "start a new run in another folder to play other settings")
-    if notes is not None:
-        notes.extend(found)
-    return manifest, config
+    return found, config
 
 
 def _check_bookkeeping(manifest: dict[str, Any], config: RunConfig, path: Path) -> None:
@@ -361,10 +402,19 @@ def running(run_dir: Path) -> dict[str, Any] | None:
 
 
 def check_not_running(run_dir: Path, doing: str) -> None:
-    """RunStillRunning if a live run holds ``run_dir`` (``doing``: what the caller wants)."""
+    """RunFolderBusy if a live run holds ``run_dir`` (``doing``: what the caller wants)."""
     holder = running(run_dir)
     if holder is not None:
-        raise RunStillRunning(run_dir, holder, doing)
+        raise RunFolderBusy(run_dir, holder, doing)
+
+
+def check_finished(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """RunNotFinished if the run folder holds no games table (a run to resume, or a
+    committed report's folder, by what its manifest says)."""
+    if not table_path(run_dir, "games").exists():
+        command = manifest.get("command")
+        raise RunNotFinished(run_dir, manifest.get("complete") is True,
+                             command if isinstance(command, str) else None)
 
 
 def check_output_folder(run_dir: Path) -> None:
@@ -377,7 +427,7 @@ def check_output_folder(run_dir: Path) -> None:
     if not run_dir.is_dir() or (run_dir / MANIFEST).exists():
         return
     others = sorted(p.name for p in run_dir.iterdir()
-                    if p.name not in RUN_LEFTOVERS and not p.name.startswith(_WRITE_PROBE)
+                    if p.name not in RUN_LEFTOVERS and not p.name.startswith(WRITE_PROBE)
                     and not _PARTIAL.match(p.name))
     if others:
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
@@ -415,43 +465,25 @@ class FolderCheck:
 
 
 def check_folder(run_dir: str | Path, *, tables: bool = True) -> FolderCheck:
-    """Check a run folder for reading (report, serve, plan, compare): not running, manifest
-    readable and unedited, tables present, whole and unchanged (``tables``). Never raises
-    for the folder's state: the result says what is wrong (for the web app's listing)."""
+    """Check a run folder for reading: not running, manifest readable and unedited, tables
+    present, whole and unchanged (``tables``). Never raises for the folder's state: the
+    result says what is wrong (e.g. for the notes a command shows). To read the folder, see
+    :func:`patchsim.play.reader.read_run`, which checks it the same way."""
     run_dir = Path(run_dir)
     out = FolderCheck(run_dir)
     try:
         out.manifest = load_manifest(run_dir)
         out.running = running(run_dir)
         if out.running is not None:
-            raise RunStillRunning(run_dir, out.running, "reading it")
+            raise RunFolderBusy(run_dir, out.running, "reading it")
         out.notes += check_settings(out.manifest, run_dir / MANIFEST)
         if tables:
-            if not table_path(run_dir, "games").exists():
-                if out.manifest.get("complete") is True:
-                    # a committed report keeps its manifest and report, not the raw tables
-                    again = out.manifest.get("command") or "the command in its manifest"
-                    raise RunFolderError(run_dir, f"{run_dir} holds no {GAMES} (a finished "
-                                         "run's folder without its tables, e.g. a committed "
-                                         f"report); play it again with: {again}")
-                raise RunFolderError(run_dir, f"{run_dir}: the run is not finished (no "
-                                     f"{GAMES}); resume the run first")
+            check_finished(run_dir, out.manifest)
             for kind in SCHEMAS:
                 check_table(run_dir, kind, out.manifest)
     except RunFolderError as e:
         out.problem = str(e)
     return out
-
-
-def open_run(run_dir: str | Path, notes: list[str] | None = None) -> dict[str, Any]:
-    """The manifest of a finished run folder whose manifest and tables check out
-    (:func:`check_folder`); RunFolderError naming the file at fault otherwise."""
-    found = check_folder(run_dir)
-    if found.problem is not None:
-        raise RunFolderError(Path(run_dir), found.problem)
-    if notes is not None:
-        notes.extend(found.notes)
-    return found.manifest
 
 
 def same_experiment(a: dict[str, Any], b: dict[str, Any]) -> bool:

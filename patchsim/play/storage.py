@@ -33,9 +33,12 @@ from patchsim.play.runfolder import (  # noqa: F401 - the names storage has alwa
     MANIFEST,
     SCHEMAS,
     STOPPING_FILE,
+    WRITE_PROBE,
+    RunFolderBusy,
     RunFolderError,
     folder_name,
     read_manifest,
+    table_path,
 )
 
 if TYPE_CHECKING:
@@ -69,17 +72,6 @@ def read_batch(path: Path) -> pa.Table:
 
 def atomic_write_text(text: str, path: Path) -> None:
     atomic_write(path, text)
-
-
-class RunFolderBusy(RunError):
-    """The run folder is held by another live patchsim run."""
-
-    def __init__(self, run_dir: Path, holder: dict[str, Any]) -> None:
-        self.run_dir, self.holder = run_dir, holder
-        who = ", ".join(f"{k} {holder[k]}" for k in ("pid", "host", "started", "seed")
-                        if k in holder)
-        super().__init__(f"{run_dir} is still running ({who or 'another patchsim run'}); "
-                         "wait for it to finish, or write to another folder")
 
 
 LOCK_TRIES = 20  # 25 ms apart: a reader's probe of the lock lasts microseconds
@@ -203,7 +195,7 @@ def check_writable(run_dir: Path) -> None:
         (run_dir / BATCHES).mkdir(parents=True, exist_ok=True)
         # a name of its own: two runs started together into one folder must not remove
         # each other's probe (the second is refused by the run lock, with a clear message)
-        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=run_dir)
+        fd, probe = tempfile.mkstemp(prefix=WRITE_PROBE, dir=run_dir)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
@@ -224,7 +216,7 @@ class TableMerger:
         self._pending: dict[str, list[pa.Table]] = {}
         self._rows: dict[str, int] = {}
         for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
-            tmp = self._stack.enter_context(atomic_path(self.run_dir / f"{kind}.parquet",
+            tmp = self._stack.enter_context(atomic_path(table_path(self.run_dir, kind),
                                                         suffix=".parquet"))
             # lz4 and no min/max statistics on text columns: half the merge's cost at the
             # same file size
@@ -303,7 +295,7 @@ def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
     top-up (the batch files of merged runs are deleted), reading one row group at a time.
     A row's ruleset and pairing follow from its game id (see ``batches.game_id``)."""
     for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
-        source = pq.ParquetFile(run_dir / f"{kind}.parquet")
+        source = pq.ParquetFile(table_path(run_dir, kind))
         with contextlib.ExitStack() as stack:
             writers: dict[tuple[int, int], Any] = {}
             for i in range(source.num_row_groups):
@@ -334,9 +326,9 @@ def clear_batches(run_dir: Path) -> None:
 
 def load_games(run_dir: str | Path) -> pd.DataFrame:
     """A run's games table, whole, as a DataFrame (pyarrow imports pandas on first use)."""
-    return pq.read_table(Path(run_dir) / "games.parquet").to_pandas()
+    return pq.read_table(table_path(Path(run_dir), "games")).to_pandas()
 
 
 def load_events(run_dir: str | Path) -> pd.DataFrame:
     """A run's events table, whole, as a DataFrame."""
-    return pq.read_table(Path(run_dir) / "events.parquet").to_pandas()
+    return pq.read_table(table_path(Path(run_dir), "events")).to_pandas()

@@ -15,7 +15,7 @@
 Wiring into a run report (``rulesets``: ruleset name -> Ruleset, as the report's
 ``Run.rulesets``)::
 
-    games = pd.read_parquet(run_dir / "games.parquet")  # with the moves column
+    games = pd.read_parquet(runfolder.table_path(run_dir, "games"))  # with the moves column
     states = game_states(games, rulesets)
     figure = plot_curves(curve_table(states, by="position"))
     fragment = replay_snippet(sample_records(run_dir, rulesets))  # raw HTML, inline
@@ -40,9 +40,8 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset
+from patchsim.engine.view import BOARD_SCRIPT, replay_positions, ruleset_info
 from patchsim.reporting.plots import new_figure
-from patchsim.web import STATIC_DIR
-from patchsim.web.positions import replay_positions, ruleset_info
 
 METRICS = ("score", "buttons", "income")
 GROUP = ("ruleset", "bot", "seat")
@@ -258,7 +257,7 @@ def sample_records(run_dir: str | Path, rulesets: Mapping[str, Ruleset], limit: 
 
 def _board_js() -> str:
 
-    return (STATIC_DIR / "board.js").read_text(encoding="utf-8")
+    return BOARD_SCRIPT.read_text(encoding="utf-8")
 
 
 _STEPPER_JS = r"""

@@ -21,6 +21,7 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
+from patchsim.play.runfolder import table_path
 from patchsim.reporting import plots
 from patchsim.reporting.common import add_figure
 from patchsim.reporting.curves import (
@@ -78,7 +79,7 @@ def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES,
     moves, read group by group from games.parquet (never the whole moves column); only
     games in ``game_ids`` if given (the report passes the distinct games, so that a
     deterministic self-play copy is not drawn twice)."""
-    path = run_dir / "games.parquet"
+    path = table_path(run_dir, "games")
     cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
     # categorical: 2 bytes a game
     keys = read_games(run_dir, columns=["ruleset", "pairing", "game_id"])

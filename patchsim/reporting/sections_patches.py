@@ -4,7 +4,6 @@ patches and the 7x7 bonus.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pandas as pd
@@ -23,17 +22,13 @@ def _causal_prices(s: Section, run: Run) -> None:
     restricted-play value with its interval and verdict, and the fair price; with the
     study's ruleset, bot and games (its ``study.json``) and a warning when the study was made
     on a ruleset this run did not play."""
-    folder = run.run_dir / "prices"
-    path = folder / "patches.csv"
-    if not path.exists():
+    found = run.prices  # read by the run-folder reader, its columns checked (layout.PriceRow)
+    if found is None:
         return
-    try:
-        study = pd.read_csv(path)
-        header = (json.loads((folder / "study.json").read_text(encoding="utf-8"))
-                  if (folder / "study.json").exists() else {})
-    except (OSError, ValueError) as e:
-        s.note(f"The prices study in {folder} could not be read: {e}")
+    if found.problem is not None:
+        s.note(found.problem)
         return
+    study, header = found.rows, found.header
     what = (f"{header['ruleset']}, bot {header['bot']}, {header['games']:,} games per patch "
             f"and cost, seed {header['seed']}" if header else "ruleset and bot not recorded")
     s.table(fmt_table(study, [

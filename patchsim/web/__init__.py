@@ -1,7 +1,7 @@
 """``patchsim serve``: a local web app to look at runs, step through games and play a bot.
 
-- :mod:`patchsim.web.positions`: positions as JSON, read from the engine (no web framework;
-  the report uses it too).
+- :mod:`patchsim.engine.view` (below both web and reporting): positions as JSON, read from
+  the engine, and board.js that draws them.
 - :mod:`patchsim.web.runs`: the run folders the server was given, their games tables and
   files, and game records, with every path kept inside those folders.
 - :mod:`patchsim.web.play`: games against a bot in the browser, applied by the engine.

@@ -41,6 +41,7 @@ from patchsim.bots.registry import REGISTRY, BotSpecError
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
+from patchsim.engine.view import BOARD_SCRIPT
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
@@ -208,6 +209,8 @@ def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games
                    body=True), methods=["POST"]),
         Route("/api/{rest:path}", _api(lambda r: _no_api(r))),
         Route("/files/{rid}/{path:path}", _api(lambda r: _file(state, r)), methods=["GET"]),
+        # the position view's drawing script lives with the view (engine/view.py), not here
+        Route("/static/board.js", _board_script, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = []
@@ -221,6 +224,10 @@ def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games
 
 
 # --- plumbing ---------------------------------------------------------------------------------
+async def _board_script(request: Request) -> Response:
+    return FileResponse(BOARD_SCRIPT, media_type="text/javascript; charset=utf-8")
+
+
 def _page(name: str):
     async def endpoint(request: Request) -> Response:
         return FileResponse(STATIC_DIR / name, media_type="text/html; charset=utf-8",

@@ -29,7 +29,7 @@ from patchsim.bots.registry import REGISTRY, Bot, BotSpecError, MCTSBot, make_bo
 from patchsim.engine import core
 from patchsim.engine.game import Game, IllegalMoveError, decode_move
 from patchsim.engine.ruleset import Ruleset
-from patchsim.web.positions import QuiltTracker, legal_view, position_view, ruleset_info
+from patchsim.engine.view import QuiltTracker, legal_view, position_view, ruleset_info
 from patchsim.web.runs import WebError
 
 log = logging.getLogger("patchsim.web")

@@ -11,7 +11,6 @@ loader's ``allowed_roots``, so that no file elsewhere is read, and no message qu
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import posixpath
@@ -29,24 +28,28 @@ from patchsim.analysis.selfplay import DISTINCT_NOTE, duplicated_pairings
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
-from patchsim.engine.ruleset import Ruleset, RulesetError, ruleset_from_dict, shipped_rulesets
+from patchsim.engine.ruleset import Ruleset, shipped_rulesets
+from patchsim.engine.view import replay_positions, ruleset_info
+from patchsim.layout import TUNE_MD, TUNE_ROUNDS
+from patchsim.play.reader import inspect_run
 from patchsim.play.runfolder import (
+    BATCHES,
+    DOCUMENTS,
     EVENTS,
+    FIGURES,
     GAMES,
     MANIFEST,
     RunFolderError,
-    check_folder,
     check_table,
 )
-from patchsim.web.positions import replay_positions, ruleset_info
 
 log = logging.getLogger("patchsim.web")
 
 SCAN_DEPTH = 4  # how deep below a given folder run folders are looked for
-SKIP_DIRS = {"batches", "figures", "__pycache__", "node_modules"}
+SKIP_DIRS = {BATCHES, FIGURES, "__pycache__", "node_modules"}
 TUNER_DIRS = ("candidates", "finalists")  # the tuner's own runs, one per candidate ruleset
-TUNER_FILES = ("tune.md", "tune-rounds.csv")
-REPORT_FILES = ("report.html", "sweep.html", "report.md", "sweep.md", "tune.md", "ladder.md")
+TUNER_FILES = (TUNE_MD, TUNE_ROUNDS)
+REPORT_FILES = DOCUMENTS
 MAX_LIMIT = 500  # games per page of the table
 MAX_RECORD_BYTES = 4_000_000
 
@@ -188,58 +191,22 @@ def run_id(path: Path) -> str:
 
 
 def open_run(path: Path, label: str) -> RunFolder:
-    """Read a run folder's manifest and rules and check that its games table opens; a
-    problem becomes ``error`` (a sentence that says what to do), never an exception."""
+    """Read a run folder's manifest and rules and check that its games table opens, with the
+    one run-folder reader (:func:`patchsim.play.reader.inspect_run`: the checks and the
+    messages of report and resume); a problem becomes ``error``, never an exception."""
     run = RunFolder(run_id(path), path.resolve(), label)
-    mpath = path / MANIFEST
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        if not isinstance(manifest, dict):
-            raise ValueError("not a JSON object")
-        run.manifest = manifest
-        total = manifest.get("games_total") or 0
-        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
-            raise ValueError(f"games_total is not a count of games: {total!r}"[:120])
-        run.games_total = total
-    except RecursionError:
-        run.error = f"{mpath}: cannot read the manifest (nested too deeply)"
+        # the tables' digests are checked when their games are asked for (see games()),
+        # not on every scan of the folders
+        head = inspect_run(path, verify_tables=False)
+    except RunFolderError as e:
+        run.error = str(e)
+        run.manifest = e.manifest or {}
+        total = run.manifest.get("games_total")
+        # a manifest is data from a file: a damaged count shows as none
+        run.games_total = total if type(total) is int and total >= 0 else 0
         return run
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        run.error = f"{mpath}: cannot read the manifest ({type(e).__name__}: {e})"
-        return run
-    # the run folder's own checks (manifest structure and digests, a run still playing):
-    # an edited manifest is listed with its reason, as report and resume refuse it
-    found = check_folder(path, tables=False)
-    if found.problem is not None:
-        run.error = found.problem
-        return run
-    try:
-        for r in manifest["config"]["rulesets"]:
-            if not isinstance(r["name"], str):
-                raise TypeError("a ruleset name is not text")
-            # a manifest's rules are written out in full: they may not name other files
-            run.rulesets[r["name"]] = ruleset_from_dict(r["rules"],
-                                                        source=f"manifest: {r['name']}",
-                                                        allowed_roots=())
-    except (KeyError, TypeError, RulesetError, RecursionError) as e:
-        run.error = (f"{mpath}: the manifest's rules do not load ({type(e).__name__}: {e}); "
-                     "it is damaged or from another version of patchsim")
-        return run
-    gpath = path / GAMES
-    if not gpath.exists():
-        if manifest.get("complete"):
-            # committed reports keep their manifest and report, not the raw tables
-            again = manifest.get("command") or "the command in its manifest"
-            run.error = (f"{path}: report only (no {GAMES}: raw tables are not committed); "
-                         f"to play the games again: {again}")
-        else:
-            run.error = (f"{path}: the run is not finished (no {GAMES}); finish it with: "
-                         f"patchsim run --resume {path}")
-        return run
-    try:
-        run.games_total = pq.ParquetFile(gpath).metadata.num_rows
-    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        run.error = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
+    run.manifest, run.rulesets, run.games_total = head.manifest, head.rulesets, head.games_total
     return run
 
 
@@ -312,7 +279,8 @@ class RunIndex:
 
     # --- the games table --------------------------------------------------------------------------
     def games(self, run: RunFolder, listed_only: bool = True) -> pd.DataFrame:
-        """The run's games without move lists, plus ``margin`` (winner's lead),
+        """The run's games without move lists, plus ``abs_margin`` (the winner's lead: the
+        metric registry's name; the absolute score difference, 0 for a tie-break game),
         ``bonus`` (-1 nobody), ``claims0``/``claims1`` (leather claims from the events) and
         ``counted_once`` (deterministic self-play). ``listed_only``: without the identical
         copy of each deterministic self-play game, as the report counts them."""
@@ -337,7 +305,7 @@ class RunIndex:
             msg = f"{gpath}: cannot read the games table ({type(e).__name__}: {e})"
             log.warning("%s", msg)
             raise WebError(409, msg) from None
-        games["margin"] = (games["score0"] - games["score1"]).abs()
+        games["abs_margin"] = (games["score0"] - games["score1"]).abs()
         # deterministic self-play plays each deal's game twice, identically; the report
         # counts it once, and so does the table: the copy (seat order 1) is left out
         dup = duplicated_pairings(games)
@@ -398,11 +366,11 @@ class RunIndex:
             mask &= (g["winner_bot"] == winner[4:]).to_numpy()
         elif winner:
             raise WebError(400, f"winner={winner!r}: give 0, 1 or bot:<bot spec>")
-        lo, hi = _int(query, "margin_min"), _int(query, "margin_max")
+        lo, hi = _int(query, "abs_margin_min"), _int(query, "abs_margin_max")
         if lo is not None:
-            mask &= (g["margin"] >= lo).to_numpy()
+            mask &= (g["abs_margin"] >= lo).to_numpy()
         if hi is not None:
-            mask &= (g["margin"] <= hi).to_numpy()
+            mask &= (g["abs_margin"] <= hi).to_numpy()
         bonus = query.get("bonus", "")
         if bonus in ("0", "1"):
             mask &= (g["bonus"] == int(bonus)).to_numpy()
@@ -525,9 +493,9 @@ class RunIndex:
         return _files(run.path, (".json",))
 
 
-FILTERS = ("ruleset", "pairing", "winner", "margin_min", "margin_max", "bonus", "leather",
-           "sort", "offset", "limit")
-SORT_KEYS = ("game_id", "margin", "score0", "score1", "plies", "deal")
+FILTERS = ("ruleset", "pairing", "winner", "abs_margin_min", "abs_margin_max", "bonus",
+           "leather", "sort", "offset", "limit")
+SORT_KEYS = ("game_id", "abs_margin", "score0", "score1", "plies", "deal")
 
 
 def _int(query: dict[str, str], key: str, lo: int = 0, hi: int = 10**12) -> int | None:
@@ -562,7 +530,7 @@ def _tuner_folder(path: Path) -> bool:
 
 def _game_row(r: dict[str, Any]) -> dict[str, Any]:
     keys = ("game_id", "ruleset", "pairing", "deal", "order", "bot0", "bot1", "winner",
-            "winner_bot", "score0", "score1", "margin", "tie_break", "bonus", "claims0",
+            "winner_bot", "score0", "score1", "abs_margin", "tie_break", "bonus", "claims0",
             "claims1", "leather0", "leather1", "plies", "counted_once")
     out = {}
     for k in keys:

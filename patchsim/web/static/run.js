@@ -7,7 +7,7 @@
   var form = document.getElementById("filters");
   var offset = parseInt(params.get("offset") || "0", 10) || 0;
   var LIMIT = 50;
-  var names = ["ruleset", "pairing", "winner", "margin_min", "margin_max", "bonus", "leather",
+  var names = ["ruleset", "pairing", "winner", "abs_margin_min", "abs_margin_max", "bonus", "leather",
     "sort"];
 
   function notice(text) {
@@ -59,7 +59,7 @@
       var link = "/game?run=" + encodeURIComponent(runId) + "&game=" + g.game_id;
       var claims = g.claims0 < 0 ? "?" : g.claims0 + " / " + g.claims1;
       return h("tr", { "data-game": g.game_id, "data-winner": g.winner,
-        "data-margin": g.margin, "data-bonus": g.bonus, "data-claims0": g.claims0,
+        "data-abs-margin": g.abs_margin, "data-bonus": g.bonus, "data-claims0": g.claims0,
         "data-claims1": g.claims1, "data-ruleset": g.ruleset, "data-pairing": g.pairing,
         "data-counted-once": g.counted_once },
         h("td", { "class": "num" }, h("a", { href: link, "class": "game-link" }, String(g.game_id)),
@@ -71,7 +71,7 @@
         h("td", null, g.bot1),
         h("td", { "class": "num" }, g.score0 + " : " + g.score1),
         h("td", null, seat(g.winner), " ", g.winner_bot, g.tie_break ? " (tie-break)" : ""),
-        h("td", { "class": "num" }, String(g.margin)),
+        h("td", { "class": "num" }, String(g.abs_margin)),
         h("td", null, g.bonus < 0 ? "\u2013" : seat(g.bonus)),
         h("td", { "class": "num" }, claims),
         h("td", { "class": "num" }, String(g.plies)),
@@ -80,7 +80,7 @@
     var box = PS.clear(document.getElementById("games"));
     box.appendChild(h("table", { "class": "data", id: "games-table" },
       h("thead", null, h("tr", null, ["game", "ruleset", "seat 0", "seat 1", "score",
-        "winner", "margin", "bonus", "leather claims 0 / 1", "moves", ""].map(function (t, i) {
+        "winner", "winner's lead", "bonus", "leather claims 0 / 1", "moves", ""].map(function (t, i) {
         return h("th", { "class": [0, 4, 6, 8, 9].indexOf(i) >= 0 ? "num" : null }, t);
       }))), h("tbody", null, rows)));
   }

@@ -1,5 +1,6 @@
-"""Positions as JSON for the pages that draw them: the web viewer, the play page and the
-report's self-contained replay.
+"""The position view: positions as JSON, and board.js (beside this module) that draws them,
+for the web viewer, the play page and the report's self-contained replay. Both the web app
+and the reporting use it, so it lives below both, with the rules it reads.
 
 Everything a page draws comes from the engine: which squares are covered is read from the
 position's quilt bitboards (:meth:`Game.quilt_mask`), the numbers from
@@ -9,13 +10,14 @@ only thing the engine does not keep is *which* patch covers a square; that is re
 moves played (each buy names its squares), and only for squares the engine says are covered.
 The pages never apply a rule themselves.
 
-This module imports no web framework, so that the report can use it too.
+This module imports no web framework and nothing above the engine.
 """
 
 from __future__ import annotations
 
 import colorsys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from patchsim.engine import core
@@ -26,8 +28,12 @@ from patchsim.engine.tables import parse_square, square_name
 EMPTY = -1  # a quilt square nobody covered
 LEATHER = -2  # a square covered by a leather patch
 UNKNOWN = -3  # covered in the engine's position, but no move explains it (a position text)
+# the script that draws a position view: served by the web app at /static/board.js and
+# inlined into the report's replay
+BOARD_SCRIPT = Path(__file__).resolve().with_name("board.js")
 
 
+# palette: h-docs - goes away at the merge for patchsim/document/palette.py (the one palette)
 def patch_colours(ruleset: Ruleset) -> dict[str, str]:
     """A colour per patch of the ruleset, all different: hues a golden angle apart (so that
     neighbours in the table differ most), three lightness steps."""
