@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchsim"
 # analysis are side by side: the rules know no statistics, and the statistics read tables
 # and play nothing (they import neither the engine nor the bots).
 RANK = {
-    "_version": 0, "_jitcache": 0, "atomic": 0,
+    "_version": 0, "_jitcache": 0, "atomic": 0, "errors": 0,
     "engine": 1, "analysis": 1,
     "bots": 2,
     "play": 3,
