@@ -12,7 +12,7 @@ its own names for those (the command line's ``--set`` for an override, ``--games
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 # how the user gave the key of a problem (Problem.given)
 OVERRIDE = "override"  # a ruleset field changed by an override: the key is its dotted key
@@ -24,7 +24,8 @@ class Problem(str):
 
     The text reads ``override <key>: <message>`` for an override, ``<key>: <message>`` for an
     argument and ``<source>: <key>: <message>`` for a key of a file (parts that are None are
-    left out); a hint follows the message in parentheses."""
+    left out; a key of neither is not shown, the message names what it concerns); a hint
+    follows the message in parentheses."""
 
     message: str
     key: str | None
@@ -41,10 +42,16 @@ class Problem(str):
         self.source, self.hint, self.given = source, hint, given
         return self
 
-    def text(self, names: Mapping[str, str] | None = None) -> str:
+    def text(self, names: Mapping[str, str] | None = None,
+             hints: Mapping[str, str] | None = None) -> str:
         """The problem with a front end's names: ``names["override"]`` for the word before an
-        override's key, ``names[key]`` for an argument (unnamed ones keep the library's)."""
-        return _text(self.message, self.key, self.source, self.hint, self.given, names)
+        override's key, ``names[key]`` for an argument (unnamed ones keep the library's);
+        ``hints[key]`` replaces the hint of a problem about ``key`` that has one (a front end
+        says how to fix it in its own terms)."""
+        hint = self.hint
+        if hint and hints and self.key is not None and self.key in hints:
+            hint = hints[self.key]
+        return _text(self.message, self.key, self.source, hint, self.given, names)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # problems cross process boundaries inside errors (joblib, dask)
@@ -66,8 +73,10 @@ def _text(message: str, key: str | None, source: str | None, hint: str | None,
                                                                              OVERRIDE)
     elif given == ARGUMENT and key:
         where = names.get(key, key)
-    else:
-        where = ": ".join(p for p in (source, key) if p)
+    elif source:
+        where = f"{source}: {key}" if key else source
+    else:  # a key without a source is a field for front ends, named in the message itself
+        where = ""
     return f"{where}: {body}" if where else body
 
 
@@ -98,13 +107,13 @@ class PatchsimError(Exception):
 
     @classmethod
     def about(cls, key: str, message: str, *, value: Any = None, hint: str | None = None,
-              given: str | None = ARGUMENT, source: str | None = None) -> PatchsimError:
+              given: str | None = ARGUMENT, source: str | None = None) -> Self:
         """An error of one problem with a key (by default an argument's name)."""
         return cls(Problem(message, key=key, value=value, hint=hint, given=given,
                            source=source))
 
     @classmethod
-    def wrapping(cls, error: PatchsimError, context: str = "") -> PatchsimError:
+    def wrapping(cls, error: PatchsimError, context: str = "") -> Self:
         """An error of this class with ``error`` 's problems and heading, ``context`` first
         (for a layer that adds where the problem arose, keeping the fields)."""
         new = cls(*error.problems, title=error.heading(), context=context + error.context)
@@ -115,10 +124,12 @@ class PatchsimError(Exception):
         """The line that heads the list of problems (None: a single problem stands alone)."""
         return self.title
 
-    def render(self, names: Mapping[str, str] | None = None) -> str:
-        """The message with a front end's names for overrides and arguments (see
-        :meth:`Problem.text`); ``str(error)`` is ``error.render()``."""
-        texts = [p.text(names) if isinstance(p, Problem) else str(p) for p in self.problems]
+    def render(self, names: Mapping[str, str] | None = None,
+               hints: Mapping[str, str] | None = None) -> str:
+        """The message with a front end's names for overrides and arguments and its hints
+        (see :meth:`Problem.text`); ``str(error)`` is ``error.render()``."""
+        texts = [p.text(names, hints) if isinstance(p, Problem) else str(p)
+                 for p in self.problems]
         head = self.heading()
         if head is None:
             return self.context + "\n".join(texts)

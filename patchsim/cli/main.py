@@ -103,7 +103,7 @@ def replay(
         if not trace:
             typer.echo(json.dumps(game.summary(text=True)) if as_json else render(game))
     except RecordError as e:
-        raise fail(str(e), 1) from None
+        raise fail(e, 1) from None
 
 
 @app.command("rulesets")
@@ -132,7 +132,7 @@ def show_ruleset(
         if override:
             rs = rs.with_overrides(dict(parse_override(o) for o in override))
     except RulesetError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     typer.echo(f"# {rs.name}  hash {rs.content_hash()}")
     typer.echo(yaml.safe_dump(rs.to_dict(), sort_keys=False, default_flow_style=None))
 
@@ -264,7 +264,7 @@ def run(
         try:
             path = write_report(result.run_dir)
         except ReportError as e:
-            raise fail(str(e)) from None
+            raise fail(e) from None
         typer.echo(f"report: {path}")
 
 
@@ -373,7 +373,7 @@ def _load_experiment(path: str):
     try:
         return load_experiment(path)
     except ExperimentError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
 
 
 @app.command()

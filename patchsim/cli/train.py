@@ -39,9 +39,9 @@ def train(
         if set_:
             rs = rs.with_overrides(dict(parse_override(s) for s in set_))
     except RulesetError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     except (FileNotFoundError, ValueError) as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     n_jobs = jobs_count(jobs, dask=False)
     try:
         check_arguments(minutes, n_jobs, seed, generations)

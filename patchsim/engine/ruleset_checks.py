@@ -347,11 +347,12 @@ def _check_patches(rep: Reporter, data: Mapping[Any, Any], rows: int | None,
             good = _check_shape(rep, fields["shape"], paths["shape"], rows, cols)
         numbers = {k: _check_int(rep, fields[k], paths[k], 0) for k in ("cost", "time", "income")
                    if k in fields}
-        if not good or None in numbers.values() or not ok:
+        cost, time, income = (numbers.get(k) for k in ("cost", "time", "income"))
+        if not good or cost is None or time is None or income is None or not ok:
             ok = False
             continue
-        specs.append(PatchSpec(id=fields["id"], shape=fields["shape"], cost=numbers["cost"],
-                               time=numbers["time"], income=numbers["income"]))
+        specs.append(PatchSpec(id=fields["id"], shape=fields["shape"], cost=cost, time=time,
+                               income=income))
     return (tuple(specs) if ok else None), index
 
 

@@ -50,6 +50,7 @@ from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
+from patchsim.errors import PatchsimError
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
 
@@ -63,7 +64,7 @@ MAX_GENERATIONS = 100_000  # each one plays games_per_generation games: far beyo
 SEED_LIMIT = 2**63  # seeds are non-negative 64-bit integers
 
 
-class TrainError(ValueError):
+class TrainError(PatchsimError, ValueError):
     """An argument ``train`` cannot use, or a models folder it cannot write. The message
     starts with the parameter's name (``minutes: ...``)."""
 CHECKPOINT = "checkpoint.npz"

@@ -51,6 +51,7 @@ from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
 from patchsim.engine.ruleset import ruleset_from_dict
+from patchsim.errors import PatchsimError
 from patchsim.play.runfolder import EVENTS, GAMES, STOPPING_FILE, RunFolderError, open_run
 from patchsim.reporting import plots
 from patchsim.reporting.curves import (
@@ -62,7 +63,7 @@ from patchsim.reporting.curves import (
 )
 
 
-class ReportError(ValueError):
+class ReportError(PatchsimError, ValueError):
     """A folder that cannot be reported on (not a run, unfinished, unreadable)."""
 
 
