@@ -46,6 +46,9 @@ FLAGS = {
     "decide_margin": "--until-decided",
     "backend": "--backend",
     "scheduler": "--scheduler",
+    "minutes": "--minutes",
+    "generations": "--generations",
+    "models": "--models",
 }
 # the command line's own advice for a problem about a key, instead of the library's hint
 HINTS = {

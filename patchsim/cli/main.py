@@ -17,6 +17,7 @@ from patchsim.cli.common import (
     command_line,
     fail,
     jobs_count,
+    message,
     one_line_paragraphs,
     run_failure,
     run_progress,
@@ -469,7 +470,7 @@ def check(
     except (RunInterrupted, RunStorageError) as e:
         raise run_failure(e, study_again("check", experiment)) from None
     except RunError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {message(e)}", err=True)
         raise typer.Exit(3) from None
     typer.echo(res.lines[-1])
     raise typer.Exit(res.code)
