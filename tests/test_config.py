@@ -188,3 +188,16 @@ def test_the_cli_maps_flags_from_fields_not_by_rewriting_text() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) \
                     and node.value.startswith("override "):
                 pytest.fail(f"{path.name}:{node.lineno} parses the library's words")
+
+
+def test_a_value_of_a_file_is_named_by_file_and_key_not_by_a_flag(tmp_path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("rulesets: [edition2]\nbots: [greedy]\ngames: 0\npairings: some\n",
+                    encoding="utf-8")
+    with pytest.raises(RunError) as info:
+        load_run_config(str(path), games=2)  # the argument wins over the file's games
+    assert (info.value.source, info.value.key) == (str(path), "pairings")
+    with pytest.raises(RunError) as info:
+        load_run_config(str(path), pairings="all")
+    assert (info.value.source, info.value.key) == (str(path), "games")
+    assert message(info.value) == f"{path}: games: must be at least 1, got 0"  # no --games

@@ -183,6 +183,11 @@ def _whole(value: Any, where: str, lo: int, source: str | None = None) -> int:
     return value
 
 
+def _in_file(ref: str, key: str, message: str) -> RunError:
+    """A problem with the value of ``key`` in the experiment file ``ref``."""
+    return RunError(Problem(message, key=key, source=ref))
+
+
 def _read_yaml(path: Path, ref: str) -> Any:
     try:
         return read_yaml(path, ref)
@@ -394,18 +399,18 @@ def load_run_config(ref: str, *, games: int | None = None,
         refs = [refs]
     key = "rulesets" if "rulesets" in data else "ruleset"
     if isinstance(refs, list) and len(refs) > MAX_RULESETS:
-        raise RunError(f"{ref}: {key}: at most {MAX_RULESETS} rulesets, got {len(refs):,}")
+        raise _in_file(ref, key, f"at most {MAX_RULESETS} rulesets, got {len(refs):,}")
     if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-        raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
-                       f"them, got {data.get(key)!r}")
+        raise _in_file(ref, key, "expected a ruleset name or file, or a list of them, got "
+                       f"{data.get(key)!r}")
     name = str(data.get("name") or path.stem)
     if len(name) > 100 or not name.isprintable():  # it names the run folder
-        raise RunError(f"{ref}: name: expected at most 100 printable characters, got "
-                       f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
+        raise _in_file(ref, "name", "expected at most 100 printable characters, got "
+                                    f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
     if "name" in data and re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", name) is None:
         # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
-        raise RunError(f"{ref}: name: {name!r} cannot name a folder under reports/; use "
-                       "letters, digits and ._+- (not starting with a dot)")
+        raise _in_file(ref, "name", f"{name!r} cannot name a folder under reports/; use "
+                                    "letters, digits and ._+- (not starting with a dot)")
     base = path.parent
     rulesets = []
     for i, r in enumerate(refs):
@@ -424,14 +429,14 @@ def load_run_config(ref: str, *, games: int | None = None,
     if isinstance(file_bots, str | dict):
         file_bots = [file_bots]  # one bot
     if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
-        raise RunError(f"{ref}: bots: expected a list of bot specs, got {file_bots!r}")
+        raise _in_file(ref, "bots", f"expected a list of bot specs, got {file_bots!r}")
     mode = pairings or str(data.get("pairings", "all"))
     if mode not in ("all", "cross", "self"):
-        raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
+        raise _in_file(ref, "pairings", f"{mode!r} is not one of all, cross, self")
     extra = data.get("set") or {}
     if not isinstance(extra, dict):
-        raise RunError(f"{ref}: set: expected a mapping of ruleset fields to values, got "
-                       f"{extra!r}")
+        raise _in_file(ref, "set", "expected a mapping of ruleset fields to values, got "
+                                   f"{extra!r}")
     if batch_deals is None and data.get("batch_deals") is not None:
         batch_deals = _whole(data["batch_deals"], "batch_deals", 1, ref)
     return make_run_config(
