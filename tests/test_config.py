@@ -201,3 +201,19 @@ def test_a_value_of_a_file_is_named_by_file_and_key_not_by_a_flag(tmp_path) -> N
         load_run_config(str(path), pairings="all")
     assert (info.value.source, info.value.key) == (str(path), "games")
     assert message(info.value) == f"{path}: games: must be at least 1, got 0"  # no --games
+
+
+def test_a_bad_set_of_a_file_is_blamed_on_the_file_and_an_option_on_its_flag(tmp_path) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("rulesets: [edition2]\nbots: [greedy]\nset: {bonus.points: -1}\n",
+                    encoding="utf-8")
+    with pytest.raises(RunError) as info:
+        load_run_config(str(path))
+    assert (info.value.source, info.value.key) == (str(path), "set.bonus.points")
+    shown = message(info.value)
+    assert f"{path}: set.bonus.points: must be at least 0, got -1" in shown
+    assert "--set" not in shown
+    # given on the command line too, the later value is the one that counts: the option's
+    with pytest.raises(RunError) as info:
+        load_run_config(str(path), overrides=["bonus.points=-2"])
+    assert "--set bonus.points: must be at least 0, got -2" in message(info.value)

@@ -23,7 +23,7 @@ from patchsim.engine.ruleset import (
     ruleset_from_dict,
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
-from patchsim.errors import ARGUMENT, PatchsimError, Problem
+from patchsim.errors import ARGUMENT, OVERRIDE, PatchsimError, Problem
 from patchsim.play.match import MOVE_SECONDS
 
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
@@ -208,11 +208,13 @@ def default_bots(rulesets: Sequence[Ruleset]) -> list[str]:
 @dataclass(frozen=True)
 class Override:
     """One ruleset override: a dotted key, its value, and the value's text as the user gave
-    it (the changed ruleset's name shows it: ``edition2 (bonus.points=9)``)."""
+    it (the changed ruleset's name shows it: ``edition2 (bonus.points=9)``); ``source`` is
+    the experiment file whose ``set`` gave it (None: given as an argument)."""
 
     key: str
     value: Any
     text: str
+    source: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Override:
@@ -221,9 +223,30 @@ class Override:
         return cls(key, value, text.partition("=")[2].strip())
 
     @classmethod
-    def of(cls, key: str, value: Any) -> Override:
+    def of(cls, key: str, value: Any, source: str | None = None) -> Override:
         """A value given as data (an experiment file's ``set``), shown as JSON."""
-        return cls(key, value, json.dumps(value))
+        return cls(key, value, json.dumps(value), source)
+
+
+def _blame_files(error: RulesetError, changes: Sequence[Override]) -> RulesetError:
+    """``error`` with each problem of an override that an experiment file's ``set`` gave
+    blamed on that file's key (``run.yaml: set.bonus.points``): the user wrote it there, not
+    as an override of their own. The last override that sets the key (or a mapping above
+    it) is the one that took effect."""
+    def owner(key: str | None) -> Override | None:
+        hits = [o for o in changes if key is not None and (
+            key == o.key or key.startswith((o.key + ".", o.key + "[")))]
+        return hits[-1] if hits else None
+
+    problems: list[str] = []
+    for p in error.problems:
+        o = owner(p.key) if isinstance(p, Problem) and p.given == OVERRIDE else None
+        if o is not None and o.source is not None and isinstance(p, Problem):
+            problems.append(Problem(p.message, key=f"set.{p.key}", value=p.value,
+                                    source=o.source, hint=p.hint))
+        else:
+            problems.append(p)
+    return RulesetError(problems, error.source, error.title)
 
 
 def changed_label(name: str, overrides: Sequence[Override | str]) -> str:
@@ -295,7 +318,7 @@ def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None =
         try:
             rulesets = [r.with_overrides({o.key: o.value for o in changes}) for r in rulesets]
         except RulesetError as e:
-            raise RunError.wrapping(e) from None
+            raise RunError.wrapping(_blame_files(e, changes)) from None
         # changed rules get a name of their own, which says what changed: results must not
         # pass for the edition's ("edition2 (bonus.points=9)"; the manifest and the report
         # give each ruleset's hash beside it)
@@ -444,7 +467,7 @@ def load_run_config(ref: str, *, games: int | None = None,
         games=games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
                                                      "games", 1, ref),
         seed=seed if seed is not None else _whole(data.get("seed", 1), "seed", 0, ref),
-        pairings=mode, overrides=[*(Override.of(str(k), v) for k, v in extra.items()),
+        pairings=mode, overrides=[*(Override.of(str(k), v, ref) for k, v in extra.items()),
                                   *changes],
         batch_deals=batch_deals, name=name, source=ref, bot_path=bot_path,
         allow_time_budgets=allow_time_budgets)
