@@ -217,3 +217,21 @@ def test_a_bad_set_of_a_file_is_blamed_on_the_file_and_an_option_on_its_flag(tmp
     with pytest.raises(RunError) as info:
         load_run_config(str(path), overrides=["bonus.points=-2"])
     assert "--set bonus.points: must be at least 0, got -2" in message(info.value)
+
+
+def test_a_ruleset_must_be_a_value(e2) -> None:
+    with pytest.raises(RunError) as info:
+        make_run_config([e2, "edition1"], ["greedy"])  # type: ignore[list-item]
+    assert info.value.key == "rulesets[1]" and "expected a Ruleset, got str" in str(info.value)
+
+
+def test_a_bad_position_text_names_its_field() -> None:
+    from patchsim.engine.game import Game
+    from patchsim.engine.notation import PositionTextError
+
+    text = Game.new("edition2", seed=1).to_text().replace("top=0", "top=7")
+    with pytest.raises(PositionTextError) as info:
+        Game.from_text(text, "edition2")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, PatchsimError)
+    assert (info.value.key, info.value.value) == ("top", "7")
+    assert str(info.value) == "position text: top='7': expected one of 0, 1"

@@ -55,6 +55,7 @@ import numpy as np
 
 from patchsim.engine import core
 from patchsim.engine.tables import Tables, join, split
+from patchsim.errors import PatchsimError
 
 
 def position_text(tables: Tables, state: np.ndarray) -> str:
@@ -84,8 +85,9 @@ def position_text(tables: Tables, state: np.ndarray) -> str:
 
 def read_position(text: str, tables: Tables) -> tuple[np.ndarray, tuple[str, ...]]:
     """The state array and the circle (patches left, in stored order) of a position text
-    under ``tables``; ValueError naming the field and its value when the text is malformed
-    or does not fit the ruleset (quilt size, patch ids, leather marks)."""
+    under ``tables``; PositionTextError (a ValueError) naming the field and its value when
+    the text is malformed or does not fit the ruleset (quilt size, patch ids, leather
+    marks)."""
     ruleset = tables.ruleset
     f = _text_fields(text)
     rows, cols = tables.rows, tables.cols
@@ -122,8 +124,18 @@ def _who(v: int) -> str:
     return "-" if v < 0 else str(int(v))
 
 
-def _bad(field: str, value: str, problem: str) -> ValueError:
-    return ValueError(f"position text: {field}={value!r}: {problem}")
+class PositionTextError(PatchsimError, ValueError):
+    """A position text that cannot be read; ``key`` is the field (None: the text as a whole)
+    and ``value`` its value."""
+
+    def __init__(self, message: str, field: str | None = None,
+                 value: str | None = None) -> None:
+        super().__init__(f"position text: {message}")
+        self.key, self.value = field, value
+
+
+def _bad(field: str, value: str, problem: str) -> PositionTextError:
+    return PositionTextError(f"{field}={value!r}: {problem}", field, value)
 
 
 def _text_fields(text: str) -> dict[str, str]:
@@ -133,17 +145,17 @@ def _text_fields(text: str) -> dict[str, str]:
     for word in text.split():
         key, eq, value = word.partition("=")
         if not eq:
-            raise ValueError(f"position text: {word!r} is not a key=value field (fields: "
-                             f"{' '.join(TEXT_KEYS)})")
+            raise PositionTextError(f"{word!r} is not a key=value field (fields: "
+                                    f"{' '.join(TEXT_KEYS)})", None, word)
         if key not in TEXT_KEYS:
-            raise ValueError(f"position text: unknown field {key!r} in {word!r} (fields: "
-                             f"{' '.join(TEXT_KEYS)})")
+            raise PositionTextError(f"unknown field {key!r} in {word!r} (fields: "
+                                    f"{' '.join(TEXT_KEYS)})", key, value)
         if key in out:
-            raise ValueError(f"position text: field {key!r} given twice")
+            raise PositionTextError(f"field {key!r} given twice", key, value)
         out[key] = value
     missing = [k for k in TEXT_KEYS if k not in out]
     if missing:
-        raise ValueError(f"position text: missing field(s) {', '.join(missing)}")
+        raise PositionTextError(f"missing field(s) {', '.join(missing)}")
     return out
 
 

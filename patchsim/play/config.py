@@ -289,7 +289,7 @@ def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None =
                              f"{len(rulesets):,}")
     for i, rs in enumerate(rulesets):
         if not isinstance(rs, Ruleset):
-            raise RunError.about(f"rulesets[{i}]", f"expected a Ruleset, got {_shown(rs)} "
+            raise RunError.about(f"rulesets[{i}]", f"expected a Ruleset, got {type(rs).__name__} "
                                  "(load a name or file with load_ruleset)", value=rs)
     hashes = [r.content_hash() for r in rulesets]
     for i, h in enumerate(hashes):
