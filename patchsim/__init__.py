@@ -2,6 +2,8 @@
 
 The names a notebook needs are here: ``simulate`` (many games, as DataFrames), ``Game``,
 ``Move``, ``MoveList`` (one game, move by move), ``load_ruleset``, ``make_bot``,
+``make_run_config`` (a run's configuration from values), ``PatchsimError`` (the base of every
+error patchsim raises for bad input, with its fields),
 ``play_game``, ``deal_circle`` and the analysis functions (``run_summary``,
 ``pairing_table``, ...). Importing patchsim compiles nothing and loads neither numpy, numba,
 pandas nor matplotlib: every name is imported on first use.
@@ -29,6 +31,8 @@ _LAZY = {
     "simulate": "patchsim.play.simulate",
     "Simulation": "patchsim.play.simulate",
     "RunError": "patchsim.play.config",
+    "make_run_config": "patchsim.play.config",
+    "PatchsimError": "patchsim.errors",
     "make_bot": "patchsim.bots.registry",
     "play_game": "patchsim.play.match",
     "BotError": "patchsim.play.match",
@@ -62,7 +66,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
     from patchsim.engine.deal import deal_circle
     from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
     from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-    from patchsim.play.config import RunError
+    from patchsim.errors import PatchsimError
+    from patchsim.play.config import RunError, make_run_config
     from patchsim.play.match import BotError, play_game
     from patchsim.play.simulate import Simulation, simulate
 
@@ -87,6 +92,7 @@ __all__ = [
     "IllegalReason",
     "Move",
     "MoveList",
+    "PatchsimError",
     "RunError",
     "Ruleset",
     "RulesetError",
@@ -100,6 +106,7 @@ __all__ = [
     "leather_table",
     "load_ruleset",
     "make_bot",
+    "make_run_config",
     "pairing_table",
     "patch_table",
     "play_game",

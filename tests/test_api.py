@@ -107,7 +107,7 @@ class Unbuildable:
 @pytest.mark.parametrize(("kwargs", "fragment"), [
     ({"bots": "grredy"}, "did you mean 'greedy'"),
     ({"bots": [Unbuildable()]}, "its spec 'not-a-bot' does not build a bot"),
-    ({"bots": "greedy", "jobs": 0}, "jobs=0"),
+    ({"bots": "greedy", "jobs": 0}, "jobs: give a number of workers of at least 1, got 0"),
     ({"bots": "greedy", "games": 0}, "games"),
     ({"bots": "greedy", "pairings": "some"}, "pairings"),
     ({"bots": "greedy", "rulesets": ["edition2", "edition9"]}, "rulesets[1]"),

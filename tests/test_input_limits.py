@@ -365,7 +365,8 @@ def test_prices_has_no_progress(tmp_path: Path) -> None:
 def test_until_decided_is_named_as_its_flag(tmp_path: Path) -> None:
     result = cli("run", "edition2", "--bots", "greedy", "--until-decided", "-0.02", "--out",
                  str(tmp_path / "r"), "--no-progress")
-    assert_clean_failure(result, "--until-decided=-0.02: give a margin between 0 and 0.5")
+    assert_clean_failure(result, "--until-decided: give a margin between 0 and 0.5 (0.01: 1 "
+                                 "point), got -0.02")
     assert "decide_margin" not in result.stderr
 
 

@@ -276,10 +276,10 @@ TIMED = "mcts(iterations=10, time_ms=5)"
 
 
 def test_time_budgets_only_by_opt_in_and_recorded():
-    with pytest.raises(RunError, match="--timed") as e:
+    with pytest.raises(RunError, match="allow_time_budgets=True") as e:
         load_run_config("edition2", bots=["greedy", TIMED])
     assert "time_ms" in str(e.value)
-    with pytest.raises(RunError, match="--timed"):
+    with pytest.raises(RunError, match="allow_time_budgets=True"):
         load_run_config("edition2", bots=["greedy", "mcts(eval=learned, time_ms=20)"])
     cfg = load_run_config("edition2", bots=["greedy", TIMED], allow_time_budgets=True)
     assert cfg.timed and cfg.to_dict()["timed"] is True

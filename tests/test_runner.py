@@ -371,7 +371,7 @@ def bad_files(tmp_path) -> dict[str, Path]:
     ("edition2", {"overrides": ["no_such_key=1"]}, ["no_such_key", "unknown key"]),
     ("edition2", {"overrides": ["starting_buttons=-1"]}, ["starting_buttons"]),
     ("edition2", {"overrides": ["starting_buttons"]}, ["expected KEY=VALUE"]),
-    ("edition2", {"games": 0}, ["games must be at least 1"]),
+    ("edition2", {"games": 0}, ["games: must be at least 1, got 0"]),
     ("edition2", {"pairings": "most"}, ["'most' is not one of all, cross, self"]),
 ])
 def test_bad_config_is_a_run_error(bad_files, case, kwargs, fragments):
@@ -404,7 +404,7 @@ def test_folder_of_a_different_run_is_a_run_error(tmp_path):
 
 
 def test_bad_backend_is_a_run_error(tmp_path):
-    with pytest.raises(RunError, match="backend 'spark'"):
+    with pytest.raises(RunError, match="backend: expected one of .*, got 'spark'"):
         run(config(games=2), tmp_path / "run", backend="spark")
     assert not list((tmp_path / "run").glob("batches/*.arrow"))
 
@@ -422,7 +422,7 @@ CLI_BAD = [
     (["{bad_experiment}"], "rulesets[1]"),
     (["edition2", "--bots", "greedy;gredy"], "did you mean 'greedy'"),
     (["edition2", "--set", "no_such_key=1"], "no_such_key"),
-    (["edition2", "--games", "0"], "--games must be at least 1"),
+    (["edition2", "--games", "0"], "--games: must be at least 1, got 0"),
     (["edition2", "--out", "{file}"], "cannot write to the output folder"),
     (["edition2", "--backend", "dask"], "--scheduler"),
     (["--resume", "{missing}"], "is not a run folder"),
@@ -489,7 +489,8 @@ def test_auto_backend_threads_compiled_bots_and_spawns_processes_for_python_bots
 
 
 def test_an_unknown_backend_is_refused_with_the_choices(tmp_path):
-    with pytest.raises(RunError, match="backend 'fast': expected auto, loky, threading"):
+    with pytest.raises(RunError,
+                       match="backend: expected one of auto, loky, threading.*, got 'fast'"):
         run(config(games=4), tmp_path / "run", jobs=2, backend="fast")
     assert not (tmp_path / "run" / "games.parquet").exists()
 
@@ -730,11 +731,11 @@ def write_exp(tmp_path: Path, text: str) -> str:
 
 @pytest.mark.parametrize(("text", "fragment"), [
     ("ruleset: edition2\ngames: abc\n", "games: expected a whole number"),
-    ("ruleset: edition2\nseed: -1\n", "seed must be at least 0"),
+    ("ruleset: edition2\nseed: -1\n", "seed: must be at least 0"),
     ("ruleset: edition2\nset: [1, 2]\n", "set: expected a mapping"),
     ("rulesets: [5]\n", "rulesets: expected a ruleset name or file"),
     ("ruleset: null\n", "ruleset: expected a ruleset name or file"),
-    ("ruleset: edition2\nbatch_deals: -1\n", "batch_deals must be at least 1"),
+    ("ruleset: edition2\nbatch_deals: -1\n", "batch_deals: must be at least 1"),
     ("ruleset: edition2\nbatch_deals: 1.5\n", "batch_deals: expected a whole number"),
     ("ruleset: edition2\nbots: [pass]\npairings: cross\n", "gives no games"),
     ("ruleset: edition2\nbots: []\n", "bots: expected a list"),
@@ -752,7 +753,7 @@ def test_a_single_bot_string_in_an_experiment_is_one_bot(tmp_path):
 
 
 def test_negative_seed_and_folder_config_are_run_errors(tmp_path):
-    with pytest.raises(RunError, match="seed must be at least 0"):
+    with pytest.raises(RunError, match="seed: must be at least 0"):
         load_run_config("edition2", seed=-3)
     with pytest.raises(RunError, match="is a folder"):
         load_run_config(str(tmp_path))

@@ -35,6 +35,7 @@ from patchsim.analysis.stats import (
     num,
     pct,
 )
+from patchsim.errors import PatchsimError
 
 ALL_PAIRINGS = "all pairings"
 
@@ -52,7 +53,7 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 
 
-class CompareError(ValueError):
+class CompareError(PatchsimError, ValueError):
     """Two runs that cannot be compared deal by deal."""
 
 

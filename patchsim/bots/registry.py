@@ -32,9 +32,10 @@ from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
 from patchsim.engine.tables import Tables
 from patchsim.engine.yamlfile import YamlFileError, parse_yaml
+from patchsim.errors import PatchsimError
 
 
-class BotSpecError(ValueError):
+class BotSpecError(PatchsimError, ValueError):
     """A bot spec that names no bot, or gives it a bad parameter."""
 
 

@@ -8,7 +8,6 @@ never a traceback.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -17,16 +16,12 @@ import typer
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
     command_line,
+    fail,
     jobs_count,
     run_failure,
     run_progress,
 )
 from patchsim.cli.prices import prices_errors
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def _is_run_dir(ref: str) -> bool:
@@ -38,7 +33,7 @@ def _is_run_dir(ref: str) -> bool:
 
 def _check_margin(margin: float) -> None:
     if not 0 < margin < 0.5:
-        raise _fail(f"--margin must be a proportion between 0 and 0.5 (0.02 is 2 points), "
+        raise fail(f"--margin must be a proportion between 0 and 0.5 (0.02 is 2 points), "
                     f"got {margin}")
 
 
@@ -65,7 +60,7 @@ def report(
 
     _check_margin(margin)
     if compare_with is not None and Path(compare_with).resolve() == Path(run_dir).resolve():
-        raise _fail(f"--compare-with {compare_with} is the run being reported: compare a run "
+        raise fail(f"--compare-with {compare_with} is the run being reported: compare a run "
                     "with another run folder")
     if compare_with is not None:
         _refuse_same_experiment(compare_with, run_dir)
@@ -74,7 +69,7 @@ def report(
     try:
         path = write_report(run_dir, compare_with=compare_with, margin=margin)
     except ReportError as e:
-        raise _fail(str(e)) from None
+        raise fail(e) from None
     _notes(run_dir)
     typer.echo(f"report: {path}")
     typer.echo(f"markdown: {path.with_suffix('.md')}")
@@ -97,7 +92,7 @@ def _refuse_same_experiment(a: str, b: str) -> None:
     except RunFolderError:
         return  # the loader says what is wrong with it
     if same_experiment(ma, mb):
-        raise _fail(f"{a} and {b} are the same experiment (the same rules, bots, pairings "
+        raise fail(f"{a} and {b} are the same experiment (the same rules, bots, pairings "
                     f"and seed {ma['config'].get('seed')}): their games are the same, so "
                     "they cannot show a difference; compare runs of different rules on the "
                     "same seed")
@@ -143,7 +138,7 @@ def compare(
             from patchsim.analysis.compare import compare as compare_runs
 
             if Path(a).resolve() == Path(b).resolve():
-                raise _fail(f"{a} and {b} are the same run folder: compare a run with another")
+                raise fail(f"{a} and {b} are the same run folder: compare a run with another")
             _refuse_same_experiment(a, b)
 
             ra, rb = load_run(a), load_run(b)
@@ -152,7 +147,7 @@ def compare(
             path = write_report(b, compare_with=a, margin=margin)
         elif any(dirs):
             which = a if dirs[0] else b
-            raise _fail(f"{which} is a run folder but the other argument is not; give two run "
+            raise fail(f"{which} is a run folder but the other argument is not; give two run "
                         "folders or two rulesets")
         else:
             run_dir = _run_two_rulesets(a, b, games, bots, out, seed, jobs)
@@ -160,7 +155,7 @@ def compare(
             c = compare_rulesets(run.games, run.events, margin=margin)
             path = write_report(run_dir, margin=margin)
     except (CompareError, ReportError) as e:
-        raise _fail(str(e)) from None
+        raise fail(e) from None
     typer.echo(c.verdict())
     typer.echo(f"report: {path}")
 
@@ -170,39 +165,42 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
     """Play rulesets a and b on the same deals: an experiment of two rulesets."""
     import yaml
 
-    from patchsim.play.config import RunError, load_run_config
+    from patchsim.engine.ruleset import RulesetError, load_ruleset
+    from patchsim.play.config import RunError, make_run_config
     from patchsim.play.execution import execute
     from patchsim.play.storage import new_run_dir
 
     if games < 1:
-        raise _fail(f"--games must be at least 1, got {games}")
+        raise fail(f"--games must be at least 1, got {games}")
     n_jobs = jobs_count(jobs, dask=False)  # before a run folder is made
     specs = [s.strip() for s in bots.split(";") if s.strip()]
     if not specs:
-        raise _fail("--bots needs at least one bot spec")
-    # file references become absolute: the experiment file lives elsewhere
-    refs = [str(Path(r).resolve()) if Path(r).is_file() else r for r in (a, b)]
+        raise fail("--bots needs at least one bot spec")
     name = f"{Path(a).stem}-vs-{Path(b).stem}"
-    experiment = {"name": name, "rulesets": refs, "bots": specs, "games": games, "seed": seed}
-    text = yaml.safe_dump(experiment, sort_keys=False)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{name}.yaml"
-            path.write_text(text, encoding="utf-8")
+        rulesets = []
+        for ref in (a, b):
             try:
-                cfg = load_run_config(str(path))
-            except RunError as e:  # name the arguments, not the temporary file
-                raise RunError(str(e).replace(f"{path}: ", "")) from None
-        h = [r.content_hash() for r in cfg.rulesets]
+                rulesets.append(load_ruleset(ref))
+            except RulesetError as e:
+                raise RunError.wrapping(e) from None
+        h = [r.content_hash() for r in rulesets]
         if h[0] == h[1]:
             raise RunError(f"{a} and {b} are the same rules (hash {h[0]}): nothing to compare")
+        cfg = make_run_config(rulesets, specs, games=games, seed=seed, name=name,
+                              source=f"{a} vs {b}")
         run_dir = new_run_dir(cfg, out)
         typer.echo(f"compare {a} and {b}: {len(cfg.pairings)} pairing(s), {cfg.deals} deals x "
                    f"2 seats under each, {n_jobs} worker(s) -> {run_dir}")
         with run_progress() as bar:
             execute(cfg, run_dir, jobs=n_jobs, backend="auto", progress=bar,
                     command=command_line())
-        atomic_write(run_dir / "experiment.yaml", text)
+        # the run as an experiment file beside its tables, to run it again (file references
+        # absolute: the file lives elsewhere)
+        refs = [str(Path(r).resolve()) if Path(r).is_file() else r for r in (a, b)]
+        atomic_write(run_dir / "experiment.yaml", yaml.safe_dump(
+            {"name": name, "rulesets": refs, "bots": specs, "games": games, "seed": seed},
+            sort_keys=False))
     except RunError as e:
         raise run_failure(e) from None
     except KeyboardInterrupt:
@@ -229,13 +227,13 @@ def plan(
     for name, value in (("--halfwidth", halfwidth), ("--difference", difference),
                         ("--margin", margin)):
         if not 0 < value < 0.5:
-            raise _fail(f"{name} must be a proportion between 0 and 0.5 (0.01 is 1 point), "
+            raise fail(f"{name} must be a proportion between 0 and 0.5 (0.01 is 1 point), "
                         f"got {value}")
     if not 0.5 <= power < 1:
-        raise _fail(f"--power must be between 0.5 and 1, got {power}")
+        raise fail(f"--power must be between 0.5 and 1, got {power}")
     try:
         run = load_run(run_dir)
     except ReportError as e:
-        raise _fail(str(e)) from None
+        raise fail(e) from None
     typer.echo(format_plan(plan_deals(run.games, target_halfwidth=halfwidth, margin=margin,
                                       difference=difference, power=power)))

@@ -8,15 +8,16 @@ import contextlib
 import errno
 import inspect
 import os
-import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from patchsim.errors import OVERRIDE, PatchsimError
 
 if TYPE_CHECKING:
     from patchsim.play.config import RunError
@@ -31,11 +32,43 @@ def one_line_paragraphs(doc: str) -> str:
     return "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print a user-facing error and return the Exit to raise. Ruleset overrides, which the
-    library calls "override KEY", are the command line's --set flags."""
-    message = re.sub(r"(^|\n)(\s*)override ", r"\1\2--set ", message)
-    typer.echo(f"error: {message}", err=True)
+# What the library names, and the command line's flag for it. A library error's problems carry
+# how the user gave each key (patchsim.errors): a ruleset override ("override KEY") is a --set
+# flag here, a library argument the option that sets it. Options of one command only, such
+# as --pairings, are absent: their commands check them before the library sees them.
+FLAGS = {
+    OVERRIDE: "--set",
+    "games": "--games",
+    "seed": "--seed",
+    "jobs": "--jobs",
+    "bots": "--bots",
+    "until": "--until",
+    "decide_margin": "--until-decided",
+    "backend": "--backend",
+    "scheduler": "--scheduler",
+    "minutes": "--minutes",
+    "generations": "--generations",
+    "models": "--models",
+}
+# the command line's own advice for a problem about a key, instead of the library's hint
+HINTS = {
+    "time_ms": "the ladder accepts time budgets with --timed, for equal-time matches "
+               "recorded as machine-dependent",
+}
+
+
+def message(error: BaseException | str, flags: Mapping[str, str] = FLAGS) -> str:
+    """The text of an error for the command line: a library error rendered from its fields
+    with the flags of ``flags`` and the hints of HINTS; any other text as it is."""
+    if isinstance(error, PatchsimError):
+        return error.render(flags, HINTS)
+    return str(error)
+
+
+def fail(error: BaseException | str, code: int = 2) -> typer.Exit:
+    """Print a user-facing error (a message, or a library error rendered with the command
+    line's flags) and return the Exit to raise."""
+    typer.echo(f"error: {message(error)}", err=True)
     return typer.Exit(code)
 
 
@@ -64,19 +97,20 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     from patchsim.play.storage import RunFolderBusy
 
     cont = again or resume_command
+    text = message(e)
     if isinstance(e, RunInterrupted):
-        typer.echo(f"\n{e}.\nNothing is lost: continue with\n    {cont(e.run_dir)}",
+        typer.echo(f"\n{text}.\nNothing is lost: continue with\n    {cont(e.run_dir)}",
                    err=True)
         return typer.Exit(STOP_CODES.get(e.cause, 1))
     if isinstance(e, RunStorageError):
-        return fail(f"{e}. {_storage_advice(e.error)}, then continue with\n"
+        return fail(f"{text}. {_storage_advice(e.error)}, then continue with\n"
                     f"    {cont(e.run_dir)}", 1)
     if isinstance(e, BotFailure):
-        return fail(f"{e}\nreplay it with: patchsim replay {shlex.quote(str(e.record_path))}",
-                    1)
+        return fail(f"{text}\nreplay it with: patchsim replay "
+                    f"{shlex.quote(str(e.record_path))}", 1)
     if isinstance(e, RunFolderBusy) and e.doing is None:  # a new run into a busy folder
-        return fail(f"{e} (choose one with --out)")
-    return fail(_flags(str(e)))
+        return fail(f"{text} (choose one with --out)")
+    return fail(e)
 
 
 STOP_CODES = {"interrupted": 130, "stopped by SIGHUP": 129, "stopped by SIGTERM": 143}
@@ -99,21 +133,6 @@ def _storage_advice(error: OSError) -> str:
     if error.errno in (errno.EACCES, errno.EPERM):
         return "Give yourself write permission on the folder"
     return "Fix the folder"
-
-
-# library messages name parameters; on the command line they are flags
-_PARAMS = ("games", "seed", "jobs", "until", "backend", "bots")
-
-
-def _flags(message: str) -> str:
-    if message.startswith("decide_margin="):  # the library's name for --until-decided
-        return "--until-decided" + message[len("decide_margin"):]
-    for param in _PARAMS:
-        if message.startswith((f"{param}:", f"{param}=", f"{param} ")):
-            return "--" + message
-    if message.startswith("the dask backend needs a scheduler"):
-        return message + " (--scheduler)"
-    return message
 
 
 def jobs_count(jobs: int, dask: bool = True) -> int:

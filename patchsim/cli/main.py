@@ -17,6 +17,7 @@ from patchsim.cli.common import (
     command_line,
     fail,
     jobs_count,
+    message,
     one_line_paragraphs,
     run_failure,
     run_progress,
@@ -106,7 +107,7 @@ def replay(
         if not trace:
             typer.echo(json.dumps(game.summary(text=True)) if as_json else render(game))
     except RecordError as e:
-        raise fail(str(e), 1) from None
+        raise fail(e, 1) from None
 
 
 @app.command("rulesets")
@@ -135,7 +136,7 @@ def show_ruleset(
         if override:
             rs = rs.with_overrides(dict(parse_override(o) for o in override))
     except RulesetError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     typer.echo(f"# {rs.name}  hash {rs.content_hash()}")
     typer.echo(yaml.safe_dump(rs.to_dict(), sort_keys=False, default_flow_style=None))
 
@@ -267,7 +268,7 @@ def run(
         try:
             path = write_report(result.run_dir)
         except ReportError as e:
-            raise fail(str(e)) from None
+            raise fail(e) from None
         typer.echo(f"report: {path}")
 
 
@@ -376,7 +377,7 @@ def _load_experiment(path: str):
     try:
         return load_experiment(path)
     except ExperimentError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
 
 
 def _sections_text(doc: Document, titles: list[str]) -> str:
@@ -482,7 +483,7 @@ def check(
     except (RunInterrupted, RunStorageError) as e:
         raise run_failure(e, study_again("check", experiment)) from None
     except RunError as e:
-        typer.echo(f"error: {e}", err=True)
+        typer.echo(f"error: {message(e)}", err=True)
         raise typer.Exit(3) from None
     typer.echo(res.lines[-1])
     raise typer.Exit(res.code)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from patchsim.cli.common import fail, jobs_count
+from patchsim.cli.common import FLAGS, fail, jobs_count, message
 
 
 def _deltas(text: str) -> list[int]:
@@ -63,7 +63,7 @@ def prices(
     try:
         rs = load_ruleset(ruleset)
     except RulesetError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     target = Path(out) if out else fresh_dir(f"{rs.name}-prices")
     if target.exists():
         raise fail(f"--out {target} already exists; give a new folder")
@@ -74,7 +74,7 @@ def prices(
         if not ids:  # an empty list would mean every patch
             raise fail(f"--patches {_short(patches)}: no patch id given; give ids separated "
                        "by commas (e.g. P19,P20), or leave --patches out for every patch")
-    with prices_errors(FLAGS):
+    with prices_errors(PRICE_FLAGS):
         # import-path bots from the working folder, as `patchsim run` finds them
         study = measure_prices(rs, bots, ids, deltas=ds, games=games, seed=seed, jobs=n_jobs,
                                widen=widen, echo=typer.echo if progress else None,
@@ -86,14 +86,15 @@ def prices(
                "prices.png)")
 
 
-FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots", "deltas": "--deltas"}
+PRICE_FLAGS = {"patches": "--patches", "games": "--games", "bots": "--bots", "deltas": "--deltas"}
 
 
 @contextlib.contextmanager
 def prices_errors(flags: Mapping[str, str]) -> Iterator[None]:
     """Turn what a prices study raises into one-paragraph messages and exit codes (2 for a
     bad request, 1 for a failing bot, 130 when interrupted: nothing is written then).
-    Library messages start with a parameter's name; ``flags`` gives the command's flag."""
+    A library error names the arguments it is about; ``flags`` gives this command's flags
+    for them (over the common ones)."""
     from patchsim.bots.registry import BotSpecError
     from patchsim.engine.ruleset import RulesetError
     from patchsim.experiments.prices import PricesError
@@ -102,15 +103,11 @@ def prices_errors(flags: Mapping[str, str]) -> Iterator[None]:
 
     try:
         yield
-    except PricesError as e:
-        message = str(e)
-        for name, flag in flags.items():
-            if message.startswith(f"{name}:"):
-                message = flag + message[len(name):]
-        raise fail(message) from None
+    except PricesError as e:  # its problems name the arguments: the command's flags
+        raise fail(message(e, {**FLAGS, **flags})) from None
     except (RulesetError, BotSpecError, RunError) as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     except BotError as e:
-        raise fail(str(e), 1) from None
+        raise fail(e, 1) from None
     except KeyboardInterrupt:
         raise fail("interrupted; nothing was written", 130) from None

@@ -14,10 +14,7 @@ from typing import Annotated
 
 import typer
 
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
+from patchsim.cli.common import fail
 
 
 def is_loopback(host: str) -> bool:
@@ -90,14 +87,14 @@ def serve(
     roots = [Path(d) for d in run_dirs] if run_dirs else [Path("reports")]
     missing = [str(r) for r in roots if not r.exists()]
     if missing and run_dirs:
-        raise _fail(f"no such folder: {', '.join(missing)} (give run folders written by "
+        raise fail(f"no such folder: {', '.join(missing)} (give run folders written by "
                     "'patchsim run', or folders that hold them)")
     if not 0 <= port <= 65535:
-        raise _fail(f"--port {port}: give a port between 0 and 65535")
+        raise fail(f"--port {port}: give a port between 0 and 65535")
     if log_level not in ("debug", "info", "warning", "error"):
-        raise _fail(f"--log-level {log_level}: give debug, info, warning or error")
+        raise fail(f"--log-level {log_level}: give debug, info, warning or error")
     if not 1 <= eval_rollouts <= MAX_EVAL_ROLLOUTS:
-        raise _fail(f"--eval-rollouts {eval_rollouts}: give between 1 and {MAX_EVAL_ROLLOUTS}")
+        raise fail(f"--eval-rollouts {eval_rollouts}: give between 1 and {MAX_EVAL_ROLLOUTS}")
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
     loopback = is_loopback(host)
     if not loopback:
@@ -114,14 +111,14 @@ def serve(
         app = create_app(roots, save_dir, eval_bot=eval_bot, eval_rollouts=eval_rollouts,
                          allowed_hosts=allowed)
     except BotSpecError as e:
-        raise _fail(f"--eval-bot: {e}") from None
+        raise fail(f"--eval-bot: {e}") from None
     except FolderError as e:
         flag = "--save-dir " if e.what == "save folder" else ""
-        raise _fail(f"{flag}{e}") from None
+        raise fail(f"{flag}{e}") from None
     try:
         sock = listening_socket(host, port)
     except OSError as e:
-        raise _fail(str(e)) from None
+        raise fail(e) from None
     port = sock.getsockname()[1]  # the one chosen for --port 0
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"patchsim serve: http://{shown}:{port}/ (Ctrl-C stops it)")

@@ -39,14 +39,14 @@ def train(
         if set_:
             rs = rs.with_overrides(dict(parse_override(s) for s in set_))
     except RulesetError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     except (FileNotFoundError, ValueError) as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     n_jobs = jobs_count(jobs, dask=False)
     try:
         check_arguments(minutes, n_jobs, seed, generations)
     except TrainError as e:
-        raise fail(f"--{e}") from None
+        raise fail(e) from None
     bar: dict[str, Any] = {}
 
     def show(done: int, total: int, label: str) -> None:
@@ -70,8 +70,8 @@ def train(
         res = run_train(rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
                         models=models, fresh=fresh, progress=show)
     except TrainError as e:
-        # the library names its parameters ("minutes: ..."); here they are flags
-        raise fail(f"--{e}") from None
+        # the library's problems name its parameters; here they are flags (common.FLAGS)
+        raise fail(e) from None
     except KeyboardInterrupt:
         if "bar" in bar:
             bar["bar"].close()

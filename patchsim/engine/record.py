@@ -23,6 +23,7 @@ from typing import Any
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
 from patchsim.engine.yamlfile import InputTooLargeError, quote, read_text_bounded, short_path
+from patchsim.errors import PatchsimError
 
 # A record of a finished game is a few kB; these limits are far above any real one.
 MAX_RECORD_BYTES = 4_000_000
@@ -31,7 +32,7 @@ MAX_MOVES = 10_000  # a game on the largest board and track has far fewer
 MAX_MOVE_CHARS = 1000  # "buy <patch> <square>...": a patch covers at most 128 squares
 
 
-class RecordError(ValueError):
+class RecordError(PatchsimError, ValueError):
     """A malformed record, or a move that cannot be played; says where and why."""
 
     def __init__(self, message: str, move_number: int | None = None) -> None:

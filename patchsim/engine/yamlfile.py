@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from patchsim.errors import PatchsimError
+
 # Generous limits: the shipped rulesets and experiments are a few kB and hold a few thousand
 # values; a ruleset's patch list is at most 200 patches.
 MAX_YAML_BYTES = 1_000_000
@@ -37,7 +39,7 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     return f"{text[:limit]}... ({len(str(value)):,} characters)"
 
 
-class InputTooLargeError(ValueError):
+class InputTooLargeError(PatchsimError, ValueError):
     """A file larger than the limit for its kind; the message names the file and the limit."""
 
     def __init__(self, label: str, limit: int, what: str) -> None:
@@ -62,13 +64,13 @@ def read_text_bounded(path: str | Path, limit: int, what: str, label: str | None
     return data.decode("utf-8")
 
 
-class YamlFileError(ValueError):
+class YamlFileError(PatchsimError, ValueError):
     """A YAML text that cannot be used: unreadable, not YAML, or with duplicate keys.
     ``problems`` lists each as "label: line L[, column C]: what"."""
 
     def __init__(self, label: str, problems: list[str]) -> None:
-        self.label, self.problems = label, problems
-        super().__init__("\n".join(problems))
+        super().__init__(*problems)  # shown one a line
+        self.label = label
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -22,12 +22,12 @@ from patchsim.analysis.metrics import BOUNDS, METRICS, RATE_METRICS
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import (
     MAX_NAME,
-    MAX_SHOWN_PROBLEMS,
     Ruleset,
     RulesetError,
     load_ruleset,
 )
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
+from patchsim.errors import PatchsimError
 from patchsim.layout import NAME_RULE, folder_name, is_folder_name
 from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
 
@@ -57,16 +57,12 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
     **{m: (0.0, math.inf) for m in ("score_margin", "score_sd", "plies", "passes")}}
 
 
-class ExperimentError(ValueError):
+class ExperimentError(PatchsimError, ValueError):
     """Problems in an experiment file, all of them, each with file and key."""
 
     def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        head = f"invalid experiment ({len(problems)} problem{'s' * (len(problems) != 1)}):"
-        shown = ["  " + p for p in problems[:MAX_SHOWN_PROBLEMS]]
-        if len(problems) > MAX_SHOWN_PROBLEMS:
-            shown.append(f"  ... and {len(problems) - MAX_SHOWN_PROBLEMS:,} more")
-        super().__init__("\n".join([head, *shown]))
+        # "invalid experiment (N problems):" and the problems, one a line (PatchsimError)
+        super().__init__(*problems, title="invalid experiment")
 
 
 def _read_yaml(p: Path, src: str) -> Any:

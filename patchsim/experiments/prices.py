@@ -60,6 +60,7 @@ from patchsim.document.render import to_markdown, write
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.engine.yamlfile import quote
+from patchsim.errors import PatchsimError
 from patchsim.experiments.prices_document import prices_document
 from patchsim.layout import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
 from patchsim.play.config import MAX_GAMES
@@ -74,7 +75,7 @@ MAX_DELTAS = 50  # cost changes per patch: each one plays the study's games agai
 NEGLIGIBLE = DEFAULT_MARGIN / 4  # a value this small (0.5 points) is worth nothing to speak of
 
 
-class PricesError(ValueError):
+class PricesError(PatchsimError, ValueError):
     """A prices study that cannot run as asked (unknown patch, bot that cannot be
     restricted, bad deltas); the message says what to give instead."""
 
@@ -306,8 +307,9 @@ def _parse_patches(ruleset: Ruleset, patches: Sequence[str] | None) -> list[str]
     for given in patches:
         pid = resolve_patch_id(given.strip(), ids)
         if pid is None:
-            raise PricesError(f"patches: {quote(given.strip())} is not a patch of ruleset "
-                              f"{ruleset.name!r} (patches: {', '.join(ids)})")
+            raise PricesError.about("patches", f"{quote(given.strip())} is not a patch of "
+                                    f"ruleset {ruleset.name!r} (patches: {', '.join(ids)})",
+                                    value=given)
         if pid not in out:
             out.append(pid)
     return out
@@ -339,23 +341,26 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
     rs = ruleset if isinstance(ruleset, Ruleset) else load_ruleset(ruleset)
     ids = _parse_patches(rs, patches)
     if games < 2:
-        raise PricesError(f"games: {games} is too few; give at least 2 (one seat-swapped "
-                          "deal) per patch and price")
+        raise PricesError.about("games", f"{games} is too few; give at least 2 (one "
+                                "seat-swapped deal) per patch and price", value=games)
     if games > MAX_GAMES:
-        raise PricesError(f"games: at most {MAX_GAMES:,} per patch and price, got {games:,}")
+        raise PricesError.about("games", f"at most {MAX_GAMES:,} per patch and price, got "
+                                f"{games:,}", value=games)
     try:
         base = make_bot(bot, bot_path=bot_path).spec
     except BotSpecError as e:
-        raise PricesError(f"bots: {e}") from None
+        raise PricesError.about("bots", str(e), value=bot) from None
     ds = sorted({0, *(int(d) for d in deltas)})
     if len(ds) > MAX_DELTAS:
-        raise PricesError(f"deltas: at most {MAX_DELTAS} cost changes, got {len(ds)}")
+        raise PricesError.about("deltas", f"at most {MAX_DELTAS} cost changes, got "
+                                f"{len(ds)}", value=list(deltas))
     # a cost the ruleset refuses would surface as an override problem of some variant
     top = MAX_VALUE - max(p.cost for p in rs.patches)
     too_far = [d for d in ds if d > top or d < -MAX_VALUE]
     if too_far:
-        raise PricesError(f"deltas: {too_far[0]} moves a cost beyond what a ruleset allows "
-                          f"(costs are at most {MAX_VALUE:,}); give smaller changes")
+        raise PricesError.about("deltas", f"{too_far[0]} moves a cost beyond what a ruleset "
+                                f"allows (costs are at most {MAX_VALUE:,}); give smaller "
+                                "changes", value=too_far[0])
     study = PriceStudy(rs, base, ids, ds, games, seed, margin)
     say = echo or (lambda _line: None)
     for n, pid in enumerate(ids, 1):

@@ -195,8 +195,8 @@ def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     the sweep report. ``games`` (per variant and pairing) replaces the file's."""
     if games is not None and (isinstance(games, bool) or not 1 <= games <= MAX_GAMES):
         # 0 must not mean "the file's number" (it did, as a false value)
-        raise RunError(f"games: give from 1 to {MAX_GAMES:,} games per variant and pairing, "
-                       f"got {games}")
+        raise RunError.about("games", f"give from 1 to {MAX_GAMES:,} games per variant and "
+                             f"pairing, got {games}", value=games)
     cfg = run_config(exp, games=games)
     run_dir = Path(out) if out else fresh_dir(exp.name)
     execute(cfg, run_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=progress,

@@ -1,18 +1,19 @@
 """What a run plays: the rulesets, the bots and their pairings, the number of deals and the
-master seed, read from a ruleset or a run file (:class:`RunConfig`, :func:`load_run_config`)."""
+master seed (:class:`RunConfig`), built from values (:func:`make_run_config`) or read from a
+ruleset or a run file into values first (:func:`load_run_config`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchsim.bots.learned import ModelError, find_model
-from patchsim.bots.registry import BotSpecError, make_bot
+from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import (
     Ruleset,
     RulesetError,
@@ -21,6 +22,7 @@ from patchsim.engine.ruleset import (
     ruleset_from_dict,
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
+from patchsim.errors import ARGUMENT, OVERRIDE, PatchsimError, Problem
 from patchsim.layout import NAME_RULE, is_folder_name
 from patchsim.play.match import MOVE_SECONDS
 
@@ -37,7 +39,7 @@ RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "g
             "set", "batch_deals"}
 
 
-class RunError(ValueError):
+class RunError(PatchsimError, ValueError):
     """A problem with a run's configuration or output, found before any work starts."""
 
 
@@ -170,12 +172,22 @@ def games_to_deals(games: int) -> int:
     return max(1, math.ceil(games / 2))
 
 
-def _whole(value: Any, where: str, lo: int) -> int:
+def _whole(value: Any, where: str, lo: int, source: str | None = None) -> int:
+    """``value`` as a whole number >= ``lo``; a RunError about ``where`` (an argument's name,
+    or a key of the file ``source``) otherwise."""
+    given = ARGUMENT if source is None else None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise RunError(f"{where}: expected a whole number >= {lo}, got {value!r}")
+        raise RunError(Problem(f"expected a whole number >= {lo}, got {value!r}", key=where,
+                               value=value, source=source, given=given))
     if value < lo:
-        raise RunError(f"{where} must be at least {lo}, got {value}")
+        raise RunError(Problem(f"must be at least {lo}, got {value}", key=where, value=value,
+                               source=source, given=given))
     return value
+
+
+def _in_file(ref: str, key: str, message: str) -> RunError:
+    """A problem with the value of ``key`` in the experiment file ``ref``."""
+    return RunError(Problem(message, key=key, source=ref))
 
 
 def _read_yaml(path: Path, ref: str) -> Any:
@@ -195,26 +207,187 @@ def default_bots(rulesets: Sequence[Ruleset]) -> list[str]:
     return list(DEFAULT_BOTS_LEARNED)
 
 
-def changed_label(name: str, overrides: Sequence[str]) -> str:
-    """The name of ruleset ``name`` changed by ``overrides`` (``key=value`` texts), as typed:
-    ``edition2 (bonus.points=9, starting_buttons=6)``. Distinct rulesets keep distinct
-    names: two rulesets of a run differ in name already, and get the same overrides."""
-    changes = ", ".join(f"{k.strip()}={v.strip()}" for k, _, v in
-                        (o.partition("=") for o in overrides))
-    return f"{name} ({changes})"
+@dataclass(frozen=True)
+class Override:
+    """One ruleset override: a dotted key, its value, and the value's text as the user gave
+    it (the changed ruleset's name shows it: ``edition2 (bonus.points=9)``); ``source`` is
+    the experiment file whose ``set`` gave it (None: given as an argument)."""
+
+    key: str
+    value: Any
+    text: str
+    source: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        """``"bonus.points=9"`` (the value read as YAML); RulesetError naming the override."""
+        key, value = parse_override(text)
+        return cls(key, value, text.partition("=")[2].strip())
+
+    @classmethod
+    def of(cls, key: str, value: Any, source: str | None = None) -> Override:
+        """A value given as data (an experiment file's ``set``), shown as JSON."""
+        return cls(key, value, json.dumps(value), source)
 
 
-def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] | None = None,
-                    seed: int | None = None, overrides: Sequence[str] = (),
-                    pairings: str | None = None, batch_deals: int | None = None,
-                    bot_path: Sequence[str] = (), allow_time_budgets: bool = False) -> RunConfig:
+def _blame_files(error: RulesetError, changes: Sequence[Override]) -> RulesetError:
+    """``error`` with each problem of an override that an experiment file's ``set`` gave
+    blamed on that file's key (``run.yaml: set.bonus.points``): the user wrote it there, not
+    as an override of their own. The last override that sets the key (or a mapping above
+    it) is the one that took effect."""
+    def owner(key: str | None) -> Override | None:
+        hits = [o for o in changes if key is not None and (
+            key == o.key or key.startswith((o.key + ".", o.key + "[")))]
+        return hits[-1] if hits else None
+
+    problems: list[str] = []
+    for p in error.problems:
+        o = owner(p.key) if isinstance(p, Problem) and p.given == OVERRIDE else None
+        if o is not None and o.source is not None and isinstance(p, Problem):
+            problems.append(Problem(p.message, key=f"set.{p.key}", value=p.value,
+                                    source=o.source, hint=p.hint))
+        else:
+            problems.append(p)
+    return RulesetError(problems, error.source, error.title)
+
+
+def changed_label(name: str, overrides: Sequence[Override | str]) -> str:
+    """The name of ruleset ``name`` changed by ``overrides`` (values or ``key=value`` texts),
+    as given: ``edition2 (bonus.points=9, starting_buttons=6)``. Distinct rulesets keep
+    distinct names: two rulesets of a run differ in name already, and get the same
+    overrides."""
+    def shown(o: Override | str) -> str:
+        if isinstance(o, Override):
+            return f"{o.key.strip()}={o.text}"
+        k, _, v = o.partition("=")
+        return f"{k.strip()}={v.strip()}"
+
+    return f"{name} ({', '.join(shown(o) for o in overrides)})"
+
+
+BotRef = str | dict[str, Any] | Bot
+
+
+def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None = None, *,
+                    games: int = DEFAULT_GAMES, seed: int = 1, pairings: str = "all",
+                    overrides: Sequence[Override] | Mapping[str, Any] = (),
+                    batch_deals: int | None = None, name: str | None = None,
+                    source: str = "<config>", bot_path: Sequence[str] = (),
+                    allow_time_budgets: bool = False) -> RunConfig:
+    """A run from values: rulesets (read from their files first), bots (specs, parsed once, or
+    bot objects whose ``spec`` rebuilds them; default: the line-up for these rulesets, see
+    ``DEFAULT_BOTS_LEARNED``), games per ruleset and pairing, the master seed, the pairings
+    (``all`` with self-play, ``cross``, ``self``) and ruleset overrides (each changed ruleset
+    is named after what changed). Nothing is read or written. Every problem is a RunError
+    whose problem names the argument (``key``) and the value, before anything runs.
+
+    A bot with a time budget (``time_ms``) is refused unless ``allow_time_budgets``: its games
+    depend on the machine and its load. Allowed, the config is marked ``timed``."""
+    rulesets = list(rulesets)
+    if not rulesets:
+        raise RunError.about("rulesets", "give at least one ruleset")
+    if len(rulesets) > MAX_RULESETS:
+        raise RunError.about("rulesets", f"at most {MAX_RULESETS} rulesets, got "
+                             f"{len(rulesets):,}")
+    for i, rs in enumerate(rulesets):
+        if not isinstance(rs, Ruleset):
+            raise RunError.about(f"rulesets[{i}]", f"expected a Ruleset, got {type(rs).__name__} "
+                                 "(load a name or file with load_ruleset)", value=rs)
+    hashes = [r.content_hash() for r in rulesets]
+    for i, h in enumerate(hashes):
+        if h in hashes[:i]:  # one ruleset twice: the same games twice, under two names
+            j = hashes.index(h)
+            raise RunError.about(f"rulesets[{i}]", f"({rulesets[i].name}) has the same rules "
+                                 f"as rulesets[{j}] ({rulesets[j].name}, hash {h}); list "
+                                 "each ruleset once")
+    if pairings not in ("all", "cross", "self"):
+        raise RunError.about("pairings", f"{pairings!r} is not one of all, cross, self",
+                             value=pairings)
+    _whole(games, "games", 1)
+    if games > MAX_GAMES:
+        raise RunError.about("games", f"{games:,} games per ruleset and pairing is more than "
+                             f"patchsim plays in one run ({MAX_GAMES:,}); split the study "
+                             "into several runs", value=games)
+    _whole(seed, "seed", 0)
+    if seed >= 2**63:
+        raise RunError.about("seed", f"expected a whole number below 2**63, got {seed}",
+                             value=seed)
+    if batch_deals is not None:
+        _whole(batch_deals, "batch_deals", 1)
+    changes = ([Override.of(k, v) for k, v in overrides.items()]
+               if isinstance(overrides, Mapping) else list(overrides))
+    if changes:
+        try:
+            rulesets = [r.with_overrides({o.key: o.value for o in changes}) for r in rulesets]
+        except RulesetError as e:
+            raise RunError.wrapping(_blame_files(e, changes)) from None
+        # changed rules get a name of their own, which says what changed: results must not
+        # pass for the edition's ("edition2 (bonus.points=9)"; the manifest and the report
+        # give each ruleset's hash beside it)
+        rulesets = [dataclasses.replace(r, name=changed_label(r.name, changes))
+                    for r in rulesets]
+    given = list(bots) if bots else default_bots(rulesets)
+    if len(given) > MAX_BOTS:
+        raise RunError.about("bots", f"at most {MAX_BOTS} bots in one run, got "
+                             f"{len(given):,}", value=len(given))
+    canonical = []
+    timed = False
+    for b in given:
+        bot = _built(b, bot_path)
+        if getattr(bot, "values", {}).get("time_ms", 0):
+            if not allow_time_budgets:
+                raise RunError(Problem(
+                    f"bot {bot.spec}: a time budget (time_ms) makes results depend on the "
+                    "machine and its load; runs need reproducible bots (use iterations)",
+                    key="time_ms", value=bot.spec,
+                    hint="allow_time_budgets=True accepts it, for equal-time matches "
+                         "recorded as machine-dependent"))
+            timed = True
+        canonical.append(bot.spec)  # one bot, one name, however it was typed
+    if len(set(canonical)) != len(canonical):
+        raise RunError.about("bots", f"the same bot is listed twice: {', '.join(canonical)}")
+    pair_list = all_pairings(len(canonical), pairings)
+    if not pair_list:
+        raise RunError.about("pairings", f"{pairings!r} with {len(canonical)} bot(s) gives no "
+                             "games (cross pairings need at least two bots)", value=pairings)
+    run_name = name if name is not None else "+".join(r.name for r in rulesets)
+    return RunConfig(run_name, rulesets, canonical, pair_list, games_to_deals(games), seed,
+                     batch_deals, source, tuple(bot_path), timed=timed)
+
+
+def _built(bot: BotRef, bot_path: Sequence[str]) -> Bot:
+    """The bot a spec (parsed here, once) or a bot object names. A bot object must have a
+    spec that builds the same bot again: the runner makes a fresh bot for every game, in
+    worker processes too."""
+    if isinstance(bot, str | dict):
+        try:
+            return make_bot(bot, bot_path=bot_path)
+        except BotSpecError as e:
+            raise RunError(str(e)) from None
+    spec = bot_spec(bot)
+    try:
+        rebuilt = make_bot(spec, bot_path=bot_path)
+    except BotSpecError as e:
+        raise RunError(f"bot {bot!r}: its spec {spec!r} does not build a bot ({e}); "
+                       "the runner makes a fresh bot from the spec for every game, so give "
+                       "a built-in spec or an import path like mypackage.mybots:MyBot("
+                       "x=1)") from None
+    if type(rebuilt) is not type(bot):
+        raise RunError(f"bot {bot!r}: its spec {spec!r} builds a {type(rebuilt).__name__}, "
+                       f"not a {type(bot).__name__}")
+    return rebuilt
+
+
+def load_run_config(ref: str, *, games: int | None = None,
+                    bots: Sequence[BotRef] | None = None, seed: int | None = None,
+                    overrides: Sequence[str] = (), pairings: str | None = None,
+                    batch_deals: int | None = None, bot_path: Sequence[str] = (),
+                    allow_time_budgets: bool = False) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
-    mapping with ``ruleset``/``rulesets`` and ``bots``). Command-line options win. Every
-    problem is a RunError naming the file, key and value, raised before anything runs.
-
-    A bot with a time budget (``time_ms``) is refused unless ``allow_time_budgets`` (the
-    ladder's ``--timed``, for equal-time matches): its games depend on the machine and its
-    load. Allowed, the config is marked ``timed`` and the run's manifest records it."""
+    mapping with ``ruleset``/``rulesets`` and ``bots``), read into values and built by
+    :func:`make_run_config`. Arguments win over the file. Every problem is a RunError naming
+    the file, key and value, raised before anything runs. ``overrides`` are ``key=value``
+    texts; see :func:`make_run_config` for time budgets."""
     path = Path(ref)
     data: dict[str, Any] = {}
     if path.is_dir():
@@ -228,117 +401,75 @@ def load_run_config(ref: str, *, games: int | None = None, bots: Sequence[str] |
                            f"`patchsim sweep {ref}` (or tune/check)")
         if isinstance(loaded, dict) and ("rulesets" in loaded or "ruleset" in loaded):
             data = loaded
-    if data:
-        unknown = sorted(set(data) - RUN_KEYS)
-        if unknown:
-            raise RunError(f"{ref}: unknown key(s) {', '.join(unknown)} (an experiment has "
-                           f"{', '.join(sorted(RUN_KEYS))})")
-        refs = data.get("rulesets") if "rulesets" in data else [data.get("ruleset")]
-        if isinstance(refs, str):
-            refs = [refs]
-        key = "rulesets" if "rulesets" in data else "ruleset"
-        if isinstance(refs, list) and len(refs) > MAX_RULESETS:
-            raise RunError(f"{ref}: {key}: at most {MAX_RULESETS} rulesets, got {len(refs):,}")
-        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise RunError(f"{ref}: {key}: expected a ruleset name or file, or a list of "
-                           f"them, got {data.get(key)!r}")
-        name = str(data.get("name") or path.stem)
-        if len(name) > 100 or not name.isprintable():  # it names the run folder
-            raise RunError(f"{ref}: name: expected at most 100 printable characters, got "
-                           f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
-        if "name" in data and not is_folder_name(name):
-            # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
-            raise RunError(f"{ref}: name: {name!r} cannot name a folder under reports/; use "
-                           f"{NAME_RULE}")
-        base = path.parent
-        rulesets = []
-        for i, r in enumerate(refs):
-            target = base / r if r.endswith((".yaml", ".yml")) and (base / r).exists() else r
-            try:
-                rulesets.append(load_ruleset(target))
-            except RulesetError as e:
-                raise RunError(f"{ref}: rulesets[{i}]: {e}") from None
-        hashes = [r.content_hash() for r in rulesets]
-        for i, h in enumerate(hashes):
-            if h in hashes[:i]:  # one ruleset twice: the same games twice, under two names
-                raise RunError(f"{ref}: {key}[{i}] ({refs[i]}) has the same rules as "
-                               f"{key}[{hashes.index(h)}] ({refs[hashes.index(h)]}, hash {h}); "
-                               "list each ruleset once")
-        file_bots = data.get("bots")
-        if isinstance(file_bots, str | dict):
-            file_bots = [file_bots]  # one bot
-        if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
-            raise RunError(f"{ref}: bots: expected a list of bot specs, got {file_bots!r}")
-        bot_specs = list(bots) if bots else list(file_bots or [])
-        mode = pairings or str(data.get("pairings", "all"))
-        if mode not in ("all", "cross", "self"):
-            raise RunError(f"{ref}: pairings: {mode!r} is not one of all, cross, self")
-        games_n = games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
-                                                         f"{ref}: games", 1)
-        seed_n = seed if seed is not None else _whole(data.get("seed", 1), f"{ref}: seed", 0)
-        extra = data.get("set") or {}
-        if not isinstance(extra, dict):
-            raise RunError(f"{ref}: set: expected a mapping of ruleset fields to values, got "
-                           f"{extra!r}")
-        overrides = [*(f"{k}={json.dumps(v)}" for k, v in extra.items()), *overrides]
-        if batch_deals is None and data.get("batch_deals") is not None:
-            batch_deals = _whole(data["batch_deals"], f"{ref}: batch_deals", 1)
-    else:
+    try:
+        changes = [Override.parse(o) for o in overrides]
+    except RulesetError as e:
+        raise RunError.wrapping(e) from None
+    if not data:
         try:
             rulesets = [load_ruleset(ref)]
         except RulesetError as e:
-            raise RunError(str(e)) from None
-        name = rulesets[0].name if not path.exists() else path.stem
-        bot_specs = list(bots) if bots else []
-        mode = pairings or "all"
-        if mode not in ("all", "cross", "self"):
-            raise RunError(f"pairings: {mode!r} is not one of all, cross, self")
-        games_n = games if games is not None else DEFAULT_GAMES
-        seed_n = seed if seed is not None else 1
-    _whole(games_n, "games", 1)
-    if games_n > MAX_GAMES:
-        raise RunError(f"games: {games_n:,} games per ruleset and pairing is more than patchsim "
-                       f"plays in one run ({MAX_GAMES:,}); split the study into several runs")
-    _whole(seed_n, "seed", 0)
-    if seed_n >= 2**63:
-        raise RunError(f"seed: expected a whole number below 2**63, got {seed_n}")
-    if batch_deals is not None:
-        _whole(batch_deals, "batch_deals", 1)
-    if overrides:
+            raise RunError.wrapping(e) from None
+        return make_run_config(
+            rulesets, bots, games=DEFAULT_GAMES if games is None else games,
+            seed=1 if seed is None else seed, pairings=pairings or "all", overrides=changes,
+            batch_deals=batch_deals, name=rulesets[0].name if not path.exists() else path.stem,
+            source=ref, bot_path=bot_path, allow_time_budgets=allow_time_budgets)
+    unknown = sorted(set(data) - RUN_KEYS)
+    if unknown:
+        raise RunError(f"{ref}: unknown key(s) {', '.join(unknown)} (an experiment has "
+                       f"{', '.join(sorted(RUN_KEYS))})")
+    refs = data.get("rulesets") if "rulesets" in data else [data.get("ruleset")]
+    if isinstance(refs, str):
+        refs = [refs]
+    key = "rulesets" if "rulesets" in data else "ruleset"
+    if isinstance(refs, list) and len(refs) > MAX_RULESETS:
+        raise _in_file(ref, key, f"at most {MAX_RULESETS} rulesets, got {len(refs):,}")
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+        raise _in_file(ref, key, "expected a ruleset name or file, or a list of them, got "
+                       f"{data.get(key)!r}")
+    name = str(data.get("name") or path.stem)
+    if len(name) > 100 or not name.isprintable():  # it names the run folder
+        raise _in_file(ref, "name", "expected at most 100 printable characters, got "
+                                    f"{name[:60]!r}{'...' if len(name) > 60 else ''}")
+    if "name" in data and not is_folder_name(name):
+        # the name is the run's folder under reports/: ".." or "a/b" would lead out of it
+        raise _in_file(ref, "name", f"{name!r} cannot name a folder under reports/; use "
+                                    f"{NAME_RULE}")
+    base = path.parent
+    rulesets = []
+    for i, r in enumerate(refs):
+        target = base / r if r.endswith((".yaml", ".yml")) and (base / r).exists() else r
         try:
-            pairs = dict(parse_override(o) for o in overrides)
-            rulesets = [r.with_overrides(pairs) for r in rulesets]
+            rulesets.append(load_ruleset(target))
         except RulesetError as e:
-            raise RunError(str(e)) from None
-        # changed rules get a name of their own, which says what changed: results must not
-        # pass for the edition's ("edition2 (bonus.points=9)"; the manifest and the report
-        # give each ruleset's hash beside it)
-        rulesets = [dataclasses.replace(r, name=changed_label(r.name, overrides))
-                    for r in rulesets]
-    if not bot_specs:
-        bot_specs = default_bots(rulesets)
-    if len(bot_specs) > MAX_BOTS:
-        raise RunError(f"bots: at most {MAX_BOTS} bots in one run, got {len(bot_specs):,}")
-    canonical = []
-    timed = False
-    for spec in bot_specs:
-        try:
-            bot = make_bot(spec, bot_path=bot_path)
-        except BotSpecError as e:
-            raise RunError(str(e)) from None
-        if getattr(bot, "values", {}).get("time_ms", 0):
-            if not allow_time_budgets:
-                raise RunError(f"bot {bot.spec}: a time budget (time_ms) makes results depend "
-                               "on the machine and its load; runs need reproducible bots (use "
-                               "iterations). The ladder accepts time budgets with --timed "
-                               "(equal-time matches, recorded as machine-dependent)")
-            timed = True
-        canonical.append(bot.spec)  # one bot, one name, however it was typed
-    if len(set(canonical)) != len(canonical):
-        raise RunError(f"the same bot is listed twice: {', '.join(canonical)}")
-    pair_list = all_pairings(len(canonical), mode)
-    if not pair_list:
-        raise RunError(f"pairings {mode!r} with {len(canonical)} bot(s) gives no games "
-                       "(cross pairings need at least two bots)")
-    return RunConfig(name, rulesets, canonical, pair_list, games_to_deals(games_n), seed_n,
-                     batch_deals, ref, tuple(bot_path), timed=timed)
+            raise RunError.wrapping(e, f"{ref}: rulesets[{i}]: ") from None
+    hashes = [r.content_hash() for r in rulesets]
+    for i, h in enumerate(hashes):
+        if h in hashes[:i]:  # one ruleset twice: the same games twice, under two names
+            raise RunError(f"{ref}: {key}[{i}] ({refs[i]}) has the same rules as "
+                           f"{key}[{hashes.index(h)}] ({refs[hashes.index(h)]}, hash {h}); "
+                           "list each ruleset once")
+    file_bots = data.get("bots")
+    if isinstance(file_bots, str | dict):
+        file_bots = [file_bots]  # one bot
+    if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
+        raise _in_file(ref, "bots", f"expected a list of bot specs, got {file_bots!r}")
+    mode = pairings or str(data.get("pairings", "all"))
+    if mode not in ("all", "cross", "self"):
+        raise _in_file(ref, "pairings", f"{mode!r} is not one of all, cross, self")
+    extra = data.get("set") or {}
+    if not isinstance(extra, dict):
+        raise _in_file(ref, "set", "expected a mapping of ruleset fields to values, got "
+                                   f"{extra!r}")
+    if batch_deals is None and data.get("batch_deals") is not None:
+        batch_deals = _whole(data["batch_deals"], "batch_deals", 1, ref)
+    return make_run_config(
+        rulesets, list(bots) if bots else file_bots,
+        games=games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
+                                                     "games", 1, ref),
+        seed=seed if seed is not None else _whole(data.get("seed", 1), "seed", 0, ref),
+        pairings=mode, overrides=[*(Override.of(str(k), v, ref) for k, v in extra.items()),
+                                  *changes],
+        batch_deals=batch_deals, name=name, source=ref, bot_path=bot_path,
+        allow_time_budgets=allow_time_budgets)

@@ -95,8 +95,8 @@ def dask_client(scheduler: str | None) -> Any:
         raise RunError("the dask backend needs dask.distributed: "
                        "pip install 'patchsim[dask]'") from None
     if not scheduler:
-        raise RunError("the dask backend needs a scheduler: an address "
-                       "(tcp://host:8786) or a scheduler file")
+        raise RunError.about("scheduler", "the dask backend needs a scheduler: an address "
+                             "(tcp://host:8786) or a scheduler file")
     try:
         if Path(scheduler).is_file():
             return Client(scheduler_file=scheduler, timeout="10s")
@@ -115,7 +115,8 @@ def make_parallel(jobs: int, backend: str, scheduler: str | None):
         ctx = parallel_config(backend="dask", wait_for_workers_timeout=30)
         return client, ctx, Parallel(return_as="generator_unordered")
     if backend not in BACKENDS:
-        raise RunError(f"backend {backend!r}: expected {', '.join(BACKENDS)}")
+        raise RunError.about("backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}",
+                             value=backend)
     if backend == "sequential" or jobs == 1:
         return None, contextlib.nullcontext(), None
     if backend == "threading":  # not joblib's: worker.in_threads, which can stop promptly
@@ -175,8 +176,9 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     run_dir = Path(run_dir)
     backend = local_backend(config, backend)
     if config.deals * 2 > MAX_GAMES:
-        raise RunError(f"games={config.deals * 2:,} per ruleset and pairing is more than "
-                       f"patchsim plays in one run ({MAX_GAMES:,})")
+        raise RunError.about("games", f"{config.deals * 2:,} per ruleset and pairing is "
+                             f"more than patchsim plays in one run ({MAX_GAMES:,})",
+                             value=config.deals * 2)
     if backend != "dask":
         check_jobs(jobs, backend)
     check_output_folder(run_dir)  # before the folder is touched
@@ -470,7 +472,8 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
     for name, value in (("until", halfwidth), ("decide_margin", decide_margin)):
         if value is not None and not 0 < value < 0.5:
             what = "a half-width" if name == "until" else "a margin"
-            raise RunError(f"{name}={value}: give {what} between 0 and 0.5 (0.01: 1 point)")
+            raise RunError.about(name, f"give {what} between 0 and 0.5 (0.01: 1 point), "
+                                 f"got {value}", value=value)
     say = echo or (lambda _line: None)
     t0 = time.perf_counter()
     played = 0  # over every step: the session's rate, not the last step's

@@ -21,10 +21,11 @@ from patchsim.engine import core
 from patchsim.engine.game import Game, Move, decode_move, rules_reference
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import Tables, compile_ruleset
+from patchsim.errors import PatchsimError
 from patchsim.play import loops as playout
 
 
-class BotError(RuntimeError):
+class BotError(PatchsimError, RuntimeError):
     """A bot raised, or chose a move that is not legal. Carries a record reproducing it."""
 
     def __init__(self, message: str, bot: str, seed: int, move_number: int,

@@ -1,7 +1,7 @@
 """Runs in memory: :func:`simulate` plays exactly what ``patchsim run`` plays and keeps the
 games and events tables as pandas DataFrames instead of writing a run folder.
 
-It is the runner without its disk: the same configuration (:func:`load_run_config`), the same
+It is the runner without its disk: the same configuration (:func:`make_run_config`), the same
 batches (:func:`plan_batches`), the same workers (``run_batch`` through joblib) and the same
 canonical order as the merge, so for the same rulesets, bots, games and seed its tables equal
 ``games.parquet`` and ``events.parquet`` of a run, for any number of workers.
@@ -18,16 +18,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from patchsim.analysis.summary import run_summary
-from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
-from patchsim.play.config import RunConfig, RunError, load_run_config, run_identity
+from patchsim.play.config import (
+    DEFAULT_GAMES,
+    BotRef,
+    RunConfig,
+    RunError,
+    load_run_config,
+    make_run_config,
+    run_identity,
+)
 from patchsim.play.execution import batch_results, execute, make_parallel
 from patchsim.play.runfolder import check_output_folder
 from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
@@ -37,11 +43,6 @@ from patchsim.play.worker import (
 )
 
 RulesetRef = str | os.PathLike[str] | Ruleset
-BotRef = str | dict[str, Any] | Bot
-
-# a stand-in ruleset for load_run_config when every ruleset is given as an object: it
-# validates the line-up (bots, pairings, games, seed), and its ruleset is then replaced
-_STAND_IN = "edition2"
 
 
 @dataclass
@@ -124,7 +125,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
             results = batch_results(config, batches, run_id, jobs=n_jobs, backend=backend,
                                     parallel=parallel, client=client)
             # closed on the way out (a bot failure, Ctrl-C): batches still playing stop now
-            with contextlib.closing(results):
+            with contextlib.closing(results):  # type: ignore[type-var]  # a generator
                 for bt, games_t, events_t, err, _secs, _n in results:
                     if err is not None:
                         raise err
@@ -144,15 +145,16 @@ def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence
             *, games: int | None, seed: int | None, pairings: str | None,
             batch_deals: int | None, name: str | None, bot_path: tuple[str, ...]) -> RunConfig:
     """The RunConfig ``patchsim run`` would build for these arguments."""
-    specs = None if bots is None else _bot_specs(bots, bot_path)
+    specs = None if bots is None else _bot_list(bots)
     refs: list[RulesetRef] = (list(rulesets) if isinstance(rulesets, Sequence)
                               and not isinstance(rulesets, str) else [rulesets])
     if not refs:
-        raise RunError("rulesets: give at least one ruleset")
-    kw: dict[str, Any] = {"games": games, "bots": specs, "seed": seed, "pairings": pairings,
-                          "batch_deals": batch_deals, "bot_path": bot_path}
+        raise RunError.about("rulesets", "give at least one ruleset")
     if len(refs) == 1 and not isinstance(refs[0], Ruleset):
-        config = load_run_config(os.fspath(refs[0]), **kw)  # the command line's own path
+        # a name or a file, which may be an experiment file: the command line's own path
+        config = load_run_config(os.fspath(refs[0]), games=games, bots=specs, seed=seed,
+                                 pairings=pairings, batch_deals=batch_deals,
+                                 bot_path=bot_path)
         return dataclasses.replace(config, name=name) if name else config
     resolved = []
     for i, ref in enumerate(refs):
@@ -162,40 +164,23 @@ def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence
         try:
             resolved.append(load_ruleset(ref))
         except RulesetError as e:
-            raise RunError(f"rulesets[{i}]: {e}") from None
-    lineup = load_run_config(_STAND_IN, **kw)
-    return dataclasses.replace(lineup, rulesets=resolved,
-                               name=name or "+".join(r.name for r in resolved),
-                               source="patchsim.simulate")
+            raise RunError.wrapping(e, f"rulesets[{i}]: ") from None
+    # the rulesets themselves, so that the default line-up is theirs (a variant without a
+    # trained model plays the rollout search, as `patchsim run` would)
+    return make_run_config(resolved, specs, games=DEFAULT_GAMES if games is None else games,
+                           seed=1 if seed is None else seed, pairings=pairings or "all",
+                           batch_deals=batch_deals, name=name, source="patchsim.simulate",
+                           bot_path=bot_path)
 
 
-def _bot_specs(bots: BotRef | Sequence[BotRef],
-               bot_path: tuple[str, ...]) -> list[str | dict[str, Any]]:
-    """Specs of the bots; a bot object must have a spec that builds the same bot again,
-    because the runner makes a fresh bot for every game (in worker processes too)."""
+def _bot_list(bots: BotRef | Sequence[BotRef]) -> list[BotRef]:
+    """The bots as a list: ``"greedy;random"`` is two specs, a dict or a bot object one."""
     if isinstance(bots, str):
-        items: list[Any] = [b.strip() for b in bots.split(";") if b.strip()]
+        items: list[BotRef] = [b.strip() for b in bots.split(";") if b.strip()]
     elif isinstance(bots, dict) or not isinstance(bots, Sequence):
         items = [bots]
     else:
         items = list(bots)
-    out: list[str | dict[str, Any]] = []
-    for b in items:
-        if isinstance(b, str | dict):
-            out.append(b)
-            continue
-        spec = bot_spec(b)
-        try:
-            rebuilt = make_bot(spec, bot_path=bot_path)
-        except BotSpecError as e:
-            raise RunError(f"bot {b!r}: its spec {spec!r} does not build a bot ({e}); "
-                           "simulate makes a fresh bot from the spec for every game, so give "
-                           "a built-in spec or an import path like mypackage.mybots:MyBot("
-                           "x=1)") from None
-        if type(rebuilt) is not type(b):
-            raise RunError(f"bot {b!r}: its spec {spec!r} builds a {type(rebuilt).__name__}, "
-                           f"not a {type(b).__name__}")
-        out.append(spec)
-    if not out:
-        raise RunError("bots: give at least one bot")
-    return out
+    if not items:
+        raise RunError.about("bots", "give at least one bot")
+    return items

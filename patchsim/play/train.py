@@ -51,6 +51,7 @@ from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
+from patchsim.errors import PatchsimError
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
 from patchsim.play.train_document import training_document
@@ -65,7 +66,7 @@ MAX_GENERATIONS = 100_000  # each one plays games_per_generation games: far beyo
 SEED_LIMIT = 2**63  # seeds are non-negative 64-bit integers
 
 
-class TrainError(ValueError):
+class TrainError(PatchsimError, ValueError):
     """An argument ``train`` cannot use, or a models folder it cannot write. The message
     starts with the parameter's name (``minutes: ...``)."""
 CHECKPOINT = "checkpoint.npz"
@@ -287,8 +288,8 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     try:
         (folder / "training").mkdir(parents=True, exist_ok=True)
     except OSError as e:  # a file in the way, no permission, a read-only disk
-        raise TrainError(f"models: cannot create a model folder in {root}: "
-                         f"{e.strerror or e}") from None
+        raise TrainError.about("models", f"cannot create a model folder in {root}: "
+                               f"{e.strerror or e}", value=str(root)) from None
     ck_path = folder / "training" / CHECKPOINT
     config = {"ruleset_hash": h, "feature_version": F.FEATURE_VERSION, **asdict(settings)}
     ck = None if fresh else _checkpoint_load(ck_path, config)
@@ -381,16 +382,18 @@ def check_arguments(minutes: float, jobs: int, seed: int, generations: int | Non
 
     if generations is not None and not (whole(generations)
                                         and 1 <= generations <= MAX_GENERATIONS):
-        raise TrainError(f"generations: give a whole number from 1 to {MAX_GENERATIONS:,}, "
-                         f"got {generations}")
+        raise TrainError.about("generations", f"give a whole number from 1 to "
+                               f"{MAX_GENERATIONS:,}, got {generations}", value=generations)
     if generations is None and not (isinstance(minutes, int | float)
                                     and math.isfinite(minutes) and minutes > 0):
-        raise TrainError(f"minutes: give a time budget above 0 (or a number of generations), "
-                         f"got {minutes}")
+        raise TrainError.about("minutes", "give a time budget above 0 (or a number of "
+                               f"generations), got {minutes}", value=minutes)
     if not (whole(seed) and 0 <= seed < SEED_LIMIT):
-        raise TrainError(f"seed: give a whole number from 0 to 2**63 - 1, got {seed}")
+        raise TrainError.about("seed", f"give a whole number from 0 to 2**63 - 1, got {seed}",
+                               value=seed)
     if not (whole(jobs) and jobs >= 1):
-        raise TrainError(f"jobs: give a number of worker threads >= 1, got {jobs}")
+        raise TrainError.about("jobs", f"give a number of worker threads >= 1, got {jobs}",
+                               value=jobs)
 
 
 def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> Path:

@@ -261,11 +261,13 @@ def check_jobs(jobs: int, backend: str) -> int:
     multiply its memory)."""
     cores = os.cpu_count() or 1
     if jobs < 1:
-        raise RunError(f"jobs={jobs}: give a number of workers of at least 1")
+        raise RunError.about("jobs", f"give a number of workers of at least 1, got {jobs}",
+                             value=jobs)
     if backend in ("loky", "threading") and jobs > cores:
-        raise RunError(f"jobs={jobs}: this machine has {cores} core(s); more workers than "
-                       "cores only slow the run down and multiply its memory (use at most "
-                       f"{cores}, or a Dask cluster for more)")
+        raise RunError.about("jobs", f"{jobs} workers, but this machine has {cores} core(s); "
+                             "more workers than cores only slow the run down and multiply "
+                             f"its memory (use at most {cores}, or a Dask cluster for more)",
+                             value=jobs)
     return jobs
 
 

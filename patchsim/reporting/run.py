@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from patchsim.errors import PatchsimError
 from patchsim.play.reader import Run, read_run
 from patchsim.play.runfolder import RunFolderError
 
 __all__ = ["ReportError", "Run", "load_run"]
 
 
-class ReportError(ValueError):
+class ReportError(PatchsimError, ValueError):
     """A folder that cannot be reported on (not a run, unfinished, unreadable)."""
 
 

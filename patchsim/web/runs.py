@@ -30,6 +30,7 @@ from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, shipped_rulesets
 from patchsim.engine.view import replay_positions, ruleset_info
+from patchsim.errors import PatchsimError
 from patchsim.layout import TUNE_MD, TUNE_ROUNDS
 from patchsim.play.reader import inspect_run
 from patchsim.play.runfolder import (
@@ -54,7 +55,7 @@ MAX_LIMIT = 500  # games per page of the table
 MAX_RECORD_BYTES = 4_000_000
 
 
-class WebError(Exception):
+class WebError(PatchsimError):
     """A request the server refuses, with the HTTP status and a message for the page."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -77,7 +78,7 @@ def too_deep(data: object, limit: int) -> bool:
     return False
 
 
-class FolderError(ValueError):
+class FolderError(PatchsimError, ValueError):
     """A folder given to the server that cannot be used: ``what`` it is for ("run folder",
     "save folder"), its ``path`` and the ``reason``."""
 
