@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchsim"
 # and play nothing (they import neither the engine nor the bots).
 RANK = {
     "_version": 0, "_jitcache": 0, "atomic": 0,
+    "document": 0.5,  # documents for every floor: above atomic (it writes files), below all
     "engine": 1, "analysis": 1,
     "bots": 2,
     "play": 3,
