@@ -357,3 +357,98 @@ def diversity_table(deals: pd.DataFrame, metric: str = "first_seat_win",
             out.loc[i, "verdict_kind"] = v.kind
             out.loc[i, "verdict"] = v.text(scale, unit)
     return out
+
+
+# --- the headline and a trace read from a run ----------------------------------------------------
+def headline(deals: pd.DataFrame, level: int, margin: float = est.DEFAULT_MARGIN,
+             alpha: float = 0.05) -> tuple[est.Estimate, est.Verdict]:
+    """The first seat's win rate at ``level`` (per-deal values of :func:`level_deals`) with
+    its 95% interval, and its verdict against 50% +- ``margin``: decided when it is
+    ``equivalent`` or ``differs``."""
+    d = deals[deals["level"] == level]["first_seat_win"].to_numpy(dtype=float)
+    e = est.mean_estimate(d, est.VERDICT_LEVEL, est.WIN_BOUNDS)
+    return e, est.verdicts([e], margin, 0.5, alpha, family="none")[0]
+
+
+def budget_of(spec: str) -> float | None:
+    """The search budget a bot spec names (iterations, or ms per move when it has a time
+    budget); None for a bot without one (a scripted bot)."""
+    if not spec.startswith("mcts"):
+        return None
+    inner = spec[spec.find("(") + 1: -1] if "(" in spec else ""
+    values = dict(part.split("=", 1) for part in (p.strip() for p in inner.split(","))
+                  if "=" in part)
+    try:
+        if float(values.get("time_ms", 0)) > 0:
+            return float(values["time_ms"])
+        return float(values.get("iterations", 1000 if "eval=learned" not in spec else 100))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    """The skill trace a run's own games hold: its self-play pairings as levels (weakest
+    first, by the cross games between them, else in the run's order), each level against
+    the one below where the run played that pairing."""
+
+    ruleset: str
+    levels: list[str]
+    budgets: list[float | None]
+    level_deals: pd.DataFrame
+    duel_deals: pd.DataFrame
+    levels_table: pd.DataFrame
+    duels_table: pd.DataFrame
+    verdict: ConvergenceVerdict | None
+    metric: str = "first_seat_win"
+    margin: float = est.DEFAULT_MARGIN
+
+
+def _order_levels(games: pd.DataFrame, bots: list[str]) -> list[str]:
+    """Self-play bots weakest first: by their win share in the run's cross games among them
+    (the ladder's order), ties and bots without cross games kept in the run's order."""
+    cross = games[(games["bot0"] != games["bot1"]).to_numpy()
+                  & games["bot0"].isin(bots).to_numpy() & games["bot1"].isin(bots).to_numpy()]
+    if cross.empty:
+        return bots
+    share = {b: float((cross["winner_bot"].astype(str) == b).sum()
+                      / max(1, ((cross["bot0"] == b) | (cross["bot1"] == b)).sum()))
+             for b in bots}
+    return sorted(bots, key=lambda b: (share[b], bots.index(b)))
+
+
+def run_traces(games: pd.DataFrame, events: pd.DataFrame | None = None,
+               margin: float = est.DEFAULT_MARGIN) -> list[RunTrace]:
+    """One trace per ruleset of a run whose games have at least one self-play pairing: its
+    levels, per-level tables and (with two levels or more) the convergence verdict on the
+    first seat's win rate."""
+    out = []
+    for ruleset, g in games.groupby("ruleset", sort=False, observed=True):
+        sp = g[(g["bot0"] == g["bot1"]).to_numpy()]
+        bots = [str(b) for b in dict.fromkeys(sp["bot0"].astype(str))]
+        if not bots:
+            continue
+        levels = _order_levels(g, bots)
+        budgets = [budget_of(b) for b in levels]
+        ev = None
+        if events is not None and "ruleset" in events.columns:
+            ev = events[(events["ruleset"] == ruleset).to_numpy()]
+        ld = level_deals(sp, ev, levels)
+        dd = duel_deals(g, levels)
+        lt = level_table(ld, levels)
+        dt = duel_table(dd, levels, budgets)
+        v = (convergence_verdict(ld, "first_seat_win", margin, duels=dd, budgets=budgets)
+             if len(levels) >= 2 else None)
+        out.append(RunTrace(str(ruleset), levels, budgets, ld, dd, lt, dt, v,
+                            margin=margin))
+    return out
+
+
+SKILL_GAP = 0.75  # a pairing whose stronger bot wins more than this (interval's low end)
+
+
+def skill_decided(win_lo: float, gap: float = SKILL_GAP) -> bool:
+    """Whether a pairing's outcome is decided by the skill gap: the stronger bot's win rate
+    is shown above ``gap`` (its 95% interval's low end). Its seat figures then say how the
+    stronger bot fares from each seat, nothing about the seats under even play."""
+    return bool(np.isfinite(win_lo) and win_lo > gap)

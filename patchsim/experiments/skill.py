@@ -41,9 +41,11 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
 from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse_spec
+from patchsim.document import render
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.config import RunError, default_bots
 from patchsim.play.simulate import simulate
+from patchsim.reporting.skill_section import trace_document
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
 DEFAULT_FLOOR = ("greedy",)
@@ -148,13 +150,9 @@ class SkillTrace:
     def headline(self) -> dict[str, Any]:
         """The first seat's win rate at the strongest level, its interval and its verdict
         against 50% +- the margin (a decided verdict is ``equivalent`` or ``differs``)."""
-        top = self.levels_table.iloc[-1]
-        d = self.level_deals[self.level_deals["level"] == len(self.levels) - 1]
-        e = est.mean_estimate(d["first_seat_win"].to_numpy(dtype=float), est.VERDICT_LEVEL,
-                              est.WIN_BOUNDS)
-        v = est.verdict(e, self.margin if self.metric == "first_seat_win" else
-                        est.DEFAULT_MARGIN, 0.5)
-        return {"ruleset": self.ruleset, "level": self.top, "deals": int(top["deals"]),
+        margin = self.margin if self.metric == "first_seat_win" else est.DEFAULT_MARGIN
+        e, v = sk.headline(self.level_deals, len(self.levels) - 1, margin)
+        return {"ruleset": self.ruleset, "level": self.top, "deals": e.deals,
                 "rate": e.value, "lo": e.lo, "hi": e.hi, "verdict_kind": v.kind,
                 "verdict": v.text(), "decided": v.kind in ("equivalent", "differs"),
                 "trace": self.verdict.text() if self.verdict else "",
@@ -276,6 +274,8 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
         say(f"{what}: {len(g)} games in {sim.seconds:.1f} s")
         return g, e
 
+    # a first tiny game loads what the runner needs, so that level 0's cost is its own
+    simulate(rs, specs[:1], games=2, seed=seed, pairings="self", bot_path=bot_path)
     for i, spec in enumerate(specs):
         play([spec], "self", f"level {i} self-play")
     self_games = pd.concat(parts, ignore_index=True)
@@ -309,14 +309,12 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
                       time.perf_counter() - t0, pd.concat(parts, ignore_index=True))
 
 
-def write_trace(trace: SkillTrace, out_dir: str | os.PathLike[str],
-                plot: Callable[[SkillTrace], bytes] | None = None,
-                document: Callable[[SkillTrace, Path], None] | None = None) -> Path:
+def write_trace(trace: SkillTrace, out_dir: str | os.PathLike[str], command: str = "") -> Path:
     """Write the trace into ``out_dir``, a folder that must not exist yet (written beside it
     and renamed into place, so it appears whole or not at all): levels.csv/.parquet and
     duels.csv/.parquet (one row per level), level_deals.parquet and duel_deals.parquet (one
-    row per level and deal), diversity.csv, trace.json (the figures), skill.png when
-    ``plot`` renders one, and the report files ``document`` writes."""
+    row per level and deal), diversity.csv, trace.json (the figures), skill.png (the
+    metric against strength, the cost beside it) and skill.html / skill.md."""
     target = Path(out_dir)
     if target.exists():
         raise SkillError(f"out: {target} already exists; write the trace to a new folder")
@@ -332,10 +330,8 @@ def write_trace(trace: SkillTrace, out_dir: str | os.PathLike[str],
         trace.diversity.to_csv(tmp / "diversity.csv", index=False)
         (tmp / STUDY_FILE).write_text(json.dumps(trace.figures(), indent=1) + "\n",
                                       encoding="utf-8")
-        if plot is not None:
-            (tmp / "skill.png").write_bytes(plot(trace))
-        if document is not None:
-            document(trace, tmp)
+        doc = trace_document(trace, trace.diversity, _method_text(trace), command)
+        render.write(doc, tmp, "skill")  # skill.html, skill.md and skill.png
         mask = os.umask(0o022)
         os.umask(mask)
         os.chmod(tmp, 0o777 & ~mask)  # mkdtemp leaves 0700
@@ -344,6 +340,15 @@ def write_trace(trace: SkillTrace, out_dir: str | os.PathLike[str],
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _method_text(trace: SkillTrace) -> str:
+    if trace.method == "temperature":
+        return (f"the first {SAMPLE_PLIES} plies sampled in proportion to the root visit "
+                f"counts (temperature {TEMPERATURE:g}), then the most-visited move")
+    if trace.method == "epsilon":
+        return f"a random searched root move with probability {EPSILON:g} on every move"
+    return "none (deterministic search: one distinct game per deal in self-play)"
 
 
 __all__ = ["DEFAULT_LEVELS", "METHODS", "SkillError", "SkillTrace", "default_search",
