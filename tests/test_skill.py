@@ -25,7 +25,7 @@ def _levels(per_level: list[np.ndarray], bots: list[str] | None = None) -> pd.Da
     rows = []
     for i, v in enumerate(per_level):
         rows.append(pd.DataFrame({"level": i, "bot": (bots or [f"L{j}" for j in range(
-            len(per_level))])[i], "deal": np.arange(len(v)), "first_seat_win": v}))
+            len(per_level))])[i], "deal": np.arange(len(v)), "first_player_win": v}))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -117,7 +117,7 @@ def test_the_verdict_pairs_levels_on_their_common_deals_only() -> None:
     levels = _levels([a, a.copy()])
     # extra deals the weaker level played, all won by the first seat: not common, ignored
     extra = pd.DataFrame({"level": 0, "bot": "L0", "deal": np.arange(1000, 1500),
-                          "first_seat_win": 1.0})
+                          "first_player_win": 1.0})
     v = sk.convergence_verdict(pd.concat([levels, extra], ignore_index=True))
     assert v.change.deals == 1000 and v.change.value == 0
 
@@ -146,7 +146,7 @@ def test_degenerate_games_are_counted_per_level() -> None:
     a = d[d["level"] == 0].set_index("deal")
     assert a.loc[1, "many_passes"] == 0.5 and a.loc[1, "deep_negative"] == 0.5
     assert a.loc[1, "degenerate"] == 1.0 and a.loc[0, "degenerate"] == 0.0
-    assert a.loc[0, "first_seat_win"] == 0.5 and a.loc[0, "seat_margin"] == 10
+    assert a.loc[0, "first_player_win"] == 0.5 and a.loc[0, "score_diff"] == 10
     t = sk.level_table(d, ["a", "b"], seconds=[2.0, 4.0], games=[4, 4])
     assert list(t["bot"]) == ["a", "b"]
     assert t.loc[0, "degenerate"] == 0.5 and t.loc[1, "degenerate"] == 0.0
@@ -159,7 +159,7 @@ def test_a_deterministic_levels_copies_count_once() -> None:
     # both games of each deal identical: the copy of each is dropped, the values unchanged
     games = pd.DataFrame([_game(k, o, "a", winner=0) for k in range(3) for o in (0, 1)])
     d = sk.level_deals(games, None, ["a"])
-    assert len(d) == 3 and (d["first_seat_win"] == 1.0).all()
+    assert len(d) == 3 and (d["first_player_win"] == 1.0).all()
 
 
 def test_duels_give_the_win_rate_elo_and_elo_per_doubling() -> None:
@@ -187,7 +187,7 @@ def test_the_diversity_check_says_whether_the_method_matters() -> None:
     near = a.copy()
     far = _deal_outcomes(rng, 0.67, 3000)
     deals = pd.concat([pd.DataFrame({"method": m, "deal": np.arange(3000),
-                                     "first_seat_win": v})
+                                     "first_player_win": v})
                        for m, v in (("temperature", a), ("epsilon", near), ("none", far))])
     t = sk.diversity_table(deals).set_index("method")
     assert t.loc["temperature", "verdict"] == ""
@@ -263,7 +263,7 @@ def test_the_same_seed_gives_the_same_trace(tiny_trace) -> None:
     ({"floor": ("nonsense",)}, r"bots\[0\]"),
     ({"search": "mcts(bogus=1)"}, "search: "),
     ({"diversity": "shuffle"}, "diversity: 'shuffle' is not one of"),
-    ({"metric": "first_player_win"}, "metric: 'first_player_win' is not a trace metric"),
+    ({"metric": "first_player_edge"}, "metric: 'first_player_edge' is not a trace metric"),
     ({"margin": 0.6}, "margin: "),
 ])
 def test_bad_requests_say_which_parameter(kw, match) -> None:

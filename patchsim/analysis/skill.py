@@ -40,10 +40,10 @@ ELO_PER_LOGIT = 400 / math.log(10)
 
 # the per-level metrics of the trace: name -> (label, bounds or None, scale for text, unit)
 LEVEL_METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
-    "first_seat_win": ("first seat wins", est.WIN_BOUNDS),
-    "seat_margin": ("first seat's score margin", None),
-    "tie_break": ("decided by the tie-break", est.WIN_BOUNDS),
-    "bonus": ("7x7 bonus taken", est.WIN_BOUNDS),
+    "first_player_win": ("first seat wins", est.WIN_BOUNDS),
+    "score_diff": ("first seat's score margin", None),
+    "tie_break_rate": ("decided by the tie-break", est.WIN_BOUNDS),
+    "bonus_rate": ("7x7 bonus taken", est.WIN_BOUNDS),
     "leather_useful": ("placed leather filled a hole", est.WIN_BOUNDS),
     "first_leather_useful": ("first leather filled a hole", est.WIN_BOUNDS),
     "passes": ("passes per game", None),
@@ -79,10 +79,10 @@ def level_deals(games: pd.DataFrame, events: pd.DataFrame | None, levels: Sequen
         "ruleset": g["ruleset"].astype(str).to_numpy(),
         "pairing": g["pairing"].astype(str).to_numpy(),
         "deal": g["deal"].to_numpy(),
-        "first_seat_win": (g["winner"] == 0).to_numpy(dtype=float),
-        "seat_margin": (g["score0"] - g["score1"]).to_numpy(dtype=float),
-        "tie_break": g["tie_break"].to_numpy(dtype=float),
-        "bonus": (g["bonus0"] | g["bonus1"]).to_numpy(dtype=float),
+        "first_player_win": (g["winner"] == 0).to_numpy(dtype=float),
+        "score_diff": (g["score0"] - g["score1"]).to_numpy(dtype=float),
+        "tie_break_rate": g["tie_break"].to_numpy(dtype=float),
+        "bonus_rate": (g["bonus0"] | g["bonus1"]).to_numpy(dtype=float),
         "passes": (g["passes0"] + g["passes1"]).to_numpy(dtype=float),
     })
     many = own["passes"].to_numpy() >= DEGENERATE_PASSES
@@ -263,7 +263,20 @@ class ConvergenceVerdict:
                 f"(the two strongest levels differ by {ci(c)}{u}, margin {m})")
 
 
-def convergence_verdict(levels: pd.DataFrame, metric: str = "first_seat_win",
+# names the metric registry also accepts for the trace's metrics
+ALIASES = {"first_seat_win": "first_player_win", "seat_margin": "score_diff"}
+
+
+def trace_metric(name: str) -> str:
+    """The trace metric a name (or an alias of the metric registry) means; ValueError naming
+    the trace metrics when none."""
+    name = ALIASES.get(name, name)
+    if name not in LEVEL_METRICS:
+        raise ValueError(f"{name!r} is not a trace metric ({', '.join(LEVEL_METRICS)})")
+    return name
+
+
+def convergence_verdict(levels: pd.DataFrame, metric: str = "first_player_win",
                         margin: float = est.DEFAULT_MARGIN, *,
                         duels: pd.DataFrame | None = None,
                         budgets: Sequence[float | None] | None = None,
@@ -284,6 +297,7 @@ def convergence_verdict(levels: pd.DataFrame, metric: str = "first_seat_win",
     doubling of the budget), neither is *undecided* with the deals per level that would
     likely decide it (:func:`estimators.more_deals_to_decide`, as every verdict sizes
     them)."""
+    metric = ALIASES.get(metric, metric)
     present = sorted(int(x) for x in pd.unique(levels["level"]))
     if len(present) < 2:
         raise ValueError(f"convergence_verdict: {metric} needs two levels, got "
@@ -322,7 +336,7 @@ def convergence_verdict(levels: pd.DataFrame, metric: str = "first_seat_win",
                               100.0 if scaled else 1.0, " points" if scaled else "")
 
 
-def diversity_table(deals: pd.DataFrame, metric: str = "first_seat_win",
+def diversity_table(deals: pd.DataFrame, metric: str = "first_player_win",
                     margin: float = est.DEFAULT_MARGIN, reference: str | None = None,
                     alpha: float = 0.05) -> pd.DataFrame:
     """Does ``metric`` depend on how self-play is made diverse? ``deals``: one row per
@@ -365,7 +379,7 @@ def headline(deals: pd.DataFrame, level: int, margin: float = est.DEFAULT_MARGIN
     """The first seat's win rate at ``level`` (per-deal values of :func:`level_deals`) with
     its 95% interval, and its verdict against 50% +- ``margin``: decided when it is
     ``equivalent`` or ``differs``."""
-    d = deals[deals["level"] == level]["first_seat_win"].to_numpy(dtype=float)
+    d = deals[deals["level"] == level]["first_player_win"].to_numpy(dtype=float)
     e = est.mean_estimate(d, est.VERDICT_LEVEL, est.WIN_BOUNDS)
     return e, est.verdicts([e], margin, 0.5, alpha, family="none")[0]
 
@@ -400,7 +414,7 @@ class RunTrace:
     levels_table: pd.DataFrame
     duels_table: pd.DataFrame
     verdict: ConvergenceVerdict | None
-    metric: str = "first_seat_win"
+    metric: str = "first_player_win"
     margin: float = est.DEFAULT_MARGIN
 
 
@@ -437,7 +451,7 @@ def run_traces(games: pd.DataFrame, events: pd.DataFrame | None = None,
         dd = duel_deals(g, levels)
         lt = level_table(ld, levels)
         dt = duel_table(dd, levels, budgets)
-        v = (convergence_verdict(ld, "first_seat_win", margin, duels=dd, budgets=budgets)
+        v = (convergence_verdict(ld, "first_player_win", margin, duels=dd, budgets=budgets)
              if len(levels) >= 2 else None)
         out.append(RunTrace(str(ruleset), levels, budgets, ld, dd, lt, dt, v,
                             margin=margin))

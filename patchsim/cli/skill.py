@@ -134,7 +134,7 @@ def skill(
             jobs=jobs_count(jobs, dask=False), timed=timed or spec.get("timed", False),
             diversity=diversity or spec.get("diversity", "auto"),
             compare=compare and spec.get("compare", True),
-            metric=spec.get("metric", "first_seat_win"),
+            metric=spec.get("metric", "first_player_win"),
             margin=spec.get("margin", 0.02),
             echo=typer.echo if progress else None, bot_path=[os.getcwd()])
         folder = write_trace(trace, target, command_line())

@@ -150,7 +150,7 @@ class SkillTrace:
     def headline(self) -> dict[str, Any]:
         """The first seat's win rate at the strongest level, its interval and its verdict
         against 50% +- the margin (a decided verdict is ``equivalent`` or ``differs``)."""
-        margin = self.margin if self.metric == "first_seat_win" else est.DEFAULT_MARGIN
+        margin = self.margin if self.metric == "first_player_win" else est.DEFAULT_MARGIN
         e, v = sk.headline(self.level_deals, len(self.levels) - 1, margin)
         return {"ruleset": self.ruleset, "level": self.top, "deals": e.deals,
                 "rate": e.value, "lo": e.lo, "hi": e.hi, "verdict_kind": v.kind,
@@ -224,7 +224,7 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
                 floor: Sequence[str] = DEFAULT_FLOOR, search: str | None = None,
                 deals: int = DEFAULT_DEALS, seed: int = 1, jobs: int = 1,
                 timed: bool = False, diversity: str = "auto", compare: bool = True,
-                metric: str = "first_seat_win", margin: float = est.DEFAULT_MARGIN,
+                metric: str = "first_player_win", margin: float = est.DEFAULT_MARGIN,
                 echo: Callable[[str], None] | None = None,
                 bot_path: Sequence[str] = ()) -> SkillTrace:
     """Play a skill trace on ``ruleset`` (a name, a YAML path or a Ruleset).
@@ -244,9 +244,10 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
         raise SkillError(f"ruleset: {e}") from None
     if not (isinstance(deals, int) and deals >= 2):
         raise SkillError(f"deals: at least 2 deals per level, got {deals!r}")
-    if metric not in sk.LEVEL_METRICS:
-        raise SkillError(f"metric: {metric!r} is not a trace metric "
-                         f"({', '.join(sk.LEVEL_METRICS)})")
+    try:
+        metric = sk.trace_metric(metric)
+    except ValueError as e:
+        raise SkillError(f"metric: {e}") from None
     lo, hi = sk.LEVEL_METRICS[metric][1] or (-math.inf, math.inf)
     if not (isinstance(margin, int | float) and 0 < margin < (hi - lo) / 2):
         raise SkillError(f"margin: expected a number above 0 and below half the metric's "

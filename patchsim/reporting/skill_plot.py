@@ -28,7 +28,7 @@ def short_label(bot: str, limit: int = 28) -> str:
 
 
 def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
-                 metric: str = "first_seat_win", margin: float | None = 0.02,
+                 metric: str = "first_player_win", margin: float | None = 0.02,
                  title: str = "") -> Figure:
     """Left: ``metric`` per level (95% band over deals) against the cumulative Elo of the
     level over the first (its band: the Elo interval); for a rate, the 50% line and the
@@ -54,7 +54,7 @@ def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
     for x, yy, bot in zip(cum, y, levels["bot"], strict=True):
         left.annotate(short_label(str(bot)), (x, yy), textcoords="offset points",
                       xytext=(4, 6), fontsize=8)
-    if metric == "first_seat_win":
+    if metric == "first_player_win":
         left.axhline(50, color="#444", lw=0.8)
         if margin:
             left.axhspan(50 - margin * 100, 50 + margin * 100, color="#ddd", alpha=0.6,

@@ -42,7 +42,7 @@ class TraceLike(Protocol):
 def headline_line(trace: TraceLike) -> str:
     """'edition2: the first seat wins 57.0% [54.2%, 59.8%] under the strongest level
     (`mcts(...)`, 300 deals): differs by ...; skill trace: still moving: ...'."""
-    margin = trace.margin if trace.metric == "first_seat_win" else est.DEFAULT_MARGIN
+    margin = trace.margin if trace.metric == "first_player_win" else est.DEFAULT_MARGIN
     e, v = sk.headline(trace.level_deals, len(trace.levels) - 1, margin)
     what = ("no first-player advantage beyond the margin, " if v.kind == "equivalent"
             else "a first-player advantage, " if v.kind == "differs" and e.value > 0.5
@@ -82,15 +82,15 @@ def levels_table(trace: TraceLike) -> Table:
     for r in trace.levels_table.to_dict("records"):
         rows.append({
             "level": short_label(str(r["bot"])), "deals": fm.integer(r["deals"]),
-            "first": _rate(r, "first_seat_win"), "margin": _plain(r, "seat_margin"),
-            "tie": _rate(r, "tie_break"), "bonus": _rate(r, "bonus"),
+            "first": _rate(r, "first_player_win"), "margin": _plain(r, "score_diff"),
+            "tie": _rate(r, "tie_break_rate"), "bonus_rate": _rate(r, "bonus_rate"),
             "leather": _rate(r, "leather_useful"),
             "first_leather": _rate(r, "first_leather_useful"),
             "degenerate": _rate(r, "degenerate"),
             "cost": fm.num(r.get("games_per_s"), 1)})
     cols = [Col("level", "level", align="left"), Col("deals", "deals"),
             Col("first", "first seat wins"), Col("margin", "first seat's margin"),
-            Col("tie", "tie-break"), Col("bonus", "7x7 bonus"),
+            Col("tie", "tie-break"), Col("bonus_rate", "7x7 bonus"),
             Col("leather", "leather filled a hole"),
             Col("first_leather", "first leather filled a hole"),
             Col("degenerate", "degenerate games"), Col("cost", "games/s")]
