@@ -17,7 +17,7 @@ from patchsim.analysis import skill as sk
 from patchsim.cli.main import app
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.skill import SkillError, level_spec, skill_trace, write_trace
-from patchsim.reporting.skill_section import headline_line, headline_section
+from patchsim.reporting.skill_section import headline_line, headline_section, report_sections
 
 
 def _levels(per_level: list[np.ndarray], bots: list[str] | None = None) -> pd.DataFrame:
@@ -351,3 +351,42 @@ def test_a_run_holds_a_trace_and_its_headline() -> None:
 def test_skill_gap_labels_a_lopsided_pairing() -> None:
     assert sk.skill_decided(0.9) and not sk.skill_decided(0.6)
     assert not sk.skill_decided(float("nan"))
+
+
+def _lopsided_run() -> pd.DataFrame:
+    """Two levels in self-play and their cross pairing, which the stronger wins throughout."""
+    rows = []
+    for k in range(40):
+        rows += [_game(k, 0, "weak", winner=k % 2), _game(k, 1, "weak", winner=k % 2)]
+        rows += [_game(k, 0, "strong", winner=(k // 2) % 2),
+                 _game(k, 1, "strong", winner=1 - (k // 2) % 2)]
+        for order in (0, 1):  # the strong bot wins from either seat
+            g = _game(k, order, "strong", other="weak", winner=order)
+            g["winner_bot"] = "strong"
+            g["pairing"] = "strong vs weak"
+            rows.append(g)
+    for i, r in enumerate(rows):
+        if r["bot0"] == r["bot1"]:
+            r["pairing"] = f"{r['bot0']} vs {r['bot0']}"
+        r["game_id"] = i
+    return pd.DataFrame(rows)
+
+
+def test_a_pairing_the_skill_gap_decides_is_labelled_as_saying_nothing_about_seats() -> None:
+    games = _lopsided_run()
+    t = sk.lopsided_pairings(games)
+    assert list(t["pairing"]) == ["strong vs weak"] and t.loc[0, "stronger"] == "strong"
+    assert t.loc[0, "win"] == 1.0 and t.loc[0, "lo"] > sk.SKILL_GAP
+    sections = report_sections(games, None)
+    assert [s.title for s in sections] == ["Headline", "Skill trace: r"]
+    head = sections[0]
+    text = " ".join(b if isinstance(b, str) else " ".join(getattr(b, "items", []))
+                    for b in head.blocks)
+    assert "tell nothing about the seats" in text and "`strong vs weak`" in text
+    assert "under the strongest level (`strong`" in text  # weakest first by the cross games
+    assert sections[1].blocks[-1].path == "skill-r.png"
+
+
+def test_a_run_without_self_play_has_no_skill_sections() -> None:
+    games = _lopsided_run()
+    assert report_sections(games[games["bot0"] != games["bot1"]], None) == []

@@ -19,7 +19,7 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
 from patchsim.document import format as fm
-from patchsim.document.model import Col, Document, Section, Table
+from patchsim.document.model import Col, Document, Section, Table, slug
 from patchsim.reporting.plots import png_bytes
 from patchsim.reporting.skill_plot import short_label, skill_figure
 
@@ -57,10 +57,23 @@ def headline_line(trace: TraceLike) -> str:
     return line + "."
 
 
-def headline_section(traces: Sequence[TraceLike]) -> Section:
-    """The section that opens a report: one line per ruleset."""
+def lopsided_line(r: Any) -> str:
+    """A pairing the skill gap decides, labelled as telling nothing about the seats."""
+    return (f"{r['ruleset']}, `{r['pairing']}`: `{r['stronger']}` wins {fm.pct(r['win'])} "
+            f"{fm.ci(r['lo'], r['hi'])}: the skill gap decides these games (the stronger bot wins "
+            "from either seat, so a deal's two games split between the seats), and their "
+            "seat figures tell nothing about the seats, whatever a verdict on them says.")
+
+
+def headline_section(traces: Sequence[TraceLike],
+                     lopsided: pd.DataFrame | None = None) -> Section:
+    """The section that opens a report: one line per ruleset; with ``lopsided``
+    (:func:`patchsim.analysis.skill.lopsided_pairings`) the pairings the skill gap decides."""
     s = Section(HEADLINE)
     s.bullets(headline_line(t) for t in traces)
+    if lopsided is not None and len(lopsided):
+        s.p("Pairings that say nothing about the seats:")
+        s.bullets(lopsided_line(r) for r in lopsided.to_dict("records"))
     s.p("The first seat's win rate is measured in the strongest level's self-play, with a "
         "95% interval over deals and a verdict against 50% within the study's margin; the "
         "skill trace says whether the two strongest levels agree (converged), differ "
@@ -154,6 +167,21 @@ def trace_section(trace: TraceLike, figure: str | None = FIGURE, png: bytes | No
         s.figure(figure, png, f"{sk.LEVEL_METRICS[trace.metric][0]} against strength "
                  "(cumulative Elo), with 95% bands; each level's cost beside it")
     return s
+
+
+def report_sections(games: pd.DataFrame, events: pd.DataFrame | None = None,
+                    margin: float = est.DEFAULT_MARGIN) -> list[Section]:
+    """The sections a run's report opens with: the headline (one line per ruleset with
+    self-play, and the pairings the skill gap decides), then the skill trace of every
+    ruleset whose run has two levels or more. Empty for a run without self-play."""
+    traces = sk.run_traces(games, events, margin)
+    if not traces:
+        return []
+    out = [headline_section(traces, sk.lopsided_pairings(games))]
+    for t in traces:
+        if len(t.levels) >= 2:
+            out.append(trace_section(t, f"skill-{slug(t.ruleset)}.png"))
+    return out
 
 
 def trace_document(trace: TraceLike, diversity: pd.DataFrame | None = None,
