@@ -390,3 +390,71 @@ def test_a_pairing_the_skill_gap_decides_is_labelled_as_saying_nothing_about_sea
 def test_a_run_without_self_play_has_no_skill_sections() -> None:
     games = _lopsided_run()
     assert report_sections(games[games["bot0"] != games["bot1"]], None) == []
+
+
+# --- a change of rules at every level ------------------------------------------------------------
+def _two_rulesets(shift: list[float], n: int = 3000, seed: int = 9) -> pd.DataFrame:
+    """Per-deal first-seat values of a base and a variant at each level: the variant moved
+    by ``shift[level]``."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for level, s in enumerate(shift):
+        base = _deal_outcomes(rng, 0.55, n)
+        moved = np.clip(base + rng.choice([0.0, 0.5], n, p=[1 - 2 * s, 2 * s])
+                        if s > 0 else base, 0, 1)
+        for name, v in (("base", base), ("variant", moved)):
+            parts.append(pd.DataFrame({"ruleset": name, "level": level, "bot": f"L{level}",
+                                       "deal": np.arange(n), "first_player_win": v}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_a_change_of_rules_that_holds_at_every_level() -> None:
+    t = sk.change_by_level(_two_rulesets([0.0, 0.0]), "base")
+    assert list(t["level"]) == [0, 1] and set(t["verdict_kind"]) == {"equivalent"}
+    assert sk.holds_at_every_level(t) == {
+        "variant": "holds at every level: no change beyond the margin"}
+
+
+def test_a_change_of_rules_that_changes_with_the_level() -> None:
+    t = sk.change_by_level(_two_rulesets([0.0, 0.1]), "base")
+    assert list(t["verdict_kind"]) == ["equivalent", "differs"]
+    assert "Holm over 2" in t.loc[1, "verdict"]
+    assert sk.holds_at_every_level(t)["variant"].startswith("changes with the level")
+
+
+def test_a_change_of_rules_not_decided_at_a_level_says_which() -> None:
+    t = sk.change_by_level(_two_rulesets([0.1, 0.1], n=40), "base")
+    assert "undecided" in set(t["verdict_kind"])
+    assert sk.holds_at_every_level(t)["variant"].startswith("not decided at every level")
+
+
+def test_an_experiments_variants_get_a_trace_each_and_the_change_at_every_level(
+        tmp_path) -> None:
+    p = _experiment(tmp_path, "variants:\n  - {name: rich, set: {starting_buttons: 7}}\n"
+                              "skill:\n  levels: [2]\n  deals: 3\n  compare: false\n")
+    out = tmp_path / "t"
+    r = CliRunner().invoke(app, ["skill", str(p), "--jobs", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "rich against base: " in r.output
+    # no model for the variant: both ladders use the rollout search, sampled openings
+    levels = pd.read_csv(out / "rich" / "levels.csv")
+    assert levels["bot"].iloc[-1] == "mcts(iterations=2, sample_plies=8, temperature=1)"
+    assert (out / "base" / "levels.csv").exists()
+    changes = pd.read_csv(out / "changes.csv")
+    assert list(changes["level"]) == [0, 1] and (changes["deals"] == 3).all()
+    md = (out / "skill.md").read_text()
+    assert "## The change of rules at every level" in md
+    assert "## Skill trace: base" in md and "(skill-base.png)" in md
+    assert (out / "skill-base.png").exists()
+
+
+def test_a_run_file_gives_its_rulesets_and_seed(tmp_path) -> None:
+    p = tmp_path / "run.yaml"
+    p.write_text("rulesets: [edition1, edition2]\nbots: [greedy]\nseed: 4\n")
+    out = tmp_path / "t"
+    r = CliRunner().invoke(app, ["skill", str(p), "--levels", "2", "--deals", "2",
+                                 "--no-compare", "--diversity", "epsilon", "--jobs", "1",
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "edition2 against edition1: " in r.output
+    assert json.loads((out / "edition1" / "trace.json").read_text())["seed"] == 4

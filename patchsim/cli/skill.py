@@ -36,17 +36,22 @@ def _flag(message: str) -> str:
     return message
 
 
-def _is_experiment(ref: str) -> bool:
-    """Whether ``ref`` is an experiment file (a YAML mapping with a base ruleset)."""
+def _experiment_kind(ref: str) -> str:
+    """``design`` for an experiment file with a base ruleset (its variants), ``run`` for a
+    run file (ruleset or rulesets), else '' (a ruleset)."""
     from patchsim.engine.yamlfile import YamlFileError, read_yaml
 
     if not (ref.endswith((".yaml", ".yml")) and Path(ref).is_file()):
-        return False
+        return ""
     try:
         data = read_yaml(Path(ref), ref)
     except YamlFileError:
-        return False  # load_ruleset says what is wrong with it
-    return isinstance(data, dict) and "base" in data
+        return ""  # load_ruleset says what is wrong with it
+    if not isinstance(data, dict):
+        return ""
+    if "base" in data:
+        return "design"
+    return "run" if "rulesets" in data or "ruleset" in data else ""
 
 
 def skill(
@@ -89,6 +94,7 @@ def skill(
     level against the one below (Elo per doubling), and whether the answer has converged.
     Writes levels.csv, duels.csv (and .parquet), trace.json, skill.png, skill.html and
     skill.md into a new folder."""
+    from patchsim.analysis.skill import holds_at_every_level
     from patchsim.bots.registry import BotSpecError
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
     from patchsim.experiments.experiment import ExperimentError, load_experiment
@@ -97,24 +103,36 @@ def skill(
         DEFAULT_FLOOR,
         DEFAULT_LEVELS,
         SkillError,
-        skill_trace,
+        rule_change,
+        skill_traces,
         write_trace,
     )
-    from patchsim.play.config import RunError
+    from patchsim.play.config import RunError, load_run_config
     from patchsim.play.match import BotError
     from patchsim.play.storage import fresh_dir
 
     spec: dict = {}
     try:
-        if _is_experiment(ruleset):
+        kind = _experiment_kind(ruleset)
+        if kind == "run":  # its rulesets and seed (its bots and games are the run's)
+            cfg = load_run_config(ruleset)
+            rulesets = list(cfg.rulesets)
+            spec = {"seed": cfg.seed}
+        elif kind == "design":
             exp = load_experiment(ruleset)
-            rs = exp.base
+            # every variant of the experiment (the base first): a trace each, same deals
+            rulesets = [v.ruleset for v in exp.variants]
             spec = dict(exp.trace or {})
             spec.setdefault("seed", exp.seed)
+            spec.setdefault("margin", exp.margin)
         else:
-            rs = load_ruleset(ruleset)
+            rulesets = [load_ruleset(ruleset)]
         if override:
-            rs = rs.with_overrides(dict(parse_override(o) for o in override))
+            pairs = dict(parse_override(o) for o in override)
+            rulesets = [r.with_overrides(pairs) for r in rulesets]
+        rs = rulesets[0]
+    except RunError as e:
+        raise fail(str(e)) from None
     except ExperimentError as e:
         raise fail(str(e)) from None
     except RulesetError as e:
@@ -127,8 +145,8 @@ def skill(
     if target.exists():
         raise fail(f"--out {target} already exists; give a new folder")
     try:
-        trace = skill_trace(
-            rs, levels=budgets, floor=floor, search=search or spec.get("search"),
+        traces = skill_traces(
+            rulesets, levels=budgets, floor=floor, search=search or spec.get("search"),
             deals=deals if deals is not None else spec.get("deals", DEFAULT_DEALS),
             seed=seed if seed is not None else spec.get("seed", 1),
             jobs=jobs_count(jobs, dask=False), timed=timed or spec.get("timed", False),
@@ -137,7 +155,7 @@ def skill(
             metric=spec.get("metric", "first_player_win"),
             margin=spec.get("margin", 0.02),
             echo=typer.echo if progress else None, bot_path=[os.getcwd()])
-        folder = write_trace(trace, target, command_line())
+        folder = write_trace(traces, target, command_line())
     except SkillError as e:
         raise fail(_flag(str(e))) from None
     except (RunError, BotSpecError) as e:
@@ -148,11 +166,16 @@ def skill(
         raise fail("interrupted; nothing was written", 130) from None
     except OSError as e:
         raise fail(f"--out {target}: cannot write the trace ({e.strerror or e})") from None
-    h = trace.headline()
-    typer.echo(f"first seat wins {100 * h['rate']:.1f}% [{100 * h['lo']:.1f}, "
-               f"{100 * h['hi']:.1f}] under {h['level']} ({h['deals']} deals): "
-               f"{h['verdict']}")
-    if trace.verdict is not None:
-        typer.echo(f"skill trace: {trace.verdict.text()}")
+    for trace in traces:
+        h = trace.headline()
+        head = f"{trace.ruleset}: " if len(traces) > 1 else ""
+        typer.echo(f"{head}first seat wins {100 * h['rate']:.1f}% [{100 * h['lo']:.1f}, "
+                   f"{100 * h['hi']:.1f}] under {h['level']} ({h['deals']} deals): "
+                   f"{h['verdict']}")
+        if trace.verdict is not None:
+            typer.echo(f"{head}skill trace: {trace.verdict.text()}")
+    if len(traces) > 1:
+        for name, text in holds_at_every_level(rule_change(traces)).items():
+            typer.echo(f"{name} against {traces[0].ruleset}: {text}")
     typer.echo(f"written: {folder}/ (levels.csv, duels.csv, trace.json, skill.png, "
                "skill.html, skill.md)")

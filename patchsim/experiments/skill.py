@@ -42,10 +42,11 @@ from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
 from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse_spec
 from patchsim.document import render
+from patchsim.document.model import slug
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.config import RunError, default_bots
 from patchsim.play.simulate import simulate
-from patchsim.reporting.skill_section import trace_document
+from patchsim.reporting.skill_section import trace_document, traces_document
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
 DEFAULT_FLOOR = ("greedy",)
@@ -111,10 +112,11 @@ def resolve_method(search: str, method: str) -> str:
     return "none"
 
 
-def default_search(ruleset: Ruleset) -> str:
-    """The run's default search for this ruleset, without its budget (the learned search
-    where a model is trained for it, else the rollout search)."""
-    name, params = parse_spec(default_bots([ruleset])[-1])
+def default_search(ruleset: Ruleset | Sequence[Ruleset]) -> str:
+    """The run's default search for these rulesets, without its budget (the learned search
+    where a model is trained for every one of them, else the rollout search)."""
+    rulesets = [ruleset] if isinstance(ruleset, Ruleset) else list(ruleset)
+    name, params = parse_spec(default_bots(rulesets)[-1])
     params.pop("iterations", None)
     return canonical_spec(name, params)
 
@@ -310,29 +312,76 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
                       time.perf_counter() - t0, pd.concat(parts, ignore_index=True))
 
 
-def write_trace(trace: SkillTrace, out_dir: str | os.PathLike[str], command: str = "") -> Path:
+def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrace]:
+    """A skill trace per ruleset (the first is the base of :func:`rule_change`), each with
+    the same ladder, deals and seed (:func:`skill_trace`'s keywords)."""
+    names: list[str] = []
+    out = []
+    resolved = []
+    for i, ref in enumerate(rulesets):
+        try:
+            resolved.append(ref if isinstance(ref, Ruleset) else load_ruleset(ref))
+        except RulesetError as e:
+            raise SkillError(f"ruleset: rulesets[{i}]: {e}") from None
+    if not kw.get("search"):
+        kw["search"] = default_search(resolved)  # one ladder for every ruleset
+    for i, ref in enumerate(resolved):
+        t = skill_trace(ref, **kw)
+        if t.ruleset in names:
+            raise SkillError(f"ruleset: {t.ruleset!r} appears twice (rulesets[{i}])")
+        names.append(t.ruleset)
+        out.append(t)
+    return out
+
+
+def rule_change(traces: Sequence[SkillTrace]) -> pd.DataFrame:
+    """Each ruleset's change of the primary metric from the first ruleset's, at every level
+    of the ladder, on common deals (:func:`patchsim.analysis.skill.change_by_level`)."""
+    deals = pd.concat([t.level_deals.assign(ruleset=t.ruleset) for t in traces],
+                      ignore_index=True)
+    return sk.change_by_level(deals, traces[0].ruleset, traces[0].metric, traces[0].margin)
+
+
+def _write_tables(trace: SkillTrace, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    trace.levels_table.to_csv(folder / "levels.csv", index=False)
+    trace.levels_table.to_parquet(folder / "levels.parquet", index=False)
+    trace.duels_table.to_csv(folder / "duels.csv", index=False)
+    trace.duels_table.to_parquet(folder / "duels.parquet", index=False)
+    trace.level_deals.to_parquet(folder / "level_deals.parquet", index=False)
+    trace.duel_deals.to_parquet(folder / "duel_deals.parquet", index=False)
+    trace.diversity.to_csv(folder / "diversity.csv", index=False)
+    (folder / STUDY_FILE).write_text(json.dumps(trace.figures(), indent=1) + "\n",
+                                     encoding="utf-8")
+
+
+def write_trace(trace: SkillTrace | Sequence[SkillTrace], out_dir: str | os.PathLike[str],
+                command: str = "") -> Path:
     """Write the trace into ``out_dir``, a folder that must not exist yet (written beside it
     and renamed into place, so it appears whole or not at all): levels.csv/.parquet and
     duels.csv/.parquet (one row per level), level_deals.parquet and duel_deals.parquet (one
     row per level and deal), diversity.csv, trace.json (the figures), skill.png (the
-    metric against strength, the cost beside it) and skill.html / skill.md."""
+    metric against strength, the cost beside it) and skill.html / skill.md. Several traces
+    (one per ruleset, :func:`skill_traces`): each ruleset's tables in a folder of its own,
+    one document for all with the change of rules at every level (changes.csv)."""
+    traces = [trace] if isinstance(trace, SkillTrace) else list(trace)
     target = Path(out_dir)
     if target.exists():
         raise SkillError(f"out: {target} already exists; write the trace to a new folder")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        trace.levels_table.to_csv(tmp / "levels.csv", index=False)
-        trace.levels_table.to_parquet(tmp / "levels.parquet", index=False)
-        trace.duels_table.to_csv(tmp / "duels.csv", index=False)
-        trace.duels_table.to_parquet(tmp / "duels.parquet", index=False)
-        trace.level_deals.to_parquet(tmp / "level_deals.parquet", index=False)
-        trace.duel_deals.to_parquet(tmp / "duel_deals.parquet", index=False)
-        trace.diversity.to_csv(tmp / "diversity.csv", index=False)
-        (tmp / STUDY_FILE).write_text(json.dumps(trace.figures(), indent=1) + "\n",
-                                      encoding="utf-8")
-        doc = trace_document(trace, trace.diversity, _method_text(trace), command)
-        render.write(doc, tmp, "skill")  # skill.html, skill.md and skill.png
+        if len(traces) == 1:
+            _write_tables(traces[0], tmp)
+            doc = trace_document(traces[0], traces[0].diversity, _method_text(traces[0]),
+                                 command)
+        else:
+            for t in traces:
+                _write_tables(t, tmp / slug(t.ruleset))
+            changes = rule_change(traces)
+            changes.to_csv(tmp / "changes.csv", index=False)
+            doc = traces_document(traces, changes, _method_text(traces[0]), command)
+        render.write(doc, tmp, "skill")  # skill.html, skill.md and the figures
         mask = os.umask(0o022)
         os.umask(mask)
         os.chmod(tmp, 0o777 & ~mask)  # mkdtemp leaves 0700
@@ -352,6 +401,6 @@ def _method_text(trace: SkillTrace) -> str:
     return "none (deterministic search: one distinct game per deal in self-play)"
 
 
-__all__ = ["DEFAULT_LEVELS", "METHODS", "SkillError", "SkillTrace", "default_search",
-           "diversity_params", "level_spec", "resolve_method", "skill_trace", "write_trace",
-           "RunError"]
+__all__ = ["DEFAULT_LEVELS", "METHODS", "RunError", "SkillError", "SkillTrace",
+           "default_search", "diversity_params", "level_spec", "resolve_method", "rule_change",
+           "skill_trace", "skill_traces", "write_trace"]

@@ -75,6 +75,6 @@ def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
     right.invert_yaxis()
     if np.nanmax(np.append(cost, 0)) > 0:
         right.set_xscale("log")
-    right.set_xlabel("cost: games per second (1 worker)")
+    right.set_xlabel("cost: games per second, as played")
     right.grid(alpha=0.3, axis="x")
     return fig

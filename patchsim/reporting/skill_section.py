@@ -106,11 +106,13 @@ def levels_table(trace: TraceLike) -> Table:
             Col("tie", "tie-break"), Col("bonus_rate", "7x7 bonus"),
             Col("leather", "leather filled a hole"),
             Col("first_leather", "first leather filled a hole"),
-            Col("degenerate", "degenerate games"), Col("cost", "games/s")]
-    return Table(cols, rows, "Self-play at each level (95% intervals over deals)",
-                 f"Degenerate: {sk.DEGENERATE_PASSES} or more passes in the game, or a "
-                 f"seat below {sk.DEGENERATE_SCORE} points. Cost: games per second on one "
-                 "worker.")
+            Col("degenerate", "degenerate games")]
+    note = (f"Degenerate: {sk.DEGENERATE_PASSES} or more passes in the game, or a seat below "
+            f"{sk.DEGENERATE_SCORE} points.")
+    if "games_per_s" in trace.levels_table.columns:  # a played trace knows its cost
+        cols.append(Col("cost", "games/s"))
+        note += " Cost: games per second of the level's self-play, as played."
+    return Table(cols, rows, "Self-play at each level (95% intervals over deals)", note)
 
 
 def duels_table(trace: TraceLike) -> Table:
@@ -203,4 +205,45 @@ def trace_document(trace: TraceLike, diversity: pd.DataFrame | None = None,
         "the deals per level that would likely decide it (the power calculation of every "
         "verdict)."] + ([f"Command: `{command}`"] if command else []))
     doc.sections.append(how)
+    return doc
+
+
+def change_table(changes: pd.DataFrame, metric: str) -> Table:
+    """The change of rules at each level (:func:`patchsim.analysis.skill.change_by_level`)."""
+    rate = metric in sk.RATE_LIKE
+    rows = [{"ruleset": r["ruleset"], "level": short_label(str(r["bot"])),
+             "deals": fm.integer(r["deals"]),
+             "change": (f"{fm.pts(r['diff'])} [{fm.pts(r['lo'])}, {fm.pts(r['hi'])}]" if rate
+                        else fm.est_ci(r["diff"], r["lo"], r["hi"])),
+             "verdict": r["verdict"]} for r in changes.to_dict("records")]
+    cols = [Col("ruleset", "ruleset", align="left"), Col("level", "level", align="left"),
+            Col("deals", "common deals"), Col("change", "change from the base"),
+            Col("verdict", "verdict", align="left")]
+    base = str(changes["base"].iloc[0]) if len(changes) else ""
+    return Table(cols, rows, f"The change from {base} at every level (95% intervals over "
+                 "common deals; one Holm family)")
+
+
+def traces_document(traces: Sequence[TraceLike], changes: pd.DataFrame, method: str = "",
+                    command: str = "") -> Document:
+    """The document of several rulesets' traces: the headline per ruleset, whether the
+    change of rules holds at every level, then each ruleset's trace."""
+    doc = Document("Skill traces: " + ", ".join(t.ruleset for t in traces),
+                   subtitle=f"{len(traces[0].levels)} levels, from `{traces[0].levels[0]}` "
+                            f"to `{traces[0].levels[-1]}`, on the same deals")
+    doc.sections.append(headline_section(traces))
+    s = Section("The change of rules at every level")
+    holds = sk.holds_at_every_level(changes)
+    s.bullets(f"**{r}** against {traces[0].ruleset}: {text}." for r, text in holds.items())
+    s.table(change_table(changes, traces[0].metric))
+    doc.sections.append(s)
+    for t in traces:
+        diversity = getattr(t, "diversity", None)
+        doc.sections.append(trace_section(t, f"skill-{slug(t.ruleset)}.png",
+                                          diversity=diversity))
+    doc.sections.append(Section("How it was made").bullets([
+        "Each ruleset's ladder plays the same seat-swapped deals in self-play and against the "
+        "level below; a change of rules is paired by deal at each level.",
+        f"Self-play diversity: {method or 'as the bots are'}."] + (
+        [f"Command: `{command}`"] if command else [])))
     return doc
