@@ -458,3 +458,16 @@ def test_a_run_file_gives_its_rulesets_and_seed(tmp_path) -> None:
     assert r.exit_code == 0, r.output
     assert "edition2 against edition1: " in r.output
     assert json.loads((out / "edition1" / "trace.json").read_text())["seed"] == 4
+
+
+def test_a_timed_trace_gives_ms_per_move_and_says_so(tmp_path) -> None:
+    out = tmp_path / "t"
+    r = CliRunner().invoke(app, ["skill", "edition2", "--timed", "--levels", "1,2",
+                                 "--deals", "2", "--no-compare", "--diversity", "epsilon",
+                                 "--jobs", "1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "the results depend on this machine" in r.output
+    figures = json.loads((out / "trace.json").read_text())
+    assert figures["timed"] is True
+    assert [lv["budget"] for lv in figures["levels"]] == [None, 1.0, 2.0]
+    assert "time_ms=2" in figures["levels"][-1]["bot"]

@@ -144,6 +144,9 @@ def skill(
     target = Path(out) if out else fresh_dir(f"{rs.name}-skill")
     if target.exists():
         raise fail(f"--out {target} already exists; give a new folder")
+    if timed or spec.get("timed"):
+        typer.echo("timed: levels are ms per move; the results depend on this machine and its "
+                   "load")
     try:
         traces = skill_traces(
             rulesets, levels=budgets, floor=floor, search=search or spec.get("search"),

@@ -25,6 +25,7 @@ search deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -44,8 +45,10 @@ from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse
 from patchsim.document import render
 from patchsim.document.model import slug
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-from patchsim.play.config import RunError, default_bots
+from patchsim.play.config import RunError, default_bots, load_run_config
+from patchsim.play.execution import execute
 from patchsim.play.simulate import simulate
+from patchsim.play.storage import load_events, load_games
 from patchsim.reporting.skill_section import trace_document, traces_document
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
@@ -260,25 +263,30 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
     say = echo or (lambda _line: None)
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"games": 2 * deals, "seed": seed, "jobs": jobs,
-                          "bot_path": bot_path, "allow_time_budgets": timed}
+                          "bot_path": bot_path}
     parts: list[pd.DataFrame] = []
     events: list[pd.DataFrame] = []
     seconds: list[float] = []
 
     def play(bots: list[str], pairings: str, what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        sim = simulate(rs, bots, pairings=pairings, **kw)
+        if timed:
+            games, evs, secs = _play_timed(rs, bots, pairings, **kw)
+        else:
+            sim = simulate(rs, bots, pairings=pairings, **kw)
+            games, evs, secs = sim.games, sim.events, sim.seconds
         # game ids restart in every part: make them unique across the trace
         offset = len(parts) * GAME_ID_STRIDE
-        g = sim.games.assign(part=what, game_id=sim.games["game_id"] + offset)
-        e = sim.events.assign(game_id=sim.events["game_id"] + offset)
+        g = games.assign(part=what, game_id=games["game_id"] + offset)
+        e = evs.assign(game_id=evs["game_id"] + offset)
         parts.append(g)
         events.append(e)
-        seconds.append(sim.seconds)
-        say(f"{what}: {len(g)} games in {sim.seconds:.1f} s")
+        seconds.append(secs)
+        say(f"{what}: {len(g)} games in {secs:.1f} s")
         return g, e
 
     # a first tiny game loads what the runner needs, so that level 0's cost is its own
-    simulate(rs, specs[:1], games=2, seed=seed, pairings="self", bot_path=bot_path)
+    if not timed:
+        simulate(rs, specs[:1], games=2, seed=seed, pairings="self", bot_path=bot_path)
     for i, spec in enumerate(specs):
         play([spec], "self", f"level {i} self-play")
     self_games = pd.concat(parts, ignore_index=True)
@@ -310,6 +318,23 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
     return SkillTrace(rs.name, specs, budgets, method, timed, deals, seed, metric,
                       float(margin), ld, dd, lt, dt, diversity_tab, verdict,
                       time.perf_counter() - t0, pd.concat(parts, ignore_index=True))
+
+
+def _play_timed(rs: Ruleset, bots: list[str], pairings: str, *, games: int, seed: int,
+                jobs: int, bot_path: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """Games between bots with time budgets, through the runner into a scratch run folder
+    (the in-memory runner refuses time budgets: such games depend on the machine, and a run
+    folder's manifest records that)."""
+    try:
+        cfg = load_run_config("edition2", games=games, bots=bots, seed=seed,
+                              pairings=pairings, bot_path=bot_path, allow_time_budgets=True)
+    except RunError as e:
+        raise SkillError(f"search: {e}") from None
+    # the line-up is checked on a stand-in ruleset, then plays this one (as simulate does)
+    cfg = dataclasses.replace(cfg, rulesets=[rs], name=f"{rs.name}-skill")
+    with tempfile.TemporaryDirectory(prefix="patchsim-skill-") as folder:
+        res = execute(cfg, Path(folder) / "run", jobs=jobs, command="patchsim skill --timed")
+        return load_games(res.run_dir), load_events(res.run_dir), res.seconds
 
 
 def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrace]:

@@ -90,8 +90,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
              seed: int | None = None, jobs: int = 1, pairings: str | None = None,
              batch_deals: int | None = None, name: str | None = None,
              backend: str = "auto", scheduler: str | None = None,
-             bot_path: Sequence[str] | None = None,
-             allow_time_budgets: bool = False) -> Simulation:
+             bot_path: Sequence[str] | None = None) -> Simulation:
     """Play seeded, seat-swapped games between ``bots`` under ``rulesets`` in memory.
 
     ``rulesets``: a shipped name, a YAML path or a :class:`Ruleset`, or a list of them (every
@@ -104,16 +103,14 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
     ``batch_deals`` mean what they mean for ``patchsim run``; ``jobs`` worker processes (-1:
     every core; ``backend`` and ``scheduler`` as for the runner) do not change the results.
     Import-path bots are also looked for in ``bot_path`` (default: the working folder, as on
-    the command line). ``allow_time_budgets`` admits bots with ``time_ms`` (as the ladder's
-    ``--timed``: the games then depend on the machine). Nothing is written to disk.
+    the command line). Nothing is written to disk.
 
     Raises RunError for a bad configuration (before anything is played) and BotError, with a
     record of the game, when a bot fails."""
     t0 = time.perf_counter()
     folders = tuple(bot_path) if bot_path is not None else (os.getcwd(),)
     config = _config(rulesets, bots, games=games, seed=seed, pairings=pairings,
-                     batch_deals=batch_deals, name=name, bot_path=folders,
-                     allow_time_budgets=allow_time_budgets)
+                     batch_deals=batch_deals, name=name, bot_path=folders)
     n_jobs = (os.cpu_count() or 1) if jobs == -1 else jobs
     backend = local_backend(config, backend)
     if backend != "dask":
@@ -145,8 +142,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
 
 def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence[BotRef] | None,
             *, games: int | None, seed: int | None, pairings: str | None,
-            batch_deals: int | None, name: str | None, bot_path: tuple[str, ...],
-            allow_time_budgets: bool = False) -> RunConfig:
+            batch_deals: int | None, name: str | None, bot_path: tuple[str, ...]) -> RunConfig:
     """The RunConfig ``patchsim run`` would build for these arguments."""
     specs = None if bots is None else _bot_specs(bots, bot_path)
     refs: list[RulesetRef] = (list(rulesets) if isinstance(rulesets, Sequence)
@@ -154,8 +150,7 @@ def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence
     if not refs:
         raise RunError("rulesets: give at least one ruleset")
     kw: dict[str, Any] = {"games": games, "bots": specs, "seed": seed, "pairings": pairings,
-                          "batch_deals": batch_deals, "bot_path": bot_path,
-                          "allow_time_budgets": allow_time_budgets}
+                          "batch_deals": batch_deals, "bot_path": bot_path}
     if len(refs) == 1 and not isinstance(refs[0], Ruleset):
         config = load_run_config(os.fspath(refs[0]), **kw)  # the command line's own path
         return dataclasses.replace(config, name=name) if name else config
