@@ -259,6 +259,7 @@ def test_the_same_seed_gives_the_same_trace(tiny_trace) -> None:
     ({"levels": (4, 2)}, "levels: budgets must increase"),
     ({"levels": ()}, "levels: give at least one budget"),
     ({"levels": (0,)}, "levels: budgets must be numbers above 0"),
+    ({"levels": (2.5,)}, "levels: iterations are whole numbers"),
     ({"deals": 1}, "deals: at least 2"),
     ({"floor": ("nonsense",)}, r"bots\[0\]"),
     ({"search": "mcts(bogus=1)"}, "search: "),

@@ -158,6 +158,17 @@ def _shrunk(e: est.Estimate, value: float) -> float:
     return float(np.clip((value * n + 1) / (n + 2), 1 / (n + 2), 1 - 1 / (n + 2)))
 
 
+def _doublings(budgets: Sequence[float | None] | None, low: int, high: int) -> float:
+    """Doublings of the budget from level ``low`` to level ``high``; NaN when either has
+    none (a scripted level)."""
+    if budgets is None:
+        return math.nan
+    a, b = budgets[low], budgets[high]
+    if not a or not b:
+        return math.nan
+    return math.log2(float(b) / float(a))
+
+
 def duel_table(duels: pd.DataFrame, levels: Sequence[str],
                budgets: Sequence[float | None] | None = None) -> pd.DataFrame:
     """One row per level from the second: its win rate against the level below with a 95%
@@ -182,9 +193,7 @@ def duel_table(duels: pd.DataFrame, levels: Sequence[str],
             se = (hi - lo) / (2 * 1.96)
         else:
             gain = lo = hi = se = math.nan
-        doublings = math.nan
-        if budgets is not None and budgets[i] and budgets[i - 1]:
-            doublings = math.log2(float(budgets[i]) / float(budgets[i - 1]))
+        doublings = _doublings(budgets, i - 1, i)
         per = doublings if doublings and np.isfinite(doublings) else math.nan
         if np.isfinite(gain):
             cum += gain
@@ -317,9 +326,7 @@ def convergence_verdict(levels: pd.DataFrame, metric: str = "first_player_win",
     if duels is not None and len(duels):
         w = duels[duels["level"] == top]["win"].to_numpy(dtype=float)
         strength = est.mean_estimate(w, est.VERDICT_LEVEL, est.WIN_BOUNDS) if len(w) else None
-    doublings = math.nan
-    if budgets is not None and budgets[top] and budgets[below]:
-        doublings = math.log2(float(budgets[top]) / float(budgets[below]))
+    doublings = _doublings(budgets, below, top)
     k = doublings if np.isfinite(doublings) and doublings > 0 else 1.0
     per = est.Estimate(change.value / k, change.se / k, change.lo / k, change.hi / k,
                        change.deals, change.sd / k, change.level)
@@ -348,7 +355,8 @@ def diversity_table(deals: pd.DataFrame, metric: str = "first_player_win",
     reference = reference or methods[0]
     bounds = est.WIN_BOUNDS if metric in RATE_LIKE else None
     ref = deals[deals["method"] == reference].set_index("deal")[metric]
-    rows, changes = [], []
+    rows: list[dict[str, object]] = []
+    changes: list[tuple[int, est.Estimate]] = []
     for m in methods:
         d = deals[deals["method"] == m].set_index("deal")[metric]
         e = est.mean_estimate(d.to_numpy(dtype=float), est.VERDICT_LEVEL, bounds)
@@ -400,7 +408,7 @@ def budget_of(spec: str) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunTrace:
     """The skill trace a run's own games hold: its self-play pairings as levels (weakest
     first, by the cross games between them, else in the run's order), each level against

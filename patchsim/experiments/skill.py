@@ -213,10 +213,13 @@ def _levels(floor: Sequence[str], search: str, budgets: Sequence[float], method:
             raise SkillError(f"bots[{i}]: {e}") from None
     if not budgets:
         raise SkillError("levels: give at least one budget (e.g. 25,50,100)")
-    bad = [b for b in budgets if not (isinstance(b, int | float) and b > 0
-                                      and math.isfinite(b))]
+    bad = [b for b in budgets if isinstance(b, bool) or not (
+        isinstance(b, int | float) and b > 0 and math.isfinite(b))]
     if bad:
         raise SkillError(f"levels: budgets must be numbers above 0, got {bad[0]!r}")
+    if not timed and any(float(b) != int(b) for b in budgets):
+        raise SkillError(f"levels: iterations are whole numbers, got "
+                         f"{', '.join(map(str, budgets))} (fractions of a ms need --timed)")
     if list(budgets) != sorted(set(budgets)):
         raise SkillError(f"levels: budgets must increase, got {', '.join(map(str, budgets))}")
     specs += [level_spec(search, b, method, timed) for b in budgets]
@@ -310,8 +313,8 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
                 spec = level_spec(search, levels[-1], m, timed)
             except SkillError:
                 continue  # a search that does not take this method
-            g, e = play([spec], "self", f"strongest level, diversity by {m}")
-            rows.append(sk.level_deals(g, e, [spec]).assign(method=m))
+            g, ev = play([spec], "self", f"strongest level, diversity by {m}")
+            rows.append(sk.level_deals(g, ev, [spec]).assign(method=m))
         if len(rows) > 1:
             diversity_tab = sk.diversity_table(pd.concat(rows, ignore_index=True), metric,
                                                margin, reference=method)
