@@ -449,6 +449,7 @@ def test_an_experiments_variants_get_a_trace_each_and_the_change_at_every_level(
     assert (out / "skill-base.png").exists()
 
 
+@pytest.mark.slow  # two rulesets' traces through the command
 def test_a_run_file_gives_its_rulesets_and_seed(tmp_path) -> None:
     p = tmp_path / "run.yaml"
     p.write_text("rulesets: [edition1, edition2]\nbots: [greedy]\nseed: 4\n")
@@ -461,6 +462,7 @@ def test_a_run_file_gives_its_rulesets_and_seed(tmp_path) -> None:
     assert json.loads((out / "edition1" / "trace.json").read_text())["seed"] == 4
 
 
+@pytest.mark.slow  # games to a time budget, through run folders
 def test_a_timed_trace_gives_ms_per_move_and_says_so(tmp_path) -> None:
     out = tmp_path / "t"
     r = CliRunner().invoke(app, ["skill", "edition2", "--timed", "--levels", "1,2",
