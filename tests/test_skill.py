@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 import patchsim
 from patchsim.analysis import skill as sk
 from patchsim.cli.main import app
+from patchsim.document.model import Document
+from patchsim.document.render import to_html, to_markdown
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.skill import SkillError, level_spec, skill_trace, write_trace
 from patchsim.reporting.skill_section import headline_line, headline_section, report_sections
@@ -386,6 +388,9 @@ def test_a_pairing_the_skill_gap_decides_is_labelled_as_saying_nothing_about_sea
     assert "tell nothing about the seats" in text and "`strong vs weak`" in text
     assert "under the strongest level (`strong`" in text  # weakest first by the cross games
     assert sections[1].blocks[-1].path == "skill-r.png"
+    # the report renders them with the one renderer
+    doc = Document("report", sections)
+    assert "## Headline" in to_markdown(doc) and "Skill trace: r" in to_html(doc)
 
 
 def test_a_run_without_self_play_has_no_skill_sections() -> None:
