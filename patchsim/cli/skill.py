@@ -55,8 +55,10 @@ def _experiment_kind(ref: str) -> str:
 
 
 def skill(
-    ruleset: Annotated[str, typer.Argument(help="Ruleset name or YAML file, or an experiment "
-                                           "YAML with a skill section (its base ruleset).")],
+    ruleset: Annotated[str, typer.Argument(help="Ruleset name or YAML file; or an experiment "
+                                           "YAML (a trace per variant, its skill: section "
+                                           "as defaults) or a run file (a trace per "
+                                           "ruleset), on the same deals.")],
     override: Annotated[list[str] | None, typer.Option(
         "--set", help="Ruleset override key=value, e.g. --set starting_buttons=6.")] = None,
     bots: Annotated[str | None, typer.Option(help="The scripted bots at the foot of the "
