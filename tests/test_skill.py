@@ -479,3 +479,11 @@ def test_a_timed_trace_gives_ms_per_move_and_says_so(tmp_path) -> None:
     assert figures["timed"] is True
     assert [lv["budget"] for lv in figures["levels"]] == [None, 1.0, 2.0]
     assert "time_ms=2" in figures["levels"][-1]["bot"]
+
+
+@pytest.mark.slow  # two workers
+def test_the_trace_does_not_depend_on_the_number_of_workers(tiny_trace) -> None:
+    two = skill_trace("edition2", levels=(2, 4), deals=4, seed=5, diversity="epsilon",
+                      compare=False, jobs=2)
+    pd.testing.assert_frame_equal(tiny_trace.level_deals, two.level_deals)
+    pd.testing.assert_frame_equal(tiny_trace.duel_deals, two.duel_deals)
