@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     figures = trace.figures()
     figures["load"] = [round(x, 2) for x in os.getloadavg()]
     if a.out:
-        write_trace(trace, a.out, "python benchmarks/bench_skill.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]))
+        # the command as given, without the folder (the games do not depend on it)
+        args = list(argv if argv is not None else sys.argv[1:])
+        shown = [x for i, x in enumerate(args) if x != "--out" and not x.startswith("--out=")
+                 and (i == 0 or args[i - 1] != "--out")]
+        write_trace(trace, a.out, " ".join(["python benchmarks/bench_skill.py", *shown]))
     print(json.dumps(figures, indent=1))
     return 0
 
