@@ -264,7 +264,9 @@ class ConvergenceVerdict:
             return out
         if self.kind == MOVING:
             per = "per doubling" if np.isfinite(self.doublings) else "from the level below"
-            return f"still moving: {ci(self.per_doubling)}{u} {per}"
+            e = self.per_doubling
+            return (f"still moving: {e.value * s:+.{digits}f}{u} {per} "
+                    f"[{e.lo * s:+.{digits}f}, {e.hi * s:+.{digits}f}]")
         if self.too_close:
             return (f"undecided: the two strongest levels differ by {ci(c)}{u}, too close to "
                     f"{m} to decide with any practical number of deals")
