@@ -47,6 +47,8 @@ _LAZY = {
     "bonus_table": "patchsim.analysis.stats",
     "ratings": "patchsim.analysis.stats",
     "compare_rulesets": "patchsim.analysis.compare",
+    "skill_trace": "patchsim.experiments.skill",
+    "SkillTrace": "patchsim.experiments.skill",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
     from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
     from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
     from patchsim.errors import PatchsimError
+    from patchsim.experiments.skill import SkillTrace, skill_trace
     from patchsim.play.config import RunError, make_run_config
     from patchsim.play.match import BotError, play_game
     from patchsim.play.simulate import Simulation, simulate
@@ -97,6 +100,7 @@ __all__ = [
     "Ruleset",
     "RulesetError",
     "Simulation",
+    "SkillTrace",
     "bonus_table",
     "compare_rulesets",
     "deal_circle",
@@ -114,5 +118,6 @@ __all__ = [
     "run_summary",
     "score_table",
     "simulate",
+    "skill_trace",
     "__version__",
 ]

@@ -89,7 +89,7 @@ def test_training_writes_a_model_that_loads_and_matches(small, trained):
     bot = make_bot(f"mcts(eval=learned, iterations=8, models={root})")
     bound = bind_bot(bot, small)
     assert isinstance(bound, CompiledBot) and bound.params[F.L_SCALE] == model.scale > 0
-    assert bound.params[F.L_WEIGHTS:].tolist() == model.weights.tolist()
+    assert bound.params[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES].tolist() == model.weights.tolist()
     r = play_game(small, (bot, make_bot("greedy")), deal_circle(small, 1), 1)
     assert r.plies > 0
 

@@ -207,7 +207,7 @@ def test_provenance_names_the_model_file_and_its_sha256(e2, monkeypatch, tmp_pat
     assert bot_model_provenance(bot.bind(e2), e2) == prov
     assert bot_model_provenance(make_bot("greedy"), e2) is None
     assert bot_model_provenance(make_bot("mcts(iterations=5)"), e2) is None
-    user_weights = bot.bind(e2).params[F.L_WEIGHTS:].tolist()
+    user_weights = bot.bind(e2).params[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES].tolist()
     assert user_weights == load_model(mine).weights.tolist()
     # model=shipped forces the shipped one although a user model exists
     forced = make_bot("mcts(eval=learned, model=shipped)")
@@ -215,7 +215,7 @@ def test_provenance_names_the_model_file_and_its_sha256(e2, monkeypatch, tmp_pat
     assert make_bot(forced.spec).spec == forced.spec
     assert forced.provenance(e2)["source"] == "shipped"
     assert forced.provenance(e2)["sha256"] == sha256_of(shipped)
-    assert forced.bind(e2).params[F.L_WEIGHTS:].tolist() == \
+    assert forced.bind(e2).params[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES].tolist() == \
         load_model(shipped).weights.tolist() != user_weights
     assert model_provenance(e2, model="shipped") == forced.provenance(e2)
     # model=user and models=FOLDER look in the user folder only / first

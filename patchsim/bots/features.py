@@ -8,10 +8,10 @@ model without intercept is exactly antisymmetric: it predicts the final score ma
 player 0, and of player 1 by sign. Every term is defined for any valid ruleset (any quilt up
 to 128 squares, any track, patch set, offer size, with or without bonus or leather).
 
-The bot's parameter vector (``N_PARAMS`` = 32 floats, like every compiled bot) carries the
-search settings (and its ``L_EPSILON``) in ``L_*`` and the model weights from ``L_WEIGHTS``:
-the weights reach the compiled search with no change to the game loops and no Python call
-per node.
+The bot's parameter vector (``N_PARAMS`` floats, like every compiled bot) carries the
+search settings (and its ``L_EPSILON``) in ``L_*`` and the model weights from ``L_WEIGHTS``
+(settings added later sit after the weights): the weights reach the compiled search with no
+change to the game loops and no Python call per node.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.tree import backup, expand, new_tree, now_ms, uct_child
+from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -47,7 +47,11 @@ L_WINDOW = 8
 # L_SCALE > 0 (patchsim.bots.learned.fill_params; a model's scale is always positive).
 L_EPSILON = 9
 L_WEIGHTS = 10
-N_FEATURES = 22  # 32 - L_WEIGHTS: every slot of the vector is used
+N_FEATURES = 22  # slots L_WEIGHTS .. L_WEIGHTS + 21
+# opening diversity, as the rollout search's M_TEMPERATURE / M_SAMPLE_PLIES: in the game's
+# first L_SAMPLE_PLIES plies the root move is drawn by visits^(1 / L_TEMPERATURE)
+L_TEMPERATURE = L_WEIGHTS + N_FEATURES  # 32
+L_SAMPLE_PLIES = L_TEMPERATURE + 1
 
 FEATURE_NAMES = (
     "buttons",  # 0
@@ -221,19 +225,18 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     splitmix64 stream, as the scripted bots' epsilon). At 0 ``rng`` is never touched and the
     search is deterministic, as it always was.
 
+    With ``L_TEMPERATURE`` > 0, while the game's ply count is below ``L_SAMPLE_PLIES``, the
+    move is drawn from the root's children with probability proportional to their visit
+    counts to the power 1 / temperature, from ``rng`` (the seat's stream); later, or at
+    temperature 0, the most visited move plays and ``rng`` is not touched.
+
     Cut short (the most visited root move so far) once another thread sets ``stop[0]``,
     read every 16 iterations, so that a run stops within a move.
     """
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
-    iters = max(1, np.int64(params[L_ITERATIONS]))
-    c = params[L_C]
-    top_k = max(1, np.int64(params[L_TOP_K]))
-    time_ms = params[L_TIME_MS]
-    t_start = now_ms() if time_ms > 0 else 0.0
-    max_children = 1 + tab[core.T_OFFER] * top_k
-    acts = np.empty(max_children, dtype=np.int64)
+    acts = np.empty(1 + tab[core.T_OFFER] * max(1, np.int64(params[L_TOP_K])), dtype=np.int64)
     n_root = search_actions(params, state, tab, acts)
     if n_root == 1:
         return core.PASS
@@ -246,6 +249,34 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     eps = params[L_EPSILON]
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]
+    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop)
+    fc = first_child[0]
+    if fc < 0:
+        return core.PASS  # not reached: the first iteration always expands the root
+    temperature = params[L_TEMPERATURE]
+    if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
+        return move[sample_by_visits(first_child, nchild, visits, 0, temperature, rng)]
+    best = fc
+    for ch in range(fc, fc + nchild[0]):
+        if visits[ch] > visits[best] or (visits[ch] == visits[best]
+                                          and value[ch] / visits[ch]
+                                          > value[best] / visits[best]):
+            best = ch
+    return move[best]
+
+
+@njit(cache=True)
+def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray):
+    """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
+    pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
+    the search draws nothing from a random stream."""
+    iters = max(1, np.int64(params[L_ITERATIONS]))
+    c = params[L_C]
+    top_k = max(1, np.int64(params[L_TOP_K]))
+    time_ms = params[L_TIME_MS]
+    t_start = now_ms() if time_ms > 0 else 0.0
+    max_children = 1 + tab[core.T_OFFER] * top_k
+    acts = np.empty(max_children, dtype=np.int64)
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, 20000) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
@@ -288,13 +319,15 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
                     best_v = v
             v0 = best_v if pm == 0 else 1.0 - best_v
         backup(path, depth, visits, value, mover, v0, 1.0 - v0)
-    fc = first_child[0]
-    if fc < 0:
-        return core.PASS  # not reached: the first iteration always expands the root
-    best = fc
-    for ch in range(fc, fc + nchild[0]):
-        if visits[ch] > visits[best] or (visits[ch] == visits[best]
-                                          and value[ch] / visits[ch]
-                                          > value[best] / visits[best]):
-            best = ch
-    return move[best]
+    return first_child, nchild, visits, value, move
+
+
+def learned_root(params: np.ndarray, state: np.ndarray,
+                 tab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The root of the learned search's tree at ``state`` (diagnostics and tests): the move
+    codes of its children, their visit counts and their mean values (the mover's win
+    expectation after the move)."""
+    first_child, nchild, visits, value, move = learned_tree(
+        params, state, tab, np.zeros(1, dtype=np.int64))
+    sl = slice(first_child[0], first_child[0] + nchild[0])
+    return move[sl].copy(), visits[sl].copy(), value[sl] / np.maximum(visits[sl], 1)

@@ -45,10 +45,12 @@ from patchsim.atomic import atomic_write
 from patchsim.bots import features as F
 from patchsim.bots.policies import N_PARAMS
 from patchsim.bots.registry import (
+    SAMPLING_HELP,
     BotSpecError,
     CompiledBot,
     Param,
     canonical_spec,
+    check_sampling,
     coerce_param,
     register_evaluation,
 )
@@ -299,6 +301,10 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "time_ms": (F.L_TIME_MS, Param(0.0, "ms per move (0: off)", low=0)),
     "epsilon": (F.L_EPSILON, Param(0.0, "probability of a random move among the searched "
                                         "root moves (0: deterministic)", low=0, high=1)),
+    "temperature": (F.L_TEMPERATURE, Param(0.0, SAMPLING_HELP["temperature"], low=0,
+                                           high=100)),
+    "sample_plies": (F.L_SAMPLE_PLIES, Param(0, SAMPLING_HELP["sample_plies"], int, low=0,
+                                             high=10**6)),
     "contact": (F.L_CONTACT, Param(1.0, "placement ranking: per side touching")),
     # holes and window off: they double the cost of a node, and at equal time the deeper
     # search wins (200 games: 57.5% for contact-only at twice the iterations)
@@ -306,7 +312,8 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "window": (F.L_WINDOW, Param(0.0, "placement ranking: per bonus-window square")),
 }
 # what a spec may set (mcts's own names; the placement ranking stays at its defaults)
-LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon")
+LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
+                 "temperature", "sample_plies")
 
 
 class LearnedBot:
@@ -322,6 +329,7 @@ class LearnedBot:
         self.model_choice = check_model_choice(model, models)
         values = {k: p.default for k, (_, p) in LEARNED_PARAMS.items()}
         values.update(given)
+        check_sampling("mcts(eval=learned)", values)
         self.params = np.zeros(N_PARAMS, dtype=np.float64)
         for key, value in values.items():
             self.params[LEARNED_PARAMS[key][0]] = float(value)

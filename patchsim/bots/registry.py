@@ -276,6 +276,26 @@ for _name, (_desc, _preset) in STRATEGIES.items():
 # Rollouts skip the hole and window terms: half the cost per rollout for little strength.
 DEFAULT_ROLLOUT = "greedy(epsilon=0.1, holes=0, window=0)"
 
+# opening diversity of both searches (rollouts and eval=learned): the same two knobs
+SAMPLING_HELP = {
+    "temperature": "opening diversity: in the first sample_plies plies, draw the move with "
+                   "probability ~ root visits^(1/temperature) (0: most visited; seeded)",
+    "sample_plies": "plies of the game (both seats) during which temperature applies",
+}
+
+
+def check_sampling(bot: str, values: dict[str, Any]) -> None:
+    """BotSpecError if only one of ``temperature`` and ``sample_plies`` is set: alone,
+    either one would silently change nothing."""
+    t, k = values.get("temperature", 0), values.get("sample_plies", 0)
+    if (t > 0) != (k > 0):
+        given, missing = (("temperature", "sample_plies") if t > 0
+                          else ("sample_plies", "temperature"))
+        raise BotSpecError(f"{bot}: {given}={values[given]} needs {missing} > 0 too "
+                           "(temperature=T, sample_plies=K draws the move by root visits^(1/T) "
+                           "in the game's first K plies), or leave both out")
+
+
 MCTS_PARAMS: dict[str, tuple[int, Param]] = {
     "iterations": (search.M_ITERATIONS, Param(1000, "playouts per move", int, low=1,
                                                   high=10**9)),
@@ -288,6 +308,10 @@ MCTS_PARAMS: dict[str, tuple[int, Param]] = {
                                                    "reward", low=0.001)),
     "time_ms": (search.M_TIME_MS, Param(0.0, "stop after this many ms per move (0: off; not "
                                         "reproducible, refused by batch runs)", low=0)),
+    "temperature": (search.M_TEMPERATURE, Param(0.0, SAMPLING_HELP["temperature"], low=0,
+                                                high=100)),
+    "sample_plies": (search.M_SAMPLE_PLIES, Param(0, SAMPLING_HELP["sample_plies"], int, low=0,
+                                                  high=10**6)),
 }
 
 
@@ -300,6 +324,7 @@ class MCTSBot(_Forbidding):
         super().__init__()
         values = {k: p.default for k, (_, p) in MCTS_PARAMS.items()}
         values.update(given)
+        check_sampling("mcts", values)
         for key, value in values.items():
             self.params[MCTS_PARAMS[key][0]] = float(value)
         self.forbid = str(forbid)  # its index is set by bind()

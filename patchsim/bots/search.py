@@ -9,7 +9,7 @@ from numba import njit
 
 from patchsim.bots.heuristics import leather_square, top_placements
 from patchsim.bots.scripted import P_CONTACT, P_HOLES, P_WINDOW, rollout_move
-from patchsim.bots.tree import backup, expand, new_tree, now_ms, uct_child
+from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
 from patchsim.engine import core
 
 MCTS = 4  # policy id
@@ -26,6 +26,12 @@ M_MARGIN_SCALE = 6
 # the root player's moves in the tree are restricted; its opponent is not, and the rollouts
 # (scripted P_FORBID = 0) may buy the patch for either player.
 M_FORBID = 7
+# opening diversity (AlphaZero's temperature): while the game's ply count (both seats,
+# leather placements included) is below M_SAMPLE_PLIES, the root move is drawn with
+# probability proportional to visits^(1 / M_TEMPERATURE) from the seat's random stream;
+# at M_TEMPERATURE = 0 (the default) the stream is not touched and the most visited move plays
+M_TEMPERATURE = 8
+M_SAMPLE_PLIES = 9
 ROLLOUT_OFFSET = 16
 
 
@@ -55,7 +61,8 @@ STOP_EVERY = 16  # iterations between two reads of the stop flag
 def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
               buf: np.ndarray) -> np.int64:
     """Monte Carlo tree search (UCT) over pass and the best few placements of each patch,
-    with rollouts by a scripted policy; returns the most visited root move."""
+    with rollouts by a scripted policy; returns the most visited root move (in the first
+    ``M_SAMPLE_PLIES`` plies with ``M_TEMPERATURE`` > 0: a root move drawn by visits)."""
     return mcts_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
 
 
@@ -132,6 +139,9 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
             backup(path, depth, visits, value, mover, r_w, r_l)
         else:
             backup(path, depth, visits, value, mover, r_l, r_w)
+    temperature = params[M_TEMPERATURE]
+    if temperature > 0 and state[core.S_PLY] < params[M_SAMPLE_PLIES]:
+        return move[sample_by_visits(first_child, nchild, visits, 0, temperature, rng)]
     fc = first_child[0]
     best = fc
     for ch in range(fc, fc + nchild[0]):

@@ -103,3 +103,34 @@ def backup(path: np.ndarray, depth: np.int64, visits: np.ndarray, value: np.ndar
         visits[nd] += 1
         if d > 0:
             value[nd] += reward0 if mover[nd] == 0 else reward1
+
+
+@njit(cache=True)
+def sample_by_visits(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
+                     node: np.int64, temperature: float, rng: np.ndarray) -> np.int64:
+    """A child of ``node`` drawn with probability proportional to its visit count to the
+    power ``1 / temperature`` (AlphaZero's opening temperature: 1 follows the visit
+    distribution, towards 0 the most visited child), from ``rng``; a child never visited is
+    never drawn. The weights are taken relative to the most visited child, so a small
+    temperature cannot overflow."""
+    fc = first_child[node]
+    vmax = 0
+    for ch in range(fc, fc + nchild[node]):
+        if visits[ch] > vmax:
+            vmax = visits[ch]
+    if vmax == 0:
+        return fc  # not reached: a search visits one root child at least
+    inv_t = 1.0 / temperature
+    total = 0.0
+    for ch in range(fc, fc + nchild[node]):
+        if visits[ch] > 0:
+            total += (visits[ch] / vmax) ** inv_t
+    u = core.rng_unit(rng) * total
+    last = fc
+    for ch in range(fc, fc + nchild[node]):
+        if visits[ch] > 0:
+            last = ch
+            u -= (visits[ch] / vmax) ** inv_t
+            if u < 0.0:
+                return ch
+    return last  # rounding: u reached the total

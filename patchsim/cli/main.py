@@ -501,6 +501,8 @@ from patchsim.cli import serve as cli_serve  # noqa: E402, I001
 app.command("serve")(cli_serve.serve)
 from patchsim.cli import prices as cli_prices  # noqa: E402, I001
 app.command("prices")(cli_prices.prices)
+from patchsim.cli import skill as cli_skill  # noqa: E402, I001
+app.command("skill")(cli_skill.skill)
 
 for _command in app.registered_commands:  # help from the docstrings, one line per paragraph
     if _command.help is None and _command.callback is not None and _command.callback.__doc__:

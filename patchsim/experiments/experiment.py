@@ -142,6 +142,8 @@ class Experiment:
     batch_deals: int | None = None
     tolerances: list[Tolerance] = field(default_factory=list)
     margin: float = 0.02  # equivalence margin of the primary metric (``metric``)
+    # a ``skill:`` mapping: the skill trace ``patchsim skill`` plays (levels, bots, ...)
+    trace: dict[str, Any] | None = None
 
     @property
     def pairing_mode(self) -> str:
@@ -254,7 +256,10 @@ def load_experiment(path: str | Path) -> Experiment:
         return out
 
     n_problems = len(problems)
-    skill = bot_list("skill")
+    trace = None
+    if isinstance(data.get("skill"), dict):  # a skill trace, not a list of levels
+        trace = _check_trace(data["skill"], bad)
+    skill = [] if trace is not None else bot_list("skill")
     given = bot_list("bots")
     bots_ok = len(problems) == n_problems
     bots = given or skill or ["greedy"]
@@ -344,7 +349,66 @@ def load_experiment(path: str | Path) -> Experiment:
     assert base is not None
     return Experiment(name, str(data.get("description", "")), p, base, variants, bots,
                       pairings, games, seed, metric, skill, grid_fields, cells, tune, check,
-                      batch_deals, tolerances, float(margin))
+                      batch_deals, tolerances, float(margin), trace)
+
+
+TRACE_KEYS = {"levels", "bots", "search", "deals", "seed", "timed", "diversity", "compare",
+              "margin"}
+
+
+def _check_trace(spec: dict[str, Any], bad: Any) -> dict[str, Any]:
+    """The ``skill:`` mapping (a skill trace for ``patchsim skill``), checked key by key:
+    levels (increasing budgets), bots (the scripted foot of the ladder), search (a bot
+    spec), deals, seed, timed, diversity, compare, margin."""
+    out: dict[str, Any] = {}
+    for k in sorted(set(spec) - TRACE_KEYS, key=str):
+        bad(f"skill.{k}", f"unknown key (known: {', '.join(sorted(TRACE_KEYS))})")
+    levels = spec.get("levels")
+    if levels is not None:
+        if not (isinstance(levels, list) and levels
+                and all(_is_number(v) and v > 0 for v in levels)):
+            bad("skill.levels", f"expected a list of budgets above 0, got {quote(levels)}")
+        elif levels != sorted(set(levels)):
+            bad("skill.levels", f"budgets must increase, got {quote(levels)}")
+        else:
+            out["levels"] = levels
+    for key, check, want in (("deals", lambda v: _is_whole(v, 2), "a whole number >= 2"),
+                             ("seed", lambda v: _is_whole(v, 0), "a whole number >= 0"),
+                             ("timed", lambda v: isinstance(v, bool), "true or false"),
+                             ("compare", lambda v: isinstance(v, bool), "true or false"),
+                             ("margin", lambda v: _is_number(v) and 0 < v < 0.5,
+                              "a number between 0 and 0.5 (0.02: +-2 points)"),
+                             ("diversity", lambda v: v in ("auto", "temperature", "epsilon",
+                                                           "none"),
+                              "auto, temperature, epsilon or none")):
+        if key in spec:
+            if check(spec[key]):
+                out[key] = spec[key]
+            else:
+                bad(f"skill.{key}", f"expected {want}, got {quote(spec[key])}")
+    for key in ("bots", "search"):
+        if key not in spec:
+            continue
+        v = spec[key]
+        items = [v] if isinstance(v, str) else v
+        if key == "search" and not isinstance(v, str) or not isinstance(items, list) \
+                or not items:
+            bad(f"skill.{key}", f"expected a bot spec{' or a list of them' * (key == 'bots')},"
+                                f" got {quote(v)}")
+            continue
+        specs = []
+        for i, item in enumerate(items):
+            where = f"skill.{key}" + (f"[{i}]" if key == "bots" else "")
+            try:
+                specs.append(make_bot(item).spec if isinstance(item, str) else None)
+            except BotSpecError as e:
+                bad(where, str(e))
+                continue
+            if specs[-1] is None:
+                bad(where, f"expected a bot spec such as greedy, got {quote(item)}")
+        if all(specs) and len(specs) == len(items):
+            out[key] = specs[0] if key == "search" else specs
+    return out
 
 
 def _may_repeat(key: str, first_label: str, first_key: str) -> bool:

@@ -1,0 +1,186 @@
+"""``patchsim skill``: the skill trace of a ruleset, a balance metric along a ladder of
+players from the scripted bots through a search at doubling budgets, with a verdict on
+whether it has converged (:mod:`patchsim.experiments.skill`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from patchsim.cli.common import command_line, fail, jobs_count
+
+# the library's parameter names (how its messages start) -> this command's flags
+FLAGS = {"levels": "--levels", "bots": "--bots", "search": "--search", "deals": "--deals",
+         "diversity": "--diversity", "metric": "--metric", "margin": "--margin",
+         "out": "--out", "ruleset": "RULESET"}
+
+
+def _budgets(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise fail(f"--levels {text!r}: give budgets separated by commas, e.g. "
+                   "--levels 25,50,100,200") from None
+    return [int(v) if v.is_integer() else v for v in values]
+
+
+def _flag(message: str) -> str:
+    for name, flag in FLAGS.items():
+        if message.startswith(f"{name}:"):
+            return flag + message[len(name):]
+        if message.startswith(f"{name}["):  # bots[1]: ...
+            return flag + message[len(name):]
+    return message
+
+
+def _experiment_kind(ref: str) -> str:
+    """``design`` for an experiment file with a base ruleset (its variants), ``run`` for a
+    run file (ruleset or rulesets), else '' (a ruleset)."""
+    from patchsim.engine.yamlfile import YamlFileError, read_yaml
+
+    if not (ref.endswith((".yaml", ".yml")) and Path(ref).is_file()):
+        return ""
+    try:
+        data = read_yaml(Path(ref), ref)
+    except YamlFileError:
+        return ""  # load_ruleset says what is wrong with it
+    if not isinstance(data, dict):
+        return ""
+    if "base" in data:
+        return "design"
+    return "run" if "rulesets" in data or "ruleset" in data else ""
+
+
+def skill(
+    ruleset: Annotated[str, typer.Argument(help="Ruleset name or YAML file; or an experiment "
+                                           "YAML (a trace per variant, its skill: section "
+                                           "as defaults) or a run file (a trace per "
+                                           "ruleset), on the same deals.")],
+    override: Annotated[list[str] | None, typer.Option(
+        "--set", help="Ruleset override key=value, e.g. --set starting_buttons=6.")] = None,
+    bots: Annotated[str | None, typer.Option(help="The scripted bots at the foot of the "
+                                             "ladder, separated by ';' (default greedy).")]
+    = None,
+    search: Annotated[str | None, typer.Option(help="The search whose budget the levels "
+                                               "double (default: the learned search where "
+                                               "the ruleset has a model, else mcts).")]
+    = None,
+    levels: Annotated[str | None, typer.Option(help="Search budgets, increasing, separated "
+                                               "by commas: iterations per move, or ms per "
+                                               "move with --timed (default "
+                                               "25,50,100,200,400).")] = None,
+    deals: Annotated[int | None, typer.Option(help="Seat-swapped deals per level, for "
+                                              "self-play and against the level below "
+                                              "(default 100).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Master seed: the same deals for every "
+                                             "level (default 1).")] = None,
+    jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
+    out: Annotated[str | None, typer.Option(help="New folder for the trace (default "
+                                            "reports/<ruleset>-skill/<time>).")] = None,
+    timed: Annotated[bool, typer.Option(
+        "--timed", help="Levels are ms per move instead of iterations; the results then "
+        "depend on this machine and its load. Use at most one worker per core.")] = False,
+    diversity: Annotated[str | None, typer.Option(
+        help="How self-play is made diverse: temperature (the first plies sampled in "
+        "proportion to the root visit counts), epsilon (a random searched move 5% of the "
+        "time), none, or auto (temperature where the search takes it).")] = None,
+    compare: Annotated[bool, typer.Option(help="Play the strongest level's self-play with "
+                                          "the other diversity methods too.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show a line per part played.")] = True,
+) -> None:
+    """The skill trace: the first seat's win rate (and the other balance metrics) at each
+    level of a ladder from the scripted bots through a search at doubling budgets, each
+    level against the one below (Elo per doubling), and whether the answer has converged.
+    Writes levels.csv, duels.csv (and .parquet), trace.json, skill.png, skill.html and
+    skill.md into a new folder."""
+    from patchsim.analysis.skill import holds_at_every_level
+    from patchsim.bots.registry import BotSpecError
+    from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
+    from patchsim.experiments.experiment import ExperimentError, load_experiment
+    from patchsim.experiments.skill import (
+        DEFAULT_DEALS,
+        DEFAULT_FLOOR,
+        DEFAULT_LEVELS,
+        SkillError,
+        rule_change,
+        skill_traces,
+        write_trace,
+    )
+    from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.match import BotError
+    from patchsim.play.storage import fresh_dir
+
+    spec: dict = {}
+    try:
+        kind = _experiment_kind(ruleset)
+        if kind == "run":  # its rulesets and seed (its bots and games are the run's)
+            cfg = load_run_config(ruleset)
+            rulesets = list(cfg.rulesets)
+            spec = {"seed": cfg.seed}
+        elif kind == "design":
+            exp = load_experiment(ruleset)
+            # every variant of the experiment (the base first): a trace each, same deals
+            rulesets = [v.ruleset for v in exp.variants]
+            spec = dict(exp.trace or {})
+            spec.setdefault("seed", exp.seed)
+            spec.setdefault("margin", exp.margin)
+        else:
+            rulesets = [load_ruleset(ruleset)]
+        if override:
+            pairs = dict(parse_override(o) for o in override)
+            rulesets = [r.with_overrides(pairs) for r in rulesets]
+        rs = rulesets[0]
+    except RunError as e:
+        raise fail(str(e)) from None
+    except ExperimentError as e:
+        raise fail(str(e)) from None
+    except RulesetError as e:
+        raise fail(str(e)) from None
+    floor = ([b.strip() for b in bots.split(";") if b.strip()] if bots is not None
+             else spec.get("bots", list(DEFAULT_FLOOR)))
+    budgets = _budgets(levels) if levels is not None else spec.get("levels",
+                                                                   list(DEFAULT_LEVELS))
+    target = Path(out) if out else fresh_dir(f"{rs.name}-skill")
+    if target.exists():
+        raise fail(f"--out {target} already exists; give a new folder")
+    if timed or spec.get("timed"):
+        typer.echo("timed: levels are ms per move; the results depend on this machine and its "
+                   "load")
+    try:
+        traces = skill_traces(
+            rulesets, levels=budgets, floor=floor, search=search or spec.get("search"),
+            deals=deals if deals is not None else spec.get("deals", DEFAULT_DEALS),
+            seed=seed if seed is not None else spec.get("seed", 1),
+            jobs=jobs_count(jobs, dask=False), timed=timed or spec.get("timed", False),
+            diversity=diversity or spec.get("diversity", "auto"),
+            compare=compare and spec.get("compare", True),
+            metric=spec.get("metric", "first_player_win"),
+            margin=spec.get("margin", 0.02),
+            echo=typer.echo if progress else None, bot_path=[os.getcwd()])
+        folder = write_trace(traces, target, command_line())
+    except SkillError as e:
+        raise fail(_flag(str(e))) from None
+    except (RunError, BotSpecError) as e:
+        raise fail(str(e)) from None
+    except BotError as e:
+        raise fail(str(e), 1) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted; nothing was written", 130) from None
+    except OSError as e:
+        raise fail(f"--out {target}: cannot write the trace ({e.strerror or e})") from None
+    for trace in traces:
+        h = trace.headline()
+        head = f"{trace.ruleset}: " if len(traces) > 1 else ""
+        typer.echo(f"{head}first seat wins {100 * h['rate']:.1f}% [{100 * h['lo']:.1f}, "
+                   f"{100 * h['hi']:.1f}] under {h['level']} ({h['deals']} deals): "
+                   f"{h['verdict']}")
+        if trace.verdict is not None:
+            typer.echo(f"{head}skill trace: {trace.verdict.text()}")
+    if len(traces) > 1:
+        for name, text in holds_at_every_level(rule_change(traces)).items():
+            typer.echo(f"{name} against {traces[0].ruleset}: {text}")
+    typer.echo(f"written: {folder}/ (levels.csv, duels.csv, trace.json, skill.png, "
+               "skill.html, skill.md)")

@@ -1,0 +1,434 @@
+"""The skill trace: a balance metric measured along a ladder of players, from the scripted
+bots through a search at doubling budgets, with the strength gained at each step and a
+verdict on whether the metric has converged (issue 20; Ludii's skill trace).
+
+For each level the trace plays, through the library runner (:func:`patchsim.play.simulate.
+simulate`, common deals from one seed for every part):
+
+- the level's self-play (its balance metrics, :func:`patchsim.analysis.skill.level_table`),
+  with its cost in games per second;
+- the level against the level below, seat-swapped on the same deals
+  (:func:`patchsim.analysis.skill.duel_table`: win rate, Elo gain and gain per doubling);
+- at the strongest level, self-play once more with each other way of making games diverse,
+  so the trace shows whether the primary metric depends on the method
+  (:func:`patchsim.analysis.skill.diversity_table`).
+
+Diversity: a deterministic search plays one game per deal in self-play, and the answer then
+rests on a few hundred particular games. The principled method (``temperature``) samples each
+of the first ``SAMPLE_PLIES`` plies in proportion to the root visit counts (temperature 1):
+early moves the search judges about equal are played about equally often, a move it judges
+poor almost never, and from then on it plays its best move. ``epsilon`` instead plays a
+uniformly random searched root move with probability 0.05 on every move, all game long (the
+committed studies' method; it changes the answer by several points). ``none`` keeps the
+search deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from patchsim.analysis import estimators as est
+from patchsim.analysis import skill as sk
+from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse_spec
+from patchsim.document import render
+from patchsim.document.model import slug
+from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
+from patchsim.play.config import RunError, default_bots, load_run_config
+from patchsim.play.execution import execute
+from patchsim.play.simulate import simulate
+from patchsim.play.storage import load_events, load_games
+from patchsim.reporting.skill_section import trace_document, traces_document
+
+DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
+DEFAULT_FLOOR = ("greedy",)
+DEFAULT_DEALS = 100
+TEMPERATURE = 1.0  # root visit counts to the power 1 / T: in proportion to the visits
+SAMPLE_PLIES = 8  # about the first four moves of each seat
+EPSILON = 0.05
+METHODS = ("temperature", "epsilon", "none")
+TIMED_ITERATIONS = 10**6  # under a time budget the iterations only bound the tree
+STUDY_FILE = "trace.json"
+GAME_ID_STRIDE = 10**12  # game ids of one part of the trace: far below this
+
+
+class SkillError(ValueError):
+    """A skill trace that cannot be run as asked (a bad level, bot or method). The message
+    starts with the parameter's name (``levels:``, ``search:``...), which the CLI maps to
+    its flag."""
+
+
+def diversity_params(method: str) -> dict[str, Any]:
+    """The search parameters that make its self-play diverse by ``method``."""
+    if method == "temperature":
+        return {"temperature": TEMPERATURE, "sample_plies": SAMPLE_PLIES}
+    if method == "epsilon":
+        return {"epsilon": EPSILON}
+    if method == "none":
+        return {}
+    raise SkillError(f"diversity: {method!r} is not one of {', '.join(METHODS)} (or auto)")
+
+
+def level_spec(search: str, budget: float, method: str, timed: bool = False) -> str:
+    """The canonical spec of the search ``search`` at ``budget`` iterations (or ms per move
+    under ``timed``), made diverse by ``method``."""
+    try:
+        name, params = parse_spec(search)
+    except BotSpecError as e:
+        raise SkillError(f"search: {e}") from None
+    params = {k: v for k, v in params.items() if k not in ("iterations", "time_ms")}
+    if timed:
+        params.update(time_ms=float(budget), iterations=TIMED_ITERATIONS)
+    else:
+        params["iterations"] = int(budget)
+    params.update(diversity_params(method))
+    text = canonical_spec(name, params)
+    try:
+        return make_bot(text).spec
+    except BotSpecError as e:
+        raise SkillError(f"search: {text}: {e}") from None
+
+
+def resolve_method(search: str, method: str) -> str:
+    """``auto``: the temperature method when the search takes it, else epsilon (a search
+    without either, such as the rollout search, varies through its rollouts: none)."""
+    if method != "auto":
+        diversity_params(method)  # a known method
+        return method
+    for m in ("temperature", "epsilon"):
+        try:
+            level_spec(search, 1, m)
+            return m
+        except SkillError:
+            continue
+    return "none"
+
+
+def default_search(ruleset: Ruleset | Sequence[Ruleset]) -> str:
+    """The run's default search for these rulesets, without its budget (the learned search
+    where a model is trained for every one of them, else the rollout search)."""
+    rulesets = [ruleset] if isinstance(ruleset, Ruleset) else list(ruleset)
+    name, params = parse_spec(default_bots(rulesets)[-1])
+    params.pop("iterations", None)
+    return canonical_spec(name, params)
+
+
+@dataclass
+class SkillTrace:
+    """A played skill trace: the levels (bot specs, ladder order, with their budgets; None
+    for a scripted level), the per-deal tables, the per-level tables, the diversity check
+    and the convergence verdict on ``metric``."""
+
+    ruleset: str
+    levels: list[str]
+    budgets: list[float | None]
+    method: str
+    timed: bool
+    deals: int
+    seed: int
+    metric: str
+    margin: float
+    level_deals: pd.DataFrame = field(repr=False)
+    duel_deals: pd.DataFrame = field(repr=False)
+    levels_table: pd.DataFrame = field(repr=False)
+    duels_table: pd.DataFrame = field(repr=False)
+    diversity: pd.DataFrame = field(repr=False)
+    verdict: sk.ConvergenceVerdict | None = None
+    seconds: float = 0.0
+    games: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+
+    @property
+    def top(self) -> str:
+        return self.levels[-1]
+
+    def headline(self) -> dict[str, Any]:
+        """The first seat's win rate at the strongest level, its interval and its verdict
+        against 50% +- the margin (a decided verdict is ``equivalent`` or ``differs``)."""
+        margin = self.margin if self.metric == "first_player_win" else est.DEFAULT_MARGIN
+        e, v = sk.headline(self.level_deals, len(self.levels) - 1, margin)
+        return {"ruleset": self.ruleset, "level": self.top, "deals": e.deals,
+                "rate": e.value, "lo": e.lo, "hi": e.hi, "verdict_kind": v.kind,
+                "verdict": v.text(), "decided": v.kind in ("equivalent", "differs"),
+                "trace": self.verdict.text() if self.verdict else "",
+                "trace_kind": self.verdict.kind if self.verdict else ""}
+
+    def figures(self) -> dict[str, Any]:
+        """The trace's figures as plain data (what the benchmark prints as JSON and the
+        trace folder stores): per level its budget, cost, metric, strength gain and
+        degenerate share, the verdict and the diversity check."""
+        rows = []
+        duels = self.duels_table.set_index("level")
+        for r in self.levels_table.itertuples():
+            i = int(r.level)
+            row = {"level": i, "bot": r.bot, "budget": self.budgets[i], "deals": int(r.deals),
+                   "games_per_s": _num(getattr(r, "games_per_s", math.nan)),
+                   self.metric: [_num(getattr(r, self.metric)),
+                                 _num(getattr(r, f"{self.metric}_lo")),
+                                 _num(getattr(r, f"{self.metric}_hi"))],
+                   "degenerate": _num(r.degenerate)}
+            if i in duels.index:
+                d = duels.loc[i]
+                row.update({"win_vs_below": [_num(d["win"]), _num(d["win_lo"]),
+                                             _num(d["win_hi"])],
+                            "elo": _num(d["elo"]), "cum_elo": _num(d["cum_elo"]),
+                            "elo_per_doubling": _num(d["elo_per_doubling"])})
+            rows.append(row)
+        div = [{k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()}
+               for r in self.diversity.to_dict("records")]
+        return {"ruleset": self.ruleset, "metric": self.metric, "margin": self.margin,
+                "method": self.method, "timed": self.timed, "deals": self.deals,
+                "seed": self.seed, "seconds": round(self.seconds, 2), "levels": rows,
+                "verdict": self.verdict.text() if self.verdict else "",
+                "verdict_kind": self.verdict.kind if self.verdict else "",
+                "headline": self.headline(), "diversity": div}
+
+
+def _num(x: Any) -> float | None:
+    """A finite float for JSON, None for NaN or infinity."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return round(v, 6) if math.isfinite(v) else None
+
+
+def _levels(floor: Sequence[str], search: str, budgets: Sequence[float], method: str,
+            timed: bool) -> tuple[list[str], list[float | None]]:
+    specs: list[str] = []
+    for i, f in enumerate(floor):
+        try:
+            specs.append(make_bot(f).spec)
+        except BotSpecError as e:
+            raise SkillError(f"bots[{i}]: {e}") from None
+    if not budgets:
+        raise SkillError("levels: give at least one budget (e.g. 25,50,100)")
+    bad = [b for b in budgets if isinstance(b, bool) or not (
+        isinstance(b, int | float) and b > 0 and math.isfinite(b))]
+    if bad:
+        raise SkillError(f"levels: budgets must be numbers above 0, got {bad[0]!r}")
+    if not timed and any(float(b) != int(b) for b in budgets):
+        raise SkillError(f"levels: iterations are whole numbers, got "
+                         f"{', '.join(map(str, budgets))} (fractions of a ms need --timed)")
+    if list(budgets) != sorted(set(budgets)):
+        raise SkillError(f"levels: budgets must increase, got {', '.join(map(str, budgets))}")
+    specs += [level_spec(search, b, method, timed) for b in budgets]
+    if len(set(specs)) != len(specs):
+        raise SkillError(f"bots: a level appears twice ({', '.join(specs)})")
+    return specs, [None] * len(floor) + [float(b) for b in budgets]
+
+
+def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEVELS,
+                floor: Sequence[str] = DEFAULT_FLOOR, search: str | None = None,
+                deals: int = DEFAULT_DEALS, seed: int = 1, jobs: int = 1,
+                timed: bool = False, diversity: str = "auto", compare: bool = True,
+                metric: str = "first_player_win", margin: float = est.DEFAULT_MARGIN,
+                echo: Callable[[str], None] | None = None,
+                bot_path: Sequence[str] = ()) -> SkillTrace:
+    """Play a skill trace on ``ruleset`` (a name, a YAML path or a Ruleset).
+
+    The ladder is the scripted bots ``floor`` then ``search`` (default: the run's default
+    search for the ruleset) at each budget of ``levels`` (iterations per move; ms per move
+    with ``timed``, whose games depend on the machine), made diverse by ``diversity``
+    (``temperature``, ``epsilon``, ``none``, or ``auto``: see :func:`resolve_method`).
+    Every level plays ``deals`` seat-swapped deals in self-play and against the level below,
+    on the same deals (``seed``); with ``compare`` the strongest level's self-play is played
+    again with every other method. ``jobs`` workers do not change the games. ``echo`` gets a
+    line per part played (progress). Raises SkillError for a bad request, RunError and
+    BotError as the runner does."""
+    try:
+        rs = ruleset if isinstance(ruleset, Ruleset) else load_ruleset(ruleset)
+    except RulesetError as e:
+        raise SkillError(f"ruleset: {e}") from None
+    if not (isinstance(deals, int) and deals >= 2):
+        raise SkillError(f"deals: at least 2 deals per level, got {deals!r}")
+    try:
+        metric = sk.trace_metric(metric)
+    except ValueError as e:
+        raise SkillError(f"metric: {e}") from None
+    lo, hi = sk.LEVEL_METRICS[metric][1] or (-math.inf, math.inf)
+    if not (isinstance(margin, int | float) and 0 < margin < (hi - lo) / 2):
+        raise SkillError(f"margin: expected a number above 0 and below half the metric's "
+                         f"range, got {margin!r}")
+    search = search or default_search(rs)
+    method = resolve_method(search, diversity)
+    specs, budgets = _levels(floor, search, levels, method, timed)
+    say = echo or (lambda _line: None)
+    t0 = time.perf_counter()
+    kw: dict[str, Any] = {"games": 2 * deals, "seed": seed, "jobs": jobs,
+                          "bot_path": bot_path}
+    parts: list[pd.DataFrame] = []
+    events: list[pd.DataFrame] = []
+    seconds: list[float] = []
+
+    def play(bots: list[str], pairings: str, what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        if timed:
+            games, evs, secs = _play_timed(rs, bots, pairings, **kw)
+        else:
+            sim = simulate(rs, bots, pairings=pairings, **kw)
+            games, evs, secs = sim.games, sim.events, sim.seconds
+        # game ids restart in every part: make them unique across the trace
+        offset = len(parts) * GAME_ID_STRIDE
+        g = games.assign(part=what, game_id=games["game_id"] + offset)
+        e = evs.assign(game_id=evs["game_id"] + offset)
+        parts.append(g)
+        events.append(e)
+        seconds.append(secs)
+        say(f"{what}: {len(g)} games in {secs:.1f} s")
+        return g, e
+
+    # a first tiny game loads what the runner needs, so that level 0's cost is its own
+    if not timed:
+        simulate(rs, specs[:1], games=2, seed=seed, pairings="self", bot_path=bot_path)
+    for i, spec in enumerate(specs):
+        play([spec], "self", f"level {i} self-play")
+    self_games = pd.concat(parts, ignore_index=True)
+    self_events = pd.concat(events, ignore_index=True)
+    self_seconds = list(seconds)
+    duel_games = [play([specs[i], specs[i - 1]], "cross", f"level {i} against level {i - 1}")[0]
+                  for i in range(1, len(specs))]
+    ld = sk.level_deals(self_games, self_events, specs)
+    dd = (sk.duel_deals(pd.concat(duel_games, ignore_index=True), specs) if duel_games
+          else sk.duel_deals(self_games.iloc[:0], specs))
+    counts = [int((self_games["bot0"] == s).sum()) for s in specs]
+    lt = sk.level_table(ld, specs, self_seconds, counts)
+    dt = sk.duel_table(dd, specs, budgets)
+    verdict = (sk.convergence_verdict(ld, metric, margin, duels=dd, budgets=budgets)
+               if len(specs) >= 2 else None)
+    diversity_tab = pd.DataFrame()
+    if compare:
+        rows = [ld[ld["level"] == len(specs) - 1].assign(method=method)]
+        for m in (m for m in METHODS if m != method):
+            try:
+                spec = level_spec(search, levels[-1], m, timed)
+            except SkillError:
+                continue  # a search that does not take this method
+            g, ev = play([spec], "self", f"strongest level, diversity by {m}")
+            rows.append(sk.level_deals(g, ev, [spec]).assign(method=m))
+        if len(rows) > 1:
+            diversity_tab = sk.diversity_table(pd.concat(rows, ignore_index=True), metric,
+                                               margin, reference=method)
+    return SkillTrace(rs.name, specs, budgets, method, timed, deals, seed, metric,
+                      float(margin), ld, dd, lt, dt, diversity_tab, verdict,
+                      time.perf_counter() - t0, pd.concat(parts, ignore_index=True))
+
+
+def _play_timed(rs: Ruleset, bots: list[str], pairings: str, *, games: int, seed: int,
+                jobs: int, bot_path: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """Games between bots with time budgets, through the runner into a scratch run folder
+    (the in-memory runner refuses time budgets: such games depend on the machine, and a run
+    folder's manifest records that)."""
+    try:
+        cfg = load_run_config("edition2", games=games, bots=bots, seed=seed,
+                              pairings=pairings, bot_path=bot_path, allow_time_budgets=True)
+    except RunError as e:
+        raise SkillError(f"search: {e}") from None
+    # the line-up is checked on a stand-in ruleset, then plays this one (as simulate does)
+    cfg = dataclasses.replace(cfg, rulesets=[rs], name=f"{rs.name}-skill")
+    with tempfile.TemporaryDirectory(prefix="patchsim-skill-") as folder:
+        res = execute(cfg, Path(folder) / "run", jobs=jobs, command="patchsim skill --timed")
+        return load_games(res.run_dir), load_events(res.run_dir), res.seconds
+
+
+def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrace]:
+    """A skill trace per ruleset (the first is the base of :func:`rule_change`), each with
+    the same ladder, deals and seed (:func:`skill_trace`'s keywords)."""
+    names: list[str] = []
+    out = []
+    resolved = []
+    for i, ref in enumerate(rulesets):
+        try:
+            resolved.append(ref if isinstance(ref, Ruleset) else load_ruleset(ref))
+        except RulesetError as e:
+            raise SkillError(f"ruleset: rulesets[{i}]: {e}") from None
+    if not kw.get("search"):
+        kw["search"] = default_search(resolved)  # one ladder for every ruleset
+    for i, ref in enumerate(resolved):
+        t = skill_trace(ref, **kw)
+        if t.ruleset in names:
+            raise SkillError(f"ruleset: {t.ruleset!r} appears twice (rulesets[{i}])")
+        names.append(t.ruleset)
+        out.append(t)
+    return out
+
+
+def rule_change(traces: Sequence[SkillTrace]) -> pd.DataFrame:
+    """Each ruleset's change of the primary metric from the first ruleset's, at every level
+    of the ladder, on common deals (:func:`patchsim.analysis.skill.change_by_level`)."""
+    deals = pd.concat([t.level_deals.assign(ruleset=t.ruleset) for t in traces],
+                      ignore_index=True)
+    return sk.change_by_level(deals, traces[0].ruleset, traces[0].metric, traces[0].margin)
+
+
+def _write_tables(trace: SkillTrace, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    trace.levels_table.to_csv(folder / "levels.csv", index=False)
+    trace.levels_table.to_parquet(folder / "levels.parquet", index=False)
+    trace.duels_table.to_csv(folder / "duels.csv", index=False)
+    trace.duels_table.to_parquet(folder / "duels.parquet", index=False)
+    trace.level_deals.to_parquet(folder / "level_deals.parquet", index=False)
+    trace.duel_deals.to_parquet(folder / "duel_deals.parquet", index=False)
+    trace.diversity.to_csv(folder / "diversity.csv", index=False)
+    (folder / STUDY_FILE).write_text(json.dumps(trace.figures(), indent=1) + "\n",
+                                     encoding="utf-8")
+
+
+def write_trace(trace: SkillTrace | Sequence[SkillTrace], out_dir: str | os.PathLike[str],
+                command: str = "") -> Path:
+    """Write the trace into ``out_dir``, a folder that must not exist yet (written beside it
+    and renamed into place, so it appears whole or not at all): levels.csv/.parquet and
+    duels.csv/.parquet (one row per level), level_deals.parquet and duel_deals.parquet (one
+    row per level and deal), diversity.csv, trace.json (the figures), skill.png (the
+    metric against strength, the cost beside it) and skill.html / skill.md. Several traces
+    (one per ruleset, :func:`skill_traces`): each ruleset's tables in a folder of its own,
+    one document for all with the change of rules at every level (changes.csv)."""
+    traces = [trace] if isinstance(trace, SkillTrace) else list(trace)
+    target = Path(out_dir)
+    if target.exists():
+        raise SkillError(f"out: {target} already exists; write the trace to a new folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        if len(traces) == 1:
+            _write_tables(traces[0], tmp)
+            doc = trace_document(traces[0], traces[0].diversity, _method_text(traces[0]),
+                                 command)
+        else:
+            for t in traces:
+                _write_tables(t, tmp / slug(t.ruleset))
+            changes = rule_change(traces)
+            changes.to_csv(tmp / "changes.csv", index=False)
+            doc = traces_document(traces, changes, _method_text(traces[0]), command)
+        render.write(doc, tmp, "skill")  # skill.html, skill.md and the figures
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp leaves 0700
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _method_text(trace: SkillTrace) -> str:
+    if trace.method == "temperature":
+        return (f"the first {SAMPLE_PLIES} plies sampled in proportion to the root visit "
+                f"counts (temperature {TEMPERATURE:g}), then the most-visited move")
+    if trace.method == "epsilon":
+        return f"a random searched root move with probability {EPSILON:g} on every move"
+    return "none (deterministic search: one distinct game per deal in self-play)"
+
+
+__all__ = ["DEFAULT_LEVELS", "METHODS", "RunError", "SkillError", "SkillTrace",
+           "default_search", "diversity_params", "level_spec", "resolve_method", "rule_change",
+           "skill_trace", "skill_traces", "write_trace"]
