@@ -389,5 +389,7 @@ def test_the_report_is_one_document_rendered_by_the_one_renderer(small_run: Path
     doc = build_document(load_run(small_run))
     assert [t for t in doc.titles() if t in SECTIONS] == SECTIONS
     assert doc.section("Verdict").blocks
-    assert to_markdown(doc).startswith(f"# {doc.title}\n\n## Verdict\n")
+    # the headline (the first seat under the strongest level, and its skill trace) opens it
+    assert to_markdown(doc).startswith(f"# {doc.title}\n\n## Headline\n")
+    assert doc.titles().index("Headline") < doc.titles().index("Verdict")
     assert "<code>patchsim report RUN --prices</code>" in to_html(doc)

@@ -387,7 +387,7 @@ def test_a_pairing_the_skill_gap_decides_is_labelled_as_saying_nothing_about_sea
                     for b in head.blocks)
     assert "tell nothing about the seats" in text and "`strong vs weak`" in text
     assert "under the strongest level (`strong`" in text  # weakest first by the cross games
-    assert sections[1].blocks[-1].path == "skill-r.png"
+    assert sections[1].blocks[-1].path == "figures/skill-r.png"
     # the report renders them with the one renderer
     doc = Document("report", sections)
     assert "## Headline" in to_markdown(doc) and "Skill trace: r" in to_html(doc)

@@ -30,6 +30,7 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis.metrics import deal_metrics
 from patchsim.analysis.selfplay import distinct
+from patchsim.analysis.tables import EventSummary
 
 # A game no human would play: one of these and it is counted as degenerate (issue 20: the
 # learned search's passing wars). Both thresholds are per game.
@@ -60,7 +61,8 @@ def _level_of(pairing: pd.Series, levels: Sequence[str]) -> np.ndarray:
     return pairing.astype(str).map(index).fillna(-1).to_numpy(dtype=int)
 
 
-def level_deals(games: pd.DataFrame, events: pd.DataFrame | None, levels: Sequence[str]
+def level_deals(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None,
+                levels: Sequence[str]
                 ) -> pd.DataFrame:
     """One row per (level, deal) of the levels' self-play games: every trace metric averaged
     over the deal's games (a deterministic bot's copy of a game counts once). ``levels``:
@@ -72,8 +74,10 @@ def level_deals(games: pd.DataFrame, events: pd.DataFrame | None, levels: Sequen
         return pd.DataFrame(columns=cols)
     g = distinct(g.copy())
     ev = None
-    if events is not None and len(events):
+    if isinstance(events, pd.DataFrame) and len(events):
         ev = events[events["game_id"].isin(g["game_id"])]
+    elif events is not None:  # a run's event summary: read by game id, nothing to filter
+        ev = events
     base = deal_metrics(g, ev)  # leather figures from the one metric layer
     own = pd.DataFrame({
         "ruleset": g["ruleset"].astype(str).to_numpy(),
@@ -441,7 +445,7 @@ def _order_levels(games: pd.DataFrame, bots: list[str]) -> list[str]:
     return sorted(bots, key=lambda b: (share[b], bots.index(b)))
 
 
-def run_traces(games: pd.DataFrame, events: pd.DataFrame | None = None,
+def run_traces(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None = None,
                margin: float = est.DEFAULT_MARGIN) -> list[RunTrace]:
     """One trace per ruleset of a run whose games have at least one self-play pairing: its
     levels, per-level tables and (with two levels or more) the convergence verdict on the
@@ -454,8 +458,8 @@ def run_traces(games: pd.DataFrame, events: pd.DataFrame | None = None,
             continue
         levels = _order_levels(g, bots)
         budgets = [budget_of(b) for b in levels]
-        ev = None
-        if events is not None and "ruleset" in events.columns:
+        ev = events  # a summary is read by game id; a table is filtered to the ruleset
+        if isinstance(events, pd.DataFrame) and "ruleset" in events.columns:
             ev = events[(events["ruleset"] == ruleset).to_numpy()]
         ld = level_deals(sp, ev, levels)
         dd = duel_deals(g, levels)

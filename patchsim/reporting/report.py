@@ -43,6 +43,7 @@ from patchsim.reporting.sections_seats import (
     seats_section,
 )
 from patchsim.reporting.sections_verdict import verdict_section
+from patchsim.reporting.skill_section import report_sections
 
 
 def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
@@ -124,6 +125,8 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     few = int(fpa["deals"].min()) if len(fpa) else 0
 
     sections = [
+        # the headline first: the first seat under the strongest level, and its skill trace
+        *report_sections(run.games, run.events, margin),
         verdict_section(run, fpa, skill, leather, bonus, comparisons, margin, few),
         overview_section(run, summary),
         seats_section(pairings, fpa, skill, margin),

@@ -182,7 +182,7 @@ def report_sections(games: pd.DataFrame, events: pd.DataFrame | None = None,
     out = [headline_section(traces, sk.lopsided_pairings(games))]
     for t in traces:
         if len(t.levels) >= 2:
-            out.append(trace_section(t, f"skill-{slug(t.ruleset)}.png"))
+            out.append(trace_section(t, f"figures/skill-{slug(t.ruleset)}.png"))
     return out
 
 
