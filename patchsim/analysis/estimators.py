@@ -61,6 +61,7 @@ def t_sf(x, df):
 
 NAN = float("nan")
 DEFAULT_MARGIN = 0.02  # equivalence margin of the first-seat win rate: +-2 points
+MIN_DEALS = 10  # no verdict on fewer deals (a table row is flagged "too few games")
 MAX_DEALS_ADVICE = 1_000_000  # more deals in all than this: "too close to decide"
 WIN_BOUNDS = (0.0, 1.0)
 

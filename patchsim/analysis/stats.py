@@ -39,14 +39,13 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.estimators import DEFAULT_MARGIN, Estimate
+from patchsim.analysis.estimators import DEFAULT_MARGIN, MIN_DEALS, Estimate
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, distinct
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 Events = pd.DataFrame | EventSummary  # an events table, or its summary (analysis.tables)
 
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
-MIN_DEALS = 10  # below this many deals a table row is flagged "too few games"
 NAN = float("nan")
 
 

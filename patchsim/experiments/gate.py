@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from patchsim.analysis.estimators import FAIL, PASS, BandTest, anytime_estimate
-from patchsim.analysis.metrics import deal_metrics
+from patchsim.analysis.estimators import FAIL, MIN_DEALS, PASS, BandTest, anytime_estimate
+from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
@@ -37,7 +37,6 @@ from patchsim.play.execution import execute
 from patchsim.play.storage import fresh_dir
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
-MIN_DEALS = 10  # no verdict on fewer deals per pairing
 TOO_FEW = "undecided: too few deals"
 
 
@@ -55,9 +54,6 @@ def planned_checks(exp: Experiment) -> list[tuple[Tolerance, str]]:
     names = exp.pairing_names()
     return [(tol, name) for tol in exp.tolerances for name in names
             if tol.pairing is None or tol.pairing == name]
-
-
-RATE_METRICS = {"first_player_win", "bonus_rate", "leather_useful", "first_leather_useful"}
 
 
 RESOLUTION_DEALS = 30  # the first deals whose spread sets a one-sided non-rate resolution
@@ -115,7 +111,8 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
         execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=None,
                 keep_batches=True)
         played = read_games(out_dir)
-        deals = deal_metrics(played, scan_events(out_dir, played))
+        deals = deal_metrics(played, scan_events(out_dir, played),
+                             list(dict.fromkeys(t.metric for t, _ in plan)))
         lines = [f"step {k}/{looks}: {2 * cfg.deals} games per pairing (sequential test per "
                  f"check: alpha {alpha:g}, beta {beta:g} over {len(plan)} check(s))"]
         statuses = []

@@ -23,12 +23,14 @@ from matplotlib.figure import Figure
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.metrics import (
     BOUNDS,
-    METRICS,
+    DEAL_METRICS,
     RATE_METRICS,
+    canonical,
     deal_metrics,
     estimate,
     paired_differences,
 )
+from patchsim.analysis.metrics import METRICS as REGISTRY
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.experiments.experiment import Experiment
@@ -36,7 +38,9 @@ from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, g
 from patchsim.play.execution import ProgressFn, execute
 from patchsim.play.storage import fresh_dir
 
-SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
+# each metric's one-sentence description, as the report prints it (from the registry)
+METRICS: dict[str, str] = {n: m.description for n, m in REGISTRY.items()}
+SWEEP_METRICS = ["first_player_win", "abs_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 2026  # fixed: the same deals give the same intervals
@@ -73,11 +77,12 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
     (``verdict_kind``, ``verdict``: equivalent within +-margin (negligible when also
     non-zero) / differs beyond the margin / undecided with the deals that would decide it);
     the secondary metrics are exploratory (Benjamini-Hochberg over all their tests)."""
-    metrics = metrics or SWEEP_METRICS
+    metrics = [canonical(m) for m in (metrics or SWEEP_METRICS)]
+    primary = canonical(primary)
     if primary not in metrics:
         metrics = [primary, *metrics]
     if deals is None:
-        deals = deal_metrics(games, events)
+        deals = deal_metrics(games, events, [*DEAL_METRICS, *metrics])
     est = estimate(deals, metrics)
     wide = est.pivot_table(index=["ruleset", "pairing"], columns="metric",
                            values=["mean", "lo", "hi"], sort=False)
@@ -205,7 +210,7 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     # per-game event summaries, never the whole event log in memory
     games = read_games(run_dir)
     events = scan_events(run_dir, games)
-    deals = deal_metrics(games, events)
+    deals = deal_metrics(games, events, [*DEAL_METRICS, exp.metric])
     table = sweep_table(games, events, primary=exp.metric, margin=exp.margin, deals=deals)
     figures: dict[str, Figure] = {"metric": plot_metric(table, exp.metric)}
     if len(exp.grid_fields) == 2:
