@@ -23,18 +23,16 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
-from patchsim.analysis.stats import (
+from patchsim.analysis.format import num, pct
+from patchsim.analysis.leather import leather_game_values, leather_table
+from patchsim.analysis.seats import (
     MIN_DEALS,
     NAN,
     Events,
     first_player_advantage,
-    leather_game_values,
-    leather_table,
     mcnemar_exact,
-    num,
-    pct,
 )
+from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
 
 ALL_PAIRINGS = "all pairings"
 

@@ -47,7 +47,7 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.estimators import MIN_DEALS
-from patchsim.analysis.stats import leather_game_values
+from patchsim.analysis.leather import leather_game_values
 from patchsim.analysis.tables import EventSummary, as_summary, take
 
 GameFn = Callable[[pd.DataFrame, EventSummary | None], np.ndarray]
