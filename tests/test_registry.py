@@ -125,3 +125,38 @@ def test_deal_metrics_takes_aliases_and_any_registry_metric() -> None:
     assert list(d["first_bot_win"]) == [0.5, 0.0]
     assert np.isnan(M.metric("first_bot_win").per_game(
         games.assign(bot1=games["bot0"]), None)).all()  # self-play: not defined
+
+
+# --- the skill-gap rule of the first-seat table ---------------------------------------------
+def _pairing(n_deals: int, a_wins_seat0: int, a_wins_seat1: int, a: str = "mcts",
+             b: str = "greedy") -> pd.DataFrame:
+    """Seat-swapped deals of a vs b: in deal d, a wins its seat-0 game if d < a_wins_seat0 and
+    its seat-1 game if d < a_wins_seat1."""
+    rows = []
+    for d in range(n_deals):
+        rows.append({"ruleset": "r", "pairing": f"{a} vs {b}", "game_id": 2 * d, "deal": d,
+                     "order": 0, "bot0": a, "bot1": b, "winner": 0 if d < a_wins_seat0 else 1})
+        rows.append({"ruleset": "r", "pairing": f"{a} vs {b}", "game_id": 2 * d + 1,
+                     "deal": d, "order": 1, "bot0": b, "bot1": a,
+                     "winner": 1 if d < a_wins_seat1 else 0})
+    return pd.DataFrame(rows)
+
+
+def test_a_pairing_decided_by_the_skill_gap_says_nothing_about_seats() -> None:
+    from patchsim.analysis.seats import first_player_advantage, seat_information
+
+    crushed = _pairing(100, 100, 100)  # the stronger bot wins all 200 games
+    fpa = first_player_advantage(crushed).iloc[0]
+    assert fpa["rate"] == 0.5  # which reads as "balanced" ...
+    assert not fpa["seat_informative"]  # ... but tells nothing about the seats
+    assert "mcts wins over 90%" in fpa["seat_reason"] and "skill gap" in fpa["seat_reason"]
+    # the weaker bot's side is seen too (the pairing named the other way round)
+    assert not seat_information(_pairing(100, 0, 0))[0]
+    # an even pairing, a seat that matters, and too few deals to tell: informative
+    assert seat_information(_pairing(100, 50, 50)) == (True, "")
+    assert seat_information(_pairing(100, 100, 70))[0]  # 100% in one seat, 70% in the other
+    assert seat_information(_pairing(10, 10, 10))[0]  # 20 games: the interval reaches 90%
+    # self-play is always informative
+    selfp = _pairing(100, 100, 0, a="greedy", b="greedy")
+    assert seat_information(selfp) == (True, "")
+    assert bool(first_player_advantage(selfp).iloc[0]["seat_informative"])

@@ -154,6 +154,36 @@ def pairing_table(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SKILL_GAP = 0.9  # a bot that wins more than this share in both seats decides the games
+
+
+def seat_information(games: pd.DataFrame, alpha: float = 0.05,
+                     limit: float = SKILL_GAP) -> tuple[bool, str]:
+    """Can this pairing's games say anything about the seats? ``(informative, reason)``.
+
+    Not when the skill gap decides them: one bot's win rate, in the first seat and in the
+    second seat alike, has its interval (:func:`estimators.rate` over deals, at 1 - alpha)
+    wholly above ``limit`` (90%). The first-seat win rate is 50% plus half the difference of
+    that bot's win rates in the two seats, so with both above 90% it is forced within 5 points
+    of 50% whatever the seat is worth: "equivalent within +-2 points" would then restate the
+    skill gap, not a balance of the seats. Self-play pairings are always informative (one
+    bot on both sides); the rule looks at each seat separately, so a bot that wins 100% in one
+    seat and 80% in the other still tells (its seats differ)."""
+    if len(games) == 0 or is_self_play(games):
+        return True, ""
+    winner, order = games["winner"].to_numpy(), games["order"].to_numpy()
+    deal = games["deal"].to_numpy()
+    a_win = (winner == order).astype(float)  # the pairing's first bot won
+    for who, won in ((first_bot(games), a_win), (second_bot(games), 1.0 - a_win)):
+        seats = [est.rate(won[order == o], deal[order == o], 1 - alpha) for o in (0, 1)]
+        if all(e.deals > 0 and e.lo > limit for e in seats):
+            lo = min(e.lo for e in seats)
+            return False, (f"{who} wins over {100 * limit:.0f}% of games in either seat "
+                           f"(lower bounds from {100 * lo:.1f}%): the skill gap decides these "
+                           "games, so they say nothing about the first seat")
+    return True, ""
+
+
 def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
                            alpha: float = 0.05) -> pd.DataFrame:
     """Per ruleset and pairing: the first seat's win rate (:func:`estimators.rate`: per-deal
@@ -164,7 +194,10 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     Elo; the seat-swapped pair counts with an exact McNemar p-value on the deals one seat won
     twice (split deals say nothing about the seat; see :func:`pair_counts` for deterministic
     self-play, whose game counts are of distinct games); and the design effect (how much the
-    deal decides the outcome; not defined when a deal is one distinct game)."""
+    deal decides the outcome; not defined when a deal is one distinct game).
+    ``seat_informative`` and ``seat_reason`` (:func:`seat_information`): False, with why,
+    for a pairing whose games the skill gap decides; its verdict then tells nothing about the
+    seats, however it reads."""
     games = distinct(games)
     copies = copied_pairings(games)
     rows = []
@@ -188,6 +221,7 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             "deff": NAN if one_game else design_effect(e, len(g)),
             "few": e.deals < MIN_DEALS,
         })
+        rows[-1]["seat_informative"], rows[-1]["seat_reason"] = seat_information(g, alpha)
     # one family: every ruleset and pairing of the table is a claim of balance (Holm)
     for r, v in zip(rows, est.verdicts([r.pop("_est") for r in rows], margin, 0.5, alpha,
                                        family="holm"), strict=True):

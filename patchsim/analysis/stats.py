@@ -25,6 +25,7 @@ from patchsim.analysis.scores import describe_by_deal, score_table
 from patchsim.analysis.seats import (
     MIN_DEALS,
     NAN,
+    SKILL_GAP,
     Events,
     design_effect,
     first_bot,
@@ -36,6 +37,7 @@ from patchsim.analysis.seats import (
     pair_counts,
     pairing_table,
     seat_games,
+    seat_information,
     second_bot,
     skill_balance,
 )
@@ -46,4 +48,4 @@ __all__ = ["ELO_PER_LOGIT", "MIN_DEALS", "NAN", "Events", "bonus_events", "bonus
            "game_summary", "is_self_play", "iter_groups", "leather_game_values",
            "leather_games", "leather_table", "mcnemar_exact", "num", "pair_counts",
            "pairing_table", "patch_bots", "patch_table", "pct", "ratings", "score_table",
-           "seat_games", "second_bot", "skill_balance"]
+           "seat_games", "seat_information", "second_bot", "skill_balance", "SKILL_GAP"]
