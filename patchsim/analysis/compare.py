@@ -23,8 +23,11 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.comparison import decide, verdict_text
 from patchsim.analysis.format import num, pct
-from patchsim.analysis.leather import leather_game_values, leather_table
+from patchsim.analysis.leather import leather_table
+from patchsim.analysis.metrics import EVENT_METRICS, Metric
+from patchsim.analysis.metrics import METRICS as REGISTRY
 from patchsim.analysis.seats import (
     MIN_DEALS,
     NAN,
@@ -33,21 +36,25 @@ from patchsim.analysis.seats import (
     mcnemar_exact,
 )
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
+from patchsim.analysis.tables import as_summary
 
 ALL_PAIRINGS = "all pairings"
 
-# metric name -> (kind, description); kind "rate" metrics get an equivalence margin
+# the metrics a comparison reports (registry names), in the order of its table
+COMPARED = ("first_player_win", "first_bot_win", "first_leather_mark_useful",
+            "leather_useful_all", "bonus_rate", "tie_break_rate", "mean_score", "score_diff",
+            "plies")
+
+
+def _kind(m: Metric) -> str:
+    """A comparison row's kind: "rate" (rates and shares: they get the equivalence margin)
+    or the unit of the metric's values ("points", "moves")."""
+    return "rate" if m.percent else m.unit
+
+
+# label (the table's metric column) -> (kind, description), from the registry
 METRICS: dict[str, tuple[str, str]] = {
-    "first-seat win rate": ("rate", "share of games won by seat 0"),
-    "first bot win rate": ("rate", "share of games won by the pairing's first bot"),
-    "first leather useful": ("rate", "the first leather patch filled an isolated hole"),
-    "leather useful (all)": ("rate", "share of a game's leather patches placed in a hole"),
-    "bonus claimed": ("rate", "someone completed a 7x7 square"),
-    "tie-break decided": ("rate", "equal scores, decided by who ended first"),
-    "mean score": ("points", "mean of both seats' scores"),
-    "margin seat 0 - seat 1": ("points", "score difference between the seats"),
-    "plies": ("moves", "moves in the game, leather placements included"),
-}
+    REGISTRY[n].label: (_kind(REGISTRY[n]), REGISTRY[n].description) for n in COMPARED}
 
 
 class CompareError(ValueError):
@@ -160,19 +167,13 @@ def game_metrics(games: pd.DataFrame, events: Events | None) -> pd.DataFrame:
     deal_seed) and each metric's value in that game (NaN where it does not apply).
     ``events``: the events table or its summary (:mod:`patchsim.analysis.tables`)."""
     out = games[["game_id", "pairing", "deal", "order", "deal_seed"]].copy()
-    out["first-seat win rate"] = (games["winner"] == 0).astype(float)
-    self_play = (games["bot0"] == games["bot1"]).to_numpy()  # the pooled rate is 50% there
-    a_win = (games["winner"] == games["order"]).astype(float)
-    out["first bot win rate"] = np.where(self_play, np.nan, a_win)
-    if events is not None:
-        first, share = leather_game_values(games, events)
-        out["first leather useful"] = first
-        out["leather useful (all)"] = share
-    out["bonus claimed"] = (games["bonus0"] | games["bonus1"]).astype(float)
-    out["tie-break decided"] = games["tie_break"].astype(float)
-    out["mean score"] = (games["score0"] + games["score1"]) / 2.0
-    out["margin seat 0 - seat 1"] = (games["score0"] - games["score1"]).astype(float)
-    out["plies"] = games["plies"].astype(float)
+    ev = as_summary(events, games)
+    for name in COMPARED:
+        m = REGISTRY[name]
+        if m.name in EVENT_METRICS and ev is None:
+            continue  # no events: the leather rows are left out
+        assert m.per_game is not None
+        out[m.label] = m.per_game(games, ev)
     return out
 
 
@@ -403,8 +404,8 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     found: list[est.Verdict | None] = [None] * len(cat)
     for sel, family in ((prim, "holm"), (~prim, "bh")):
         idx = np.flatnonzero(sel)
-        for i, v in zip(idx, est.verdicts([changes[i] for i in idx], margins[idx], 0.0, alpha,
-                                          family=family), strict=True):
+        for i, v in zip(idx, decide([changes[i] for i in idx], margins[idx], alpha=alpha,
+                                    family=family), strict=True):
             found[i] = v
     verdicts = [v for v in found if v is not None]
     cat["p_holm"] = [v.p_difference for v in verdicts]
@@ -412,7 +413,7 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     cat["p_beyond"] = [v.p_beyond for v in verdicts]
     cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
     cat["verdict_kind"] = [v.kind for v in verdicts]
-    cat["verdict"] = [_verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
+    cat["verdict"] = [verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
     cat["more_deals"] = [v.more_deals for v in verdicts]
     cat["negligible"] = [v.negligible for v in verdicts]
     start = 0
@@ -425,13 +426,6 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
         f["different"] = enough & (f["verdict_kind"] == "differs")
         f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
         start += len(f)
-
-
-def _verdict_text(v: est.Verdict, kind: str) -> str:
-    """A verdict in percentage points for rates, in the metric's unit otherwise."""
-    if kind == "rate":
-        return v.text(100.0, " points", 1)
-    return v.text(1.0, f" {kind}", 2)
 
 
 def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:

@@ -70,6 +70,7 @@ class Metric:
     description: str
     per_game: GameFn | None = None
     default_margin: float = 1.0
+    unit: str = ""  # the unit of a value that is not a rate: "points", "moves", "passes"
 
     @property
     def percent(self) -> bool:
@@ -212,13 +213,16 @@ POINTS_MARGIN = 1.0
 
 def _m(name: str, label: str, kind: str, bounds: tuple[float, float], description: str,
        per_game: GameFn | None, per_deal: DealFn | None = None,
-       default_margin: float | None = None) -> Metric:
+       default_margin: float | None = None, unit: str | None = None) -> Metric:
     if per_deal is None:
         assert per_game is not None
         per_deal = _deal_mean(per_game)
     if default_margin is None:
         default_margin = RATE_MARGIN if kind in ("rate", "share") else POINTS_MARGIN
-    return Metric(name, label, kind, bounds, per_deal, description, per_game, default_margin)
+    if unit is None:
+        unit = "points" if kind in ("rate", "share", "points") else ""
+    return Metric(name, label, kind, bounds, per_deal, description, per_game, default_margin,
+                  unit)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -239,8 +243,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
        "spread of final scores (standard deviation within the deal, both seats)", None,
        _score_sd),
     _m("plies", "plies", "count", (0.0, INF),
-       "moves per game (leather placements included)", _plies),
-    _m("passes", "passes", "count", (0.0, INF), "passes per game", _passes),
+       "moves per game (leather placements included)", _plies, unit="moves"),
+    _m("passes", "passes", "count", (0.0, INF), "passes per game", _passes, unit="passes"),
     _m("bonus_rate", "bonus claimed", "rate", RATE,
        "share of games in which the 7x7 bonus was taken", _bonus),
     _m("tie_break_rate", "tie-break decided", "rate", RATE,
@@ -280,6 +284,10 @@ def canonical(name: str) -> str:
     """The registry name of a metric name or alias (raises :class:`UnknownMetric`)."""
     return metric(name).name
 
+
+# the metrics computed from the events (without them: NaN, or left out of a table)
+EVENT_METRICS: tuple[str, ...] = ("leather_useful", "leather_useful_all",
+                                  "first_leather_useful", "first_leather_mark_useful")
 
 # Derived views, for the code that needs only a set or a map.
 RATE_METRICS: tuple[str, ...] = tuple(n for n, m in METRICS.items() if m.bounds == RATE)

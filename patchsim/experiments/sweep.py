@@ -21,14 +21,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from patchsim.analysis import estimators as est_layer
+from patchsim.analysis.comparison import paired_comparison
 from patchsim.analysis.metrics import (
-    BOUNDS,
     DEAL_METRICS,
     RATE_METRICS,
+    Metric,
     canonical,
     deal_metrics,
     estimate,
-    paired_differences,
 )
 from patchsim.analysis.metrics import METRICS as REGISTRY
 from patchsim.analysis.tables import read_games, scan_events
@@ -94,45 +94,34 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
     out["deals"] = est.groupby(["ruleset", "pairing"], sort=False)["deals"].max()
     if not ((deals["ruleset"] == "base").any() and deals["ruleset"].nunique() > 1):
         return out.reset_index()
-    diff = paired_differences(deals, "base", metrics)
-    # the primary question: Holm over the variants, per pairing
-    prim = diff["metric"] == primary
-    diff["p_adj"] = np.nan
-    for _, idx in diff[prim].groupby("pairing", sort=False).groups.items():
-        diff.loc[idx, "p_adj"] = est_layer.holm(diff.loc[idx, "p"])
-    # secondary metrics: exploratory, false discovery rate over all of them
-    diff.loc[~prim, "p_adj"] = est_layer.benjamini_hochberg(diff.loc[~prim, "p"])
+    base = deals[deals["ruleset"] == "base"]
+    variants = deals[deals["ruleset"] != "base"]
+    scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
+
+    def say(v: est_layer.Verdict, _m: Metric) -> str:
+        return v.text(scale, unit, 1 if scale == 100 else 2)
+
+    # the primary question: one Holm family per pairing, its variants adjusted together for
+    # the tests of no change, of equivalence and of a change beyond the margin alike
+    prim = pd.concat([paired_comparison(base[base["pairing"] == p],
+                                        variants[variants["pairing"] == p], [primary],
+                                        margin=margin, family="holm", text=say)
+                      for p in dict.fromkeys(variants["pairing"])], ignore_index=True)
+    # secondary metrics: exploratory, false discovery rate over all of them (no margin)
+    others = [m for m in metrics if m != primary]
+    sec = (paired_comparison(base, variants, others, margin=0.0, family="bh")
+           if others else pd.DataFrame())
+    diff = pd.concat([prim, sec], ignore_index=True)
     for m in metrics:
         d = diff[diff["metric"] == m].set_index(["ruleset", "pairing"])
         out[f"d_{m}"] = d["diff"]
         out[f"d_{m}_lo"] = d["lo"]
         out[f"d_{m}_hi"] = d["hi"]
-        out[f"p_{m}"] = d["p_adj"]
-    base_rows = deals[deals["ruleset"] == "base"].set_index(["pairing", "deal"])[primary]
-    changes: dict[tuple, est_layer.Estimate] = {}
-    for ruleset, pairing in out.index:
-        if ruleset == "base":
-            continue
-        rows = deals[(deals["ruleset"] == ruleset) & (deals["pairing"] == pairing)]
-        joined = rows.set_index(["pairing", "deal"])[primary].to_frame("v").join(
-            base_rows.rename("b"), how="inner")
-        changes[(ruleset, pairing)] = est_layer.paired_difference(
-            joined["b"].to_numpy(), joined["v"].to_numpy(),
-            bounds=est_layer.RATE_DIFF_BOUNDS if primary in BOUNDS else None)
-    # the primary question: one family per pairing, its variants Holm-adjusted together for
-    # the tests of no change, of equivalence and of a change beyond the margin alike
-    found: dict[tuple, est_layer.Verdict] = {}
-    for pairing in dict.fromkeys(p for _, p in changes):
-        keys = [k for k in changes if k[1] == pairing]
-        found.update(zip(keys, est_layer.verdicts([changes[k] for k in keys], margin, 0.0,
-                                                  0.05, family="holm"), strict=True))
-    scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
-    kinds, texts, more = [], [], []
-    for key in out.index:
-        v = found.get(key)
-        kinds.append(v.kind if v else "")
-        texts.append(v.text(scale, unit, 1 if scale == 100 else 2) if v else "")
-        more.append(v.more_deals if v else 0)
+        out[f"p_{m}"] = d["p_adjusted"]
+    v = prim.set_index(["ruleset", "pairing"]).reindex(out.index)
+    kinds = v["verdict_kind"].fillna("").tolist()
+    texts = v["verdict"].fillna("").tolist()
+    more = v["more_deals"].fillna(0).astype(int).tolist()
     out["verdict_kind"], out["verdict"], out["more_deals"] = kinds, texts, more
     return out.reset_index()
 
