@@ -259,19 +259,28 @@ def test_skill_trend_reads_the_distance_from_fair(ref, rate, kind, trend):
     assert seats._trend(kind, ref, rate) == trend
 
 
-def test_describe_by_deal_resamples_deals_like_scipy():
+@pytest.mark.parametrize("whole", [False, True])
+def test_describe_by_deal_resamples_deals_with_the_one_bootstrap(whole):
+    from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
+
     rng = np.random.default_rng(5)
     v = rng.normal(size=60)
+    if whole:  # whole numbers take the counting path: the same numbers as sorting
+        v = np.round(10 * v)
     deal = np.repeat(np.arange(30), 2)
-    r = st.describe_by_deal(v, deal, n_boot=999, seed=7)
+    r = st.describe_by_deal(v, deal, seed=7)
     assert r["mean"] == pytest.approx(v.mean()) and r["median"] == pytest.approx(np.median(v))
     q1, q3 = np.percentile(v, [25, 75])
     assert r["iqr"] == pytest.approx(q3 - q1)
     # for the mean, resampling deals is bootstrapping the per-deal means
-    ref = sps.bootstrap((E.deal_values(v, deal),), np.mean, n_resamples=999,
-                        method="percentile", rng=np.random.default_rng(7))
-    assert r["mean_lo"] == pytest.approx(ref.confidence_interval.low)
-    assert r["mean_hi"] == pytest.approx(ref.confidence_interval.high)
+    ref = bootstrap_over_deals(E.deal_values(v, deal), lambda s: s.mean(axis=-1), seed=7)
+    assert len(ref.replicates) == RESAMPLES
+    assert r["mean_lo"] == pytest.approx(ref.lo) and r["mean_hi"] == pytest.approx(ref.hi)
+    # the median's interval from sorting every resample (numpy), to the last bit
+    idx = np.random.default_rng(7).integers(0, 30, size=(RESAMPLES, 30))
+    meds = np.median(v.reshape(30, 2)[idx].reshape(RESAMPLES, -1), axis=1)
+    lo, hi = np.quantile(meds, [0.025, 0.975])
+    assert (r["median_lo"], r["median_hi"]) == (lo, hi)
     tiny = st.describe_by_deal(np.array([3.0, 5.0]), np.array([0, 0]))
     assert tiny["mean"] == 4 and np.isnan(tiny["mean_lo"])
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 RESAMPLES = 2000  # the one resample count of every bootstrap over deals
+LARGE_RUN_RESAMPLES = 199  # a report's score table beyond 50,000 games (a cost cap)
 SEED = 2026  # fixed: the same deals give the same intervals
 CHUNK_VALUES = 4_000_000  # resampled values held at once (about 32 MB of floats)
 
@@ -52,29 +53,36 @@ def resampled_indices(deals: int, resamples: int = RESAMPLES, seed: int = SEED,
 
 def bootstrap_over_deals(values: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], *,
                          resamples: int = RESAMPLES, seed: int = SEED, level: float = 0.95,
-                         method: str = "linear") -> Bootstrap:
+                         method: str = "linear", by_index: bool = False) -> Bootstrap:
     """``statistic`` of the deals and its percentile interval from resampling deals.
 
     ``values``: one row per deal (any further axes: what was measured on the deal).
     ``statistic(sample)``: ``sample`` has a leading axis of resamples, shape (k, deals, ...);
     it returns one value (or one array) per resample, shape (k, ...). The point estimate is
-    the statistic of the deals as they are. Below two deals the interval is NaN; ``method``:
-    numpy's quantile method (e.g. "lower"/"higher" to pick replicate values)."""
+    the statistic of the deals as they are. Below two deals the interval is NaN (one deal
+    still gives its replicates, every one that deal); ``method``:
+    numpy's quantile method (e.g. "lower"/"higher" to pick replicate values). ``by_index``:
+    ``statistic`` gets the resampled deal numbers, shape (k, deals), instead of the values
+    (for a statistic that needs no copy of every resample), and ``statistic(None)`` is the
+    point estimate."""
     v = np.asarray(values, dtype=float)
     n = len(v)
-    point = np.asarray(statistic(v[None]))[0]
-    if n < 2 or resamples < 1:
-        nan = np.full_like(point, np.nan, dtype=float)
+    point = (np.asarray(statistic(None)) if by_index else np.asarray(statistic(v[None]))[0])
+    nan = np.full_like(point, np.nan, dtype=float)
+    if n < 1 or resamples < 1:
         return Bootstrap(_scalar(point), _scalar(nan), _scalar(nan),
                          np.empty((0, *np.shape(point))), level)
     per_deal = max(1, v[0].size)
-    reps = [np.asarray(statistic(v[idx]))
+    reps = [np.asarray(statistic(idx if by_index else np.take(v, idx, axis=0)))
             for idx in resampled_indices(n, resamples, seed,
                                          max(1, CHUNK_VALUES // max(1, n * per_deal)))]
     replicates = np.concatenate(reps, axis=0)
+    if n < 2:
+        return Bootstrap(_scalar(point), _scalar(nan), _scalar(nan), replicates, level)
     tail = (1 - level) / 2
     lo, hi = np.quantile(replicates, [tail, 1 - tail], axis=0, method=method)
     return Bootstrap(_scalar(point), _scalar(lo), _scalar(hi), replicates, level)
 
 
-__all__ = ["RESAMPLES", "SEED", "Bootstrap", "bootstrap_over_deals", "resampled_indices"]
+__all__ = ["LARGE_RUN_RESAMPLES", "RESAMPLES", "SEED", "Bootstrap", "bootstrap_over_deals",
+           "resampled_indices"]

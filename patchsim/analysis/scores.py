@@ -5,10 +5,12 @@ package), so that a deal's two games stay together.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
 from patchsim.analysis.seats import NAN, first_bot, is_self_play, iter_groups, second_bot
 from patchsim.analysis.selfplay import copied_pairings, distinct
 
@@ -24,10 +26,49 @@ def _deal_matrix(values: np.ndarray, deal: np.ndarray) -> np.ndarray:
     return mat
 
 
-def describe_by_deal(values: np.ndarray, deal: np.ndarray, n_boot: int = 999,
+MAX_HISTOGRAM = 4096  # whole-number values spanning at most this many: counted, not sorted
+
+
+def _lerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """numpy's linear interpolation between order statistics, to the last bit."""
+    d = b - a
+    return b - d * (1 - t) if t >= 0.5 else a + d * t
+
+
+def _histogram_stat(counts: np.ndarray, lowest: float) -> np.ndarray:
+    """Mean, median and IQR of each row of counts per whole-number value (``lowest`` and up):
+    what ``np.mean`` and ``np.percentile`` (linear) give on the values themselves, without
+    sorting every resample (the scores, margins, plies and passes of a game are whole numbers
+    in a narrow range)."""
+    n = int(counts[0].sum())
+    cum = counts.cumsum(axis=1)
+    values = np.arange(counts.shape[1], dtype=float) + lowest
+    total = counts @ values  # whole numbers: the sums are exact, as np.mean's are
+    out = [total / n]
+    for q in (0.25, 0.5, 0.75):
+        h = (n - 1) * q
+        lo = int(math.floor(h))
+        a = values[(cum > lo).argmax(axis=1)]
+        b = values[(cum > min(lo + 1, n - 1)).argmax(axis=1)]
+        out.append(_lerp(a, b, h - lo))
+    return np.stack([out[0], out[2], out[3] - out[1]], axis=-1)
+
+
+def _deal_counts(mat: np.ndarray, lowest: float, width: int):
+    """Per deal, how many of its games took each value: a sparse (deals x values) matrix."""
+    from scipy import sparse  # only the score table needs it
+
+    n, g = mat.shape
+    cols = (mat - lowest).astype(np.int64).ravel()
+    rows = np.repeat(np.arange(n), g)
+    return sparse.csr_matrix((np.ones(n * g), (rows, cols)), shape=(n, width))
+
+
+def describe_by_deal(values: np.ndarray, deal: np.ndarray, n_boot: int = RESAMPLES,
                      seed: int = 0, alpha: float = 0.05) -> dict[str, float]:
-    """Mean, median, quartiles and IQR, with percentile bootstrap intervals (scipy) that
-    resample whole deals, so that a deal's two games stay together."""
+    """Mean, median, quartiles and IQR, with percentile intervals from the one bootstrap over
+    deals (:func:`bootstrap_over_deals`: whole deals resampled, so that a deal's two games
+    stay together)."""
     v = np.asarray(values, dtype=float)
     keys = ["mean", "median", "iqr"]
     out: dict[str, float] = {"n": float(len(v))}
@@ -43,31 +84,44 @@ def describe_by_deal(values: np.ndarray, deal: np.ndarray, n_boot: int = 999,
     percentile = np.nanpercentile if padded else np.percentile
     mean = np.nanmean if padded else np.mean
 
-    def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-        x = mat[idx.astype(np.intp)]
-        x = x.reshape(*x.shape[:-2], -1)
+    lowest = float(np.min(v))
+    width = int(np.max(v) - lowest) + 1 if np.isfinite(v).all() else 0
+    whole = (not padded and np.array_equal(v, np.round(v)) and 0 < width <= MAX_HISTOGRAM
+             and abs(lowest) < 2**40)
+
+    per_deal = _deal_counts(mat, lowest, width) if whole else None
+
+    def stat(idx: np.ndarray | None) -> np.ndarray:
+        if idx is None:  # the deals as they are
+            idx = np.arange(len(mat))[None]
+        if per_deal is not None:
+            # how often each deal was drawn, times its counts per value: the resample's
+            # counts per value, exactly those of its values
+            k, n = idx.shape
+            drawn = np.bincount((idx + (np.arange(k) * n)[:, None]).ravel(),
+                                minlength=k * n).reshape(k, n)
+            return _histogram_stat(np.asarray((per_deal.T @ drawn.T).T), lowest)
+        x = np.take(mat, idx, axis=0).reshape(len(idx), -1)  # every game of the drawn deals
         q1, med, q3 = percentile(x, [25, 50, 75], axis=-1)
-        return np.stack([mean(x, axis=-1), med, q3 - q1])
+        return np.stack([mean(x, axis=-1), med, q3 - q1], axis=-1)
 
     q1, q3 = np.percentile(v, [25, 75])
-    point = stat(np.arange(len(mat)))
+    point = stat(None)[0]
     out.update(mean=float(point[0]), median=float(point[1]), iqr=float(point[2]),
                q1=float(q1), q3=float(q3))
     if len(mat) >= 2 and n_boot > 0 and np.ptp(v) > 0:
-        batch = max(1, 4_000_000 // max(1, mat.size))
-        res = sps.bootstrap((np.arange(len(mat)),), stat, n_resamples=n_boot,
-                            vectorized=True, method="percentile", batch=batch,
-                            confidence_level=1 - alpha, rng=np.random.default_rng(seed))
+        b = bootstrap_over_deals(mat, stat, resamples=n_boot, seed=seed, level=1 - alpha,
+                                 by_index=True)
         for i, k in enumerate(keys):
-            out[f"{k}_lo"] = float(res.confidence_interval.low[i])
-            out[f"{k}_hi"] = float(res.confidence_interval.high[i])
+            out[f"{k}_lo"] = float(np.asarray(b.lo)[i])
+            out[f"{k}_hi"] = float(np.asarray(b.hi)[i])
     elif len(mat) >= 2:  # no spread at all: the statistic is the same in every resample
         for i, k in enumerate(keys):
             out[f"{k}_lo"] = out[f"{k}_hi"] = float(point[i])
     return out
 
 
-def score_table(games: pd.DataFrame, n_boot: int = 999, seed: int = 0) -> pd.DataFrame:
+def score_table(games: pd.DataFrame, n_boot: int = RESAMPLES, seed: int = 0) -> pd.DataFrame:
     """Per ruleset and pairing, distributions of scores (per seat and per bot), margins
     (seat 0 - seat 1, and first bot - second bot), game length (plies) and passes: mean,
     median, quartiles and IQR with deal-resampling bootstrap intervals. Deterministic

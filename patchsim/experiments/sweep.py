@@ -21,6 +21,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from patchsim.analysis import estimators as est_layer
+from patchsim.analysis.bootstrap import RESAMPLES, SEED, bootstrap_over_deals
 from patchsim.analysis.comparison import paired_comparison
 from patchsim.analysis.metrics import (
     DEAL_METRICS,
@@ -42,8 +43,8 @@ from patchsim.play.storage import fresh_dir
 METRICS: dict[str, str] = {n: m.description for n, m in REGISTRY.items()}
 SWEEP_METRICS = ["first_player_win", "abs_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 2026  # fixed: the same deals give the same intervals
+BOOTSTRAP_RESAMPLES = RESAMPLES  # the one bootstrap over deals (analysis.bootstrap)
+BOOTSTRAP_SEED = SEED  # fixed: the same deals give the same intervals
 FAIR = {"first_player_win": 0.5, "first_player_edge": 0.0}  # a fair game on each scale
 
 
@@ -132,22 +133,18 @@ def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: flo
     """|mean(b) - center| - |mean(a) - center| and its percentile interval at ``level`` from a
     paired bootstrap over deals (``a[i]`` and ``b[i]`` are the same deal, resampled together).
     Deterministic: a numpy Generator seeded with ``seed``."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    n = len(a)
-    point = float(abs(b.mean() - center) - abs(a.mean() - center)) if n else np.nan
-    if n < 2:
+    pair = np.column_stack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+
+    def gap(sample: np.ndarray) -> np.ndarray:
+        # contiguous columns first: the sums are those of a plain 2-d mean, to the last bit
+        return (np.abs(np.ascontiguousarray(sample[..., 1]).mean(axis=-1) - center)
+                - np.abs(np.ascontiguousarray(sample[..., 0]).mean(axis=-1) - center))
+
+    if len(pair) < 2:
+        point = float(gap(pair[None])[0]) if len(pair) else np.nan
         return point, np.nan, np.nan
-    rng = np.random.default_rng(seed)
-    stats = np.empty(resamples)
-    chunk = max(1, 4_000_000 // n)  # bounded memory for runs of many deals
-    for start in range(0, resamples, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n))
-        stats[start:start + len(idx)] = (np.abs(b[idx].mean(axis=1) - center)
-                                         - np.abs(a[idx].mean(axis=1) - center))
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(stats, [tail, 1 - tail])
-    return point, float(lo), float(hi)
+    res = bootstrap_over_deals(pair, gap, resamples=resamples, seed=seed, level=level)
+    return float(res.point), float(res.lo), float(res.hi)
 
 
 def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis import stats as st
+from patchsim.analysis.bootstrap import LARGE_RUN_RESAMPLES, RESAMPLES
 from patchsim.analysis.compare import (
     CompareError,
     Comparison,
@@ -266,7 +267,8 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     # deterministic self-play: each deal's copy is detected once here and counted once by
     # every table below (they see the same ``distinct`` table)
     g, e = distinct(run.games), run.events
-    n_boot = 999 if len(g) <= 50_000 else 199  # bootstrap cost grows with games x resamples
+    # the one resample count; beyond 50,000 games fewer (cost grows with games x resamples)
+    n_boot = RESAMPLES if len(g) <= 50_000 else LARGE_RUN_RESAMPLES
     pairings = st.pairing_table(g)
     fpa = st.first_player_advantage(g, margin=margin)
     skill = st.skill_balance(g, margin=margin)
@@ -966,7 +968,7 @@ def _methods(margin: float, n_boot: int) -> Section:
         "first seat's win rate from the first level is a paired difference over the deals "
         "both played, Holm-corrected over the levels and rulesets, with its verdict.",
         f"Scores, margins, game length: mean, median and IQR with percentile bootstrap "
-        f"intervals ({n_boot} resamples of whole deals, scipy).",
+        f"intervals ({n_boot} resamples of whole deals).",
         "Patches: per seat and game, whether the seat bought the patch and whether it won; the "
         "difference in win rates is the slope of a linear probability model weighted so that "
         "each side's mean is its rate over deals, with deal-clustered errors (statsmodels), "
