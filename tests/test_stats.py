@@ -17,7 +17,7 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from patchsim.analysis import estimators as E
-from patchsim.analysis import patches, ratings, seats, selfplay
+from patchsim.analysis import patches, ratings, selfplay
 from patchsim.analysis import stats as st
 from patchsim.analysis.selfplay import distinct_games
 from patchsim.analysis.summary import format_summary, run_summary
@@ -256,7 +256,10 @@ def test_skill_balance_pairs_only_the_same_deals():
     (0.45, 0.55, "differs", "changes side"), (0.5, 0.5, "equivalent", "unchanged"),
     (0.5, 0.6, "undecided", "undecided")])
 def test_skill_trend_reads_the_distance_from_fair(ref, rate, kind, trend):
-    assert seats._trend(kind, ref, rate) == trend
+    from patchsim.analysis.comparison import trend as read_trend
+
+    assert read_trend(kind, ref, rate) == trend
+    assert read_trend(kind, ref - 0.5, rate - 0.5, center=0.0) == trend  # on the edge scale
 
 
 @pytest.mark.parametrize("whole", [False, True])

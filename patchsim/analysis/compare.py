@@ -25,16 +25,11 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis.comparison import decide, verdict_text
 from patchsim.analysis.format import num, pct
+from patchsim.analysis.games import NAN, Events
 from patchsim.analysis.leather import leather_table
 from patchsim.analysis.metrics import EVENT_METRICS, Metric
 from patchsim.analysis.metrics import METRICS as REGISTRY
-from patchsim.analysis.seats import (
-    MIN_DEALS,
-    NAN,
-    Events,
-    first_player_advantage,
-    mcnemar_exact,
-)
+from patchsim.analysis.seats import MIN_DEALS, first_player_advantage, mcnemar_exact
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
 from patchsim.analysis.tables import as_summary
 

@@ -17,6 +17,7 @@ exploratory metrics) or ``"none"`` (one question). It covers every row of one ca
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from patchsim.analysis import estimators as est
 from patchsim.analysis.metrics import Metric, diff_bounds, metric
 
 Margin = float | Mapping[str, float] | None
+VERDICT_LEVEL = est.VERDICT_LEVEL  # a change's interval, as its verdict reads it
 
 # the columns :func:`decide` adds, in order
 VERDICT_COLUMNS = ("p_adjusted", "p_equivalent", "p_beyond", "verdict_kind", "verdict",
@@ -125,4 +127,58 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     return out
 
 
-__all__ = ["VERDICT_COLUMNS", "decide", "paired_comparison", "verdict_text"]
+# --- does the imbalance grow with skill? -------------------------------------------------------
+def trend(kind: str, before: float, after: float, center: float = 0.5) -> str:
+    """What a verdict on the change of the first-seat win rate (or edge, ``center`` 0) says
+    about the imbalance: ``grows`` or ``shrinks`` (the distance from ``center``), ``changes
+    side``, ``unchanged`` (equivalent within the margin) or ``undecided``."""
+    if kind == "equivalent":
+        return "unchanged"
+    if kind != "differs":
+        return "undecided"
+    b, a = before - center, after - center
+    if b * a < 0:
+        return "changes side"
+    return "grows" if abs(a) > abs(b) else "shrinks"
+
+
+@dataclass(frozen=True)
+class ImbalanceChange:
+    """One answer to "does the imbalance grow with skill?": the paired change of the
+    first-seat win rate from a weaker level to a stronger one, its verdict (adjusted over
+    the family) and what that says about the imbalance (:func:`trend`)."""
+
+    change: est.Estimate
+    verdict: est.Verdict
+    p: float  # the raw t-test of no change
+    trend: str
+
+    @property
+    def grows(self) -> bool:
+        return self.trend == "grows"
+
+
+def imbalance_changes(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+                      levels: Sequence[tuple[float, float]], *, margin: float,
+                      center: float = 0.5, alpha: float = 0.05, family: str = "holm",
+                      ) -> list[ImbalanceChange]:
+    """Does the first seat's imbalance change from one skill level to another? The one
+    function the report's skill table and a sweep's skill flags both ask.
+
+    ``pairs``: per question, the per-deal first-seat values (win rates, or edges with
+    ``center`` 0) of the weaker and of the stronger level on the deals both played, aligned
+    by deal; ``levels``: per question, the two levels' rates (or edges) the trend is read
+    from. Each change is a paired difference over deals (rates: the weak prior of
+    :func:`estimators.paired_difference`); the verdicts are decided together as one
+    ``family`` (Holm: a growing imbalance is a claim about every level or variant at once)
+    against ``margin``. A change inside the margin is "unchanged", one beyond it in the
+    direction away from ``center`` "grows"."""
+    changes = [est.paired_difference(a, b, VERDICT_LEVEL, est.RATE_DIFF_BOUNDS)
+               for a, b in pairs]
+    found = decide(changes, margin, family=family, alpha=alpha)
+    return [ImbalanceChange(c, v, est.difference_pvalue(c), trend(v.kind, lo, hi, center))
+            for c, v, (lo, hi) in zip(changes, found, levels, strict=True)]
+
+
+__all__ = ["VERDICT_COLUMNS", "ImbalanceChange", "decide", "imbalance_changes",
+           "paired_comparison", "trend", "verdict_text"]

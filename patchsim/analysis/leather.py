@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.seats import NAN, Events, is_self_play, iter_groups, ruleset_of
+from patchsim.analysis.games import NAN, Events, is_self_play, iter_groups, ruleset_of
 from patchsim.analysis.selfplay import copied_pairings, distinct
 from patchsim.analysis.tables import EventSummary, as_summary
 

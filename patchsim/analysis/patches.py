@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.seats import NAN, Events, iter_groups, ruleset_of
+from patchsim.analysis.games import NAN, Events, iter_groups, ruleset_of
 from patchsim.analysis.selfplay import distinct
 from patchsim.analysis.tables import EventSummary, as_summary, take
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
-from patchsim.analysis.seats import NAN, first_bot, is_self_play, iter_groups, second_bot
+from patchsim.analysis.games import NAN, first_bot, is_self_play, iter_groups, second_bot
 from patchsim.analysis.selfplay import copied_pairings, distinct
 
 

@@ -22,24 +22,24 @@ by the other table modules (leather, patches, scores).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from statsmodels.stats.contingency_tables import mcnemar
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.comparison import imbalance_changes
 from patchsim.analysis.estimators import DEFAULT_MARGIN, MIN_DEALS, Estimate
+from patchsim.analysis.games import (
+    NAN,
+    first_bot,
+    is_self_play,
+    iter_groups,
+    second_bot,
+)
 from patchsim.analysis.ratings import elo
 from patchsim.analysis.selfplay import copied_pairings, distinct
-from patchsim.analysis.tables import EventSummary
-
-# an events table, or its summary (analysis.tables)
-Events: TypeAlias = pd.DataFrame | EventSummary
-
-
-NAN = float("nan")
 
 
 def design_effect(e: Estimate, games: int) -> float:
@@ -60,32 +60,6 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
         return 1.0
     table = [[0, only_first], [only_second, 0]]
     return float(mcnemar(table, exact=True).pvalue)
-
-
-def iter_groups(games: pd.DataFrame, keys: list[str]
-                ) -> Iterator[tuple[tuple[Any, ...], pd.DataFrame]]:
-    """groupby in order of appearance, yielding (key tuple, frame)."""
-    for key, g in games.groupby(keys, sort=False, observed=True):
-        yield (key if isinstance(key, tuple) else (key,)), g
-
-
-def first_bot(g: pd.DataFrame) -> str:
-    """The pairing's first bot (the one in seat 0 when order is 0)."""
-    row = g.iloc[0]
-    return str(row["bot0"] if row["order"] == 0 else row["bot1"])
-
-
-def second_bot(g: pd.DataFrame) -> str:
-    row = g.iloc[0]
-    return str(row["bot1"] if row["order"] == 0 else row["bot0"])
-
-
-def is_self_play(g: pd.DataFrame) -> bool:
-    return bool((g["bot0"] == g["bot1"]).all())
-
-
-def ruleset_of(rulesets: Mapping[str, Any] | None, name: str) -> Any | None:
-    return None if rulesets is None else rulesets.get(name)
 
 
 def pair_counts(win: np.ndarray, deal: np.ndarray, one_game: bool = False
@@ -231,18 +205,6 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     return pd.DataFrame(rows)
 
 
-def _trend(kind: str, ref_rate: float, rate: float) -> str:
-    """What a verdict on the change of the first-seat win rate says about the imbalance."""
-    if kind == "equivalent":
-        return "unchanged"
-    if kind != "differs":
-        return "undecided"
-    before, after = ref_rate - 0.5, rate - 0.5
-    if before * after < 0:
-        return "changes side"
-    return "grows" if abs(after) > abs(before) else "shrinks"
-
-
 def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
                   alpha: float = 0.05) -> pd.DataFrame:
     """Does the first seat's advantage change with the bots' skill?
@@ -265,7 +227,7 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     copies = copied_pairings(games)
     level = 1 - alpha
     rows: list[dict[str, Any]] = []
-    changes: list[tuple[int, Estimate]] = []
+    pairs: list[tuple[int, np.ndarray, np.ndarray]] = []
     for (ruleset,), g in iter_groups(games, ["ruleset"]):
         sp = g[(g["bot0"] == g["bot1"]).to_numpy()]
         pairings = list(dict.fromkeys(sp["pairing"]))
@@ -292,25 +254,24 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             common = ref.index.intersection(per_deal[k].index)
             if seeds:
                 common = common[(seeds[0].loc[common] == seeds[k].loc[common]).to_numpy()]
-            change = est.paired_difference(ref.loc[common].to_numpy(),
-                                           per_deal[k].loc[common].to_numpy(), level,
-                                           est.RATE_DIFF_BOUNDS)
-            changes.append((len(rows) - len(pairings) + k, change))
+            at = len(rows) - len(pairings) + k
+            pairs.append((at, ref.loc[common].to_numpy(), per_deal[k].loc[common].to_numpy()))
     if not rows:
         return pd.DataFrame(columns=cols)
-    p_raw = [est.difference_pvalue(c) for _, c in changes]
-    # one family: every level and ruleset of the table, for the tests of no change, of
-    # equivalence and of a change beyond the margin alike (Holm)
-    found = est.verdicts([c for _, c in changes], margin, 0.0, alpha, family="holm")
     ref_rate: dict[Any, float] = {}
     for r in rows:
         ref_rate.setdefault(r["ruleset"], r["rate"])
-    for (i, change), p, v in zip(changes, p_raw, found, strict=True):
-        r = rows[i]
-        r.update(common_deals=change.deals, diff=change.value, diff_lo=change.lo,
-                 diff_hi=change.hi, p=p, p_holm=v.p_difference, verdict_kind=v.kind,
-                 verdict=v.text(100.0, " points"), more_deals=v.more_deals,
-                 trend=_trend(v.kind, ref_rate[r["ruleset"]], r["rate"]))
+    # one family: every level and ruleset of the table (Holm), decided by the one function
+    # that also answers a sweep's "does it grow with skill?"
+    found = imbalance_changes([(a, b) for _, a, b in pairs],
+                              [(ref_rate[rows[i]["ruleset"]], rows[i]["rate"])
+                               for i, _, _ in pairs], margin=margin, alpha=alpha)
+    for (i, _, _), c in zip(pairs, found, strict=True):
+        v = c.verdict
+        rows[i].update(common_deals=c.change.deals, diff=c.change.value, diff_lo=c.change.lo,
+                       diff_hi=c.change.hi, p=c.p, p_holm=v.p_difference,
+                       verdict_kind=v.kind, verdict=v.text(100.0, " points"),
+                       more_deals=v.more_deals, trend=c.trend)
     return pd.DataFrame(rows).reindex(columns=cols)
 
 

@@ -11,6 +11,14 @@ and the text formatters (:mod:`~patchsim.analysis.format`). Nothing is computed 
 from __future__ import annotations
 
 from patchsim.analysis.format import finite, format_pairings, num, pct
+from patchsim.analysis.games import (
+    NAN,
+    Events,
+    first_bot,
+    is_self_play,
+    iter_groups,
+    second_bot,
+)
 from patchsim.analysis.leather import (
     bonus_events,
     bonus_table,
@@ -24,21 +32,15 @@ from patchsim.analysis.ratings import ELO_PER_LOGIT, cluster_sandwich, elo, rati
 from patchsim.analysis.scores import describe_by_deal, score_table
 from patchsim.analysis.seats import (
     MIN_DEALS,
-    NAN,
     SKILL_GAP,
-    Events,
     design_effect,
-    first_bot,
     first_player_advantage,
     game_summary,
-    is_self_play,
-    iter_groups,
     mcnemar_exact,
     pair_counts,
     pairing_table,
     seat_games,
     seat_information,
-    second_bot,
     skill_balance,
 )
 

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.bootstrap import RESAMPLES, SEED, bootstrap_over_deals
-from patchsim.analysis.comparison import paired_comparison
+from patchsim.analysis.comparison import imbalance_changes, paired_comparison
 from patchsim.analysis.metrics import (
     DEAL_METRICS,
     RATE_METRICS,
@@ -148,30 +148,40 @@ def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: flo
 
 
 def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
-                alpha: float = 0.05, resamples: int = BOOTSTRAP_RESAMPLES,
-                seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+                alpha: float = 0.05, margin: float = est_layer.DEFAULT_MARGIN,
+                ) -> pd.DataFrame:
     """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
     whether the imbalance grows with skill.
 
-    The growth is |mean edge, strongest| - |mean edge, weakest| (a shrinking imbalance is
-    negative, whichever seat it favours), with a paired bootstrap interval over deals at level
-    1 - alpha / k, k the number of variants (Bonferroni across variants); the imbalance is
-    flagged as growing when the interval's lower bound is above 0."""
-    rows = []
+    The question the report's skill table asks too, answered by the same function
+    (:func:`patchsim.analysis.comparison.imbalance_changes`): the paired change of the
+    first-seat edge from the weakest to the strongest bot over the deals both played
+    (``change``, ``change_lo``, ``change_hi``), its verdict against +-``margin`` with the
+    variants as one Holm family (``p_holm``, ``verdict_kind``, ``verdict``), and the
+    ``trend`` it shows (grows / shrinks / changes side / unchanged / undecided); the
+    imbalance grows with skill when the change lies beyond the margin away from a fair
+    game. ``growth`` is |edge, strongest| - |edge, weakest| at the point estimates (a
+    shrinking imbalance is negative, whichever seat it favours)."""
     weak, strong = f"{skill[0]} vs {skill[0]}", f"{skill[-1]} vs {skill[-1]}"
-    k = max(1, deals["ruleset"].nunique())
-    level = 1 - alpha / k
+    keys, pairs, levels, means = [], [], [], []
     for ruleset, d in deals.groupby("ruleset", sort=False):
         w = d[d["pairing"] == weak].set_index("deal")["first_player_edge"]
-        s = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
-        both = pd.concat([w, s], axis=1, keys=["w", "s"]).dropna()
-        growth, lo, hi = paired_abs_gap(both["w"].to_numpy(), both["s"].to_numpy(), 0.0,
-                                        level, resamples, seed)
-        n = len(both)
-        rows.append({"ruleset": ruleset, "edge_weakest": both["w"].mean(),
-                     "edge_strongest": both["s"].mean(), "growth": growth, "growth_lo": lo,
-                     "growth_hi": hi, "level": level, "deals": n,
-                     "imbalance_grows_with_skill": bool(n >= 2 and lo > 0)})
+        st = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
+        both = pd.concat([w, st], axis=1, keys=["w", "s"]).dropna()
+        mw, ms = float(both["w"].mean()), float(both["s"].mean())
+        keys.append(ruleset)
+        pairs.append((both["w"].to_numpy(), both["s"].to_numpy()))
+        levels.append((mw, ms))
+        means.append((mw, ms, len(both)))
+    found = imbalance_changes(pairs, levels, margin=margin, center=0.0, alpha=alpha)
+    rows = []
+    for ruleset, (mw, ms, n), c in zip(keys, means, found, strict=True):
+        rows.append({"ruleset": ruleset, "edge_weakest": mw, "edge_strongest": ms,
+                     "growth": abs(ms) - abs(mw), "change": c.change.value,
+                     "change_lo": c.change.lo, "change_hi": c.change.hi,
+                     "p_holm": c.verdict.p_difference, "verdict_kind": c.verdict.kind,
+                     "verdict": c.verdict.text(100.0, " points"), "trend": c.trend,
+                     "deals": n, "imbalance_grows_with_skill": c.grows})
     return pd.DataFrame(rows)
 
 
@@ -203,7 +213,9 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
         figures["heatmap"] = plot_heatmap(table, exp, exp.metric)
     flags = None
     if exp.skill and len(exp.skill) >= 2:
-        flags = skill_flags(table, deals, exp.skill)
+        flags = skill_flags(table, deals, exp.skill, margin=exp.margin
+                            if exp.metric in ("first_player_win", "first_player_edge")
+                            else est_layer.DEFAULT_MARGIN)
         figures["skill"] = plot_skill(table, exp)
     atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
     if flags is not None:
@@ -411,10 +423,8 @@ def _skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
         if f.imbalance_grows_with_skill:
             out.append(f"**{f.ruleset}**: the first-seat imbalance grows with skill "
                        f"({_pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
-                       f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; |edge| "
-                       f"{100 * f.growth:+.1f} points [{100 * f.growth_lo:+.1f}, "
-                       f"{100 * f.growth_hi:+.1f}], {100 * f.level:.1f}% paired bootstrap "
-                       f"interval over deals, Bonferroni over {_n_variants(len(flags))}).")
+                       f"{_pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; the change "
+                       f"over the same deals {f.verdict}).")
     if len(flags) and not flags["imbalance_grows_with_skill"].any():
         out.append(f"the first-seat imbalance is not shown to grow from {exp.skill[0]} to "
                    f"{exp.skill[-1]} in any variant (see Imbalance and skill).")
@@ -461,17 +471,16 @@ def _render(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
     md += ["| " + " | ".join(c.replace("<br>", " ") for c in row) + " |" for row in rows]
     md += ["", "Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown), ""]
     if flags is not None and len(flags):
-        level = float(flags["level"].iloc[0])
         md += ["## Imbalance and skill", "",
-               f"Growth: |first-seat edge| with {exp.skill[-1]} minus with {exp.skill[0]} "
-               f"(self-play, same deals), {100 * level:.1f}% paired bootstrap interval over "
-               f"deals (Bonferroni over {_n_variants(len(flags))}); it grows when the interval "
-               "lies above 0.", "",
-               "| variant | edge weakest | edge strongest | growth | grows |",
-               "|---|---:|---:|---|---|"]
+               f"Change: the first-seat edge with {exp.skill[-1]} minus with {exp.skill[0]} "
+               "(self-play, same deals), a paired difference over deals with its verdict "
+               f"(Holm over {_n_variants(len(flags))}), as the run report's skill table "
+               "reads it; the imbalance grows when the change lies beyond the margin, away "
+               "from a fair game.", "",
+               "| variant | edge weakest | edge strongest | change | trend | grows |",
+               "|---|---:|---:|---|---|---|"]
         md += [f"| {f.ruleset} | {100 * f.edge_weakest:+.1f} pts | "
-               f"{100 * f.edge_strongest:+.1f} pts | {100 * f.growth:+.1f} pts "
-               f"[{100 * f.growth_lo:+.1f}, {100 * f.growth_hi:+.1f}] | "
+               f"{100 * f.edge_strongest:+.1f} pts | {f.verdict} | {f.trend} | "
                f"{'yes' if f.imbalance_grows_with_skill else 'no'} |"
                for f in flags.itertuples()]
         md.append("")
