@@ -67,7 +67,8 @@ def bootstrap_over_deals(values: np.ndarray, statistic: Callable[[np.ndarray], n
     point estimate."""
     v = np.asarray(values, dtype=float)
     n = len(v)
-    point = (np.asarray(statistic(None)) if by_index else np.asarray(statistic(v[None]))[0])
+    point = (np.asarray(statistic(None))  # type: ignore[arg-type]  # by_index: None is "as is"
+             if by_index else np.asarray(statistic(v[None]))[0])
     nan = np.full_like(point, np.nan, dtype=float)
     if n < 1 or resamples < 1:
         return Bootstrap(_scalar(point), _scalar(nan), _scalar(nan),
@@ -80,7 +81,8 @@ def bootstrap_over_deals(values: np.ndarray, statistic: Callable[[np.ndarray], n
     if n < 2:
         return Bootstrap(_scalar(point), _scalar(nan), _scalar(nan), replicates, level)
     tail = (1 - level) / 2
-    lo, hi = np.quantile(replicates, [tail, 1 - tail], axis=0, method=method)
+    lo, hi = np.quantile(replicates, [tail, 1 - tail], axis=0,
+                         method=method)  # type: ignore[call-overload]  # any numpy method
     return Bootstrap(_scalar(point), _scalar(lo), _scalar(hi), replicates, level)
 
 

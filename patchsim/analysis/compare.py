@@ -486,7 +486,7 @@ def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.
                          "question": "first-seat win rate", "pilot_deals": len(x),
                          "estimate": float(x.mean()) if len(x) else NAN, "sd_deal": sd,
                          **sizes(sd), "games_per_deal": 2, "note": note})
-    base = parts[0][0] if parts else None
+    base = parts[0][0] if parts else ""
     for label, _g, _ in parts[1:]:
         for (lab, pairing), xb in per_deal.items():
             if lab != label or (base, pairing) not in per_deal:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -117,8 +118,8 @@ def mean_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
                         float(np.clip(m + q * se, lo, hi)), n, sd, level)
     if n < 2:
         return Estimate(m, NAN, NAN, NAN, n, NAN, level)
-    lo, hi = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
-    return Estimate(m, sd / math.sqrt(n), float(lo[0]), float(hi[0]), n, sd, level)
+    los, his = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
+    return Estimate(m, sd / math.sqrt(n), float(los[0]), float(his[0]), n, sd, level)
 
 
 def t_intervals(mean: np.ndarray, sd: np.ndarray, deals: np.ndarray,
@@ -488,7 +489,7 @@ class BandTest:
     resolution: float | None = None
 
     @classmethod
-    def around(cls, center: float, tolerance: float, **kw: float) -> BandTest:
+    def around(cls, center: float, tolerance: float, **kw: Any) -> BandTest:
         """The band ``center +- tolerance``."""
         return cls(center - tolerance, center + tolerance, **kw)
 
