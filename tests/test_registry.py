@@ -160,3 +160,36 @@ def test_a_pairing_decided_by_the_skill_gap_says_nothing_about_seats() -> None:
     selfp = _pairing(100, 100, 0, a="greedy", b="greedy")
     assert seat_information(selfp) == (True, "")
     assert bool(first_player_advantage(selfp).iloc[0]["seat_informative"])
+
+
+# --- experiment files: old names still load, defaults come from the registry -----------------
+def _experiment(tmp_path, **extra):
+    import yaml
+
+    from patchsim.experiments.experiment import load_experiment
+
+    data = {"name": "t", "base": "edition2", "bots": ["greedy"], "games": 20, "seed": 5,
+            **extra}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return load_experiment(path)
+
+
+def test_an_old_metric_name_loads_as_its_registry_name(tmp_path) -> None:
+    exp = _experiment(tmp_path, metric="score_margin",
+                      check={"tolerances": [{"metric": "first_seat_win", "min": 0.4,
+                                             "max": 0.6}]})
+    assert exp.metric == "abs_margin" and exp.margin == 1.0
+    assert exp.tolerances[0].metric == "first_player_win"
+
+
+def test_the_first_seat_edge_gets_a_rate_margin_by_default(tmp_path) -> None:
+    # it used to get 1.0, more than half its range, which the file check then refused
+    assert _experiment(tmp_path, metric="first_player_edge").margin == 0.02
+
+
+def test_an_unknown_metric_in_a_file_names_the_known_ones(tmp_path) -> None:
+    from patchsim.experiments.experiment import ExperimentError
+
+    with pytest.raises(ExperimentError, match="unknown metric 'first_player_wins'.*abs_margin"):
+        _experiment(tmp_path, metric="first_player_wins")
