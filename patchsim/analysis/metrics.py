@@ -27,8 +27,9 @@ Names that were easy to confuse, and which one is which:
 The unit of analysis is the deal: a seat-swapped pair of games (and, across rulesets, the same
 deal under each ruleset). A metric is first averaged within each deal, then estimated over
 deals with a t-interval; differences between rulesets are paired by deal (both from
-:mod:`patchsim.analysis.estimators`). This is what makes the intervals honest (games of one
-deal are not independent) and comparisons precise.
+:mod:`patchsim.analysis.estimators`; the one paired comparison is
+:func:`patchsim.analysis.comparison.paired_comparison`). This is what makes the intervals
+honest (games of one deal are not independent) and comparisons precise.
 
 Bounded metrics (``BOUNDS``: the rates and the first-seat edge) get a weak prior in their
 standard error: it is computed as if two more deals, one at each end of the range, had been
@@ -359,30 +360,6 @@ def diff_bounds(name: str) -> tuple[float, float] | None:
     return est.RATE_DIFF_BOUNDS if name in BOUNDS else None
 
 
-def paired_differences(deals: pd.DataFrame, base: str,
-                       metrics: Sequence[str] = ("first_player_win",), level: float = 0.95,
-                       ) -> pd.DataFrame:
-    """Each ruleset minus ``base``, paired by (pairing, deal): mean difference, t-interval,
-    p-value of a paired t-test (:func:`estimators.paired_difference`,
-    :func:`estimators.difference_pvalue`), and Holm-adjusted p-values over all rows."""
-    rows = []
-    ref = deals[deals["ruleset"] == base].set_index(["pairing", "deal"])
-    for ruleset, grp in deals[deals["ruleset"] != base].groupby("ruleset", sort=False):
-        joined = grp.set_index(["pairing", "deal"]).join(ref.add_suffix("_base"),
-                                                          how="inner")
-        for pairing, pj in joined.groupby(level=0, sort=False):
-            for m in metrics:
-                d = est.paired_difference(pj[f"{m}_base"].to_numpy(dtype=float),
-                                          pj[m].to_numpy(dtype=float), level, diff_bounds(m))
-                rows.append({"ruleset": ruleset, "pairing": pairing, "metric": m,
-                             "diff": d.value, "se": d.se, "lo": d.lo, "hi": d.hi,
-                             "deals": d.deals, "p": est.difference_pvalue(d)})
-    out = pd.DataFrame(rows)
-    if len(out):
-        out["p_holm"] = est.holm(out["p"])
-    return out
-
-
 __all__ = ["ALIASES", "BOUNDS", "METRICS", "MIN_DEALS", "PERCENT_METRICS", "RATE_METRICS",
-           "Metric", "UnknownMetric", "canonical", "deal_metrics", "estimate", "metric",
-           "paired_differences"]
+           "Metric", "UnknownMetric", "canonical", "deal_metrics", "diff_bounds", "estimate",
+           "metric"]
