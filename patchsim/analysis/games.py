@@ -41,3 +41,23 @@ def is_self_play(g: pd.DataFrame) -> bool:
 
 def ruleset_of(rulesets: Mapping[str, Any] | None, name: str) -> Any | None:
     return None if rulesets is None else rulesets.get(name)
+
+
+def split_rulesets(games: pd.DataFrame, events: Events | None = None
+                   ) -> list[tuple[str, pd.DataFrame, Events | None]]:
+    """A run's rulesets in run order as (label, games, events); rulesets are told apart by
+    content hash, so two differently named copies of the same rules stay separate only if
+    their names differ, and two rulesets with one name get the hash in the label."""
+    keys = list(games[["ruleset", "ruleset_hash"]].drop_duplicates().itertuples(
+        index=False, name=None))
+    names = [n for n, _ in keys]
+    out = []
+    for name, h in keys:
+        sel = (games["ruleset"] == name) & (games["ruleset_hash"] == h)
+        g = games[sel]
+        e = events
+        if isinstance(events, pd.DataFrame):  # a summary is looked up by game id as it is
+            e = events[events["game_id"].isin(g["game_id"])]
+        label = name if names.count(name) == 1 else f"{name} ({h[:8]})"
+        out.append((label, g, e))
+    return out
