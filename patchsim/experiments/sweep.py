@@ -1,11 +1,14 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal; the primary metric's
-verdicts from :func:`patchsim.analysis.estimators.verdicts` with the variants as one Holm
-family, the other metrics exploratory).
+report (one row per variant, differences to the base paired by deal through
+:func:`patchsim.analysis.comparison.paired_comparison`; the primary metric's verdicts with
+the variants of a pairing as one Holm family, the other metrics exploratory, BH).
 
-Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
-skill?", "is the variant closest to 50% really fairer than the others?") use a paired
-bootstrap over deals with a fixed seed, so a report is reproducible to the digit."""
+"Does the imbalance grow with skill?" is the report's skill-table question, answered by the
+same function (:func:`patchsim.analysis.comparison.imbalance_changes`). "Is the variant
+closest to 50% really fairer than the others?" compares distances to a fair game
+(|first-seat edge|) with the one bootstrap over deals
+(:func:`patchsim.analysis.bootstrap.bootstrap_over_deals`, fixed seed), so a report is
+reproducible to the digit."""
 
 from __future__ import annotations
 
