@@ -412,11 +412,16 @@ def test_skill_flags_do_not_flag_a_shrinking_imbalance() -> None:
     assert row["edge_weakest"] == pytest.approx(-0.1)
     assert row["edge_strongest"] == pytest.approx(0.05)
     assert row["growth"] == pytest.approx(-0.05)
-    assert row["growth_lo"] < row["growth"] < row["growth_hi"]
+    assert row["change"] == pytest.approx(0.15)
+    assert row["change_lo"] < row["change"] < row["change_hi"]
+    assert row["trend"] in ("changes side", "undecided")
     assert not row["imbalance_grows_with_skill"]
 
 
-def test_skill_flags_flag_a_growing_imbalance_with_bonferroni_over_variants() -> None:
+def test_skill_flags_and_the_report_skill_table_give_one_answer() -> None:
+    """A sweep's "does it grow with skill?" is the report's skill table's question, asked of
+    the same deals: the same change, verdict and trend (one function)."""
+    from patchsim.analysis.comparison import imbalance_changes
     from patchsim.experiments.sweep import skill_flags
 
     deals = skill_deals({"base": {"weak": edges(25, 20), "strong": edges(80, 10)},
@@ -424,11 +429,23 @@ def test_skill_flags_flag_a_growing_imbalance_with_bonferroni_over_variants() ->
     flags = skill_flags(pd.DataFrame(), deals, ["weak", "strong"]).set_index("ruleset")
     assert flags.loc["base", "growth"] == pytest.approx(0.175 - 0.0125)
     assert flags.loc["base", "imbalance_grows_with_skill"]
+    assert flags.loc["base", "trend"] == "grows"
     assert not flags.loc["other", "imbalance_grows_with_skill"]
-    assert list(flags["level"]) == pytest.approx([1 - 0.05 / 2] * 2)
-    # a seeded bootstrap: the same data give the same interval
-    again = skill_flags(pd.DataFrame(), deals, ["weak", "strong"]).set_index("ruleset")
-    pd.testing.assert_frame_equal(flags, again)
+    assert "Holm over 2" in flags.loc["base", "verdict"]
+    # the same numbers as the shared function on the per-deal first-seat win rates
+    pairs, levels = [], []
+    for r in ("base", "other"):
+        d = deals[deals["ruleset"] == r]
+        w = d[d["pairing"] == "weak vs weak"].set_index("deal")["first_player_edge"] + 0.5
+        s = d[d["pairing"] == "strong vs strong"].set_index("deal")["first_player_edge"] + 0.5
+        pairs.append((w.to_numpy(), s.loc[w.index].to_numpy()))
+        levels.append((w.mean(), s.mean()))
+    found = imbalance_changes(pairs, levels, margin=0.02)
+    for r, c in zip(("base", "other"), found, strict=True):
+        assert flags.loc[r, "change"] == pytest.approx(c.change.value)
+        assert flags.loc[r, "verdict_kind"] == c.verdict.kind
+        assert flags.loc[r, "trend"] == c.trend
+        assert flags.loc[r, "p_holm"] == pytest.approx(c.verdict.p_difference)
 
 
 # --- review fixes: sweep verdict -----------------------------------------------------------
@@ -523,10 +540,11 @@ def test_skill_sweep_reports_growth_with_its_interval(tmp_path: Path) -> None:
     res = run_sweep(exp, tmp_path / "run", jobs=1, backend="sequential")
     md = res.report_md.read_text()
     assert "## Imbalance and skill" in md
-    assert "paired bootstrap interval over deals (Bonferroni over 1 variant)" in md
+    assert "a paired difference over deals with its verdict (Holm over 1 variant)" in md
     flags = pd.read_csv(res.run_dir / "sweep-skill.csv")
-    assert {"growth", "growth_lo", "growth_hi", "level"} <= set(flags.columns)
-    assert (flags["growth_lo"] <= flags["growth_hi"]).all()
+    assert {"growth", "change", "change_lo", "change_hi", "verdict", "trend"} <= set(
+        flags.columns)
+    assert (flags["change_lo"] <= flags["change_hi"]).all()
 
 
 @pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parent.parent

@@ -17,7 +17,8 @@ def deals_of(metric: str, values: list[float]) -> pd.DataFrame:
 
 def test_rate_metrics_are_known_metrics() -> None:
     assert set(RATE_METRICS) == {"first_player_win", "bonus_rate", "tie_break_rate",
-                                 "leather_useful", "first_leather_useful"}
+                                 "leather_useful", "first_leather_useful", "first_bot_win",
+                                 "leather_useful_all", "first_leather_mark_useful"}
     assert set(RATE_METRICS) <= set(METRICS)
 
 

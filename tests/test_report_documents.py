@@ -44,8 +44,8 @@ def test_the_sweep_document_builds_from_its_table(tmp_path) -> None:
     exp = SimpleNamespace(name="s <1>", description="A **sweep**.", metric=FPW, margin=0.02,
                           skill=[], variants=variants, path="experiments/s.yaml", seed=1)
     flags = pd.DataFrame([{"ruleset": "rich", "edge_weakest": 0.01, "edge_strongest": 0.08,
-                           "growth": 0.07, "growth_lo": 0.02, "growth_hi": 0.12, "level": 0.975,
-                           "imbalance_grows_with_skill": True}])
+                           "verdict": "differs by +7.0 points [+2.0, +12.0]",
+                           "trend": "grows", "imbalance_grows_with_skill": True}])
     exp.skill = ["random", "greedy"]
     doc = sweep_document(exp, table, flags, {"metric": b"\x89PNG..."}, {"command": "patchsim"},
                          shown=[FPW, "plies"], verdict=_verdict(exp, table))
@@ -55,7 +55,8 @@ def test_the_sweep_document_builds_from_its_table(tmp_path) -> None:
     assert "closest to 50% by point estimate is **rich**" in md
     assert "| rich | greedy vs greedy | 100 | 51.0% [46.0%, 56.0%]<br>Δ -4.0 pts (p=0.0123) |" in md
     assert "**rich**: the first-seat imbalance grows with skill" in md
-    assert "| rich | +1.0 pts | +8.0 pts | +7.0 pts [+2.0, +12.0] | yes |" in md
+    assert "| rich | +1.0 pts | +8.0 pts | differs by +7.0 points [+2.0, +12.0] | grows | yes |" \
+        in md
     assert "<h1>Sweep: s &lt;1&gt;</h1>" in page and "<strong>rich</strong>" in page
     assert 'src="data:image/png;base64,' in page
     html, md_path = write(doc, tmp_path, "sweep")

@@ -17,7 +17,7 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from patchsim.analysis import estimators as E
-from patchsim.analysis import selfplay
+from patchsim.analysis import patches, ratings, selfplay
 from patchsim.analysis import stats as st
 from patchsim.analysis.selfplay import distinct_games
 from patchsim.analysis.summary import format_summary, run_summary
@@ -256,22 +256,34 @@ def test_skill_balance_pairs_only_the_same_deals():
     (0.45, 0.55, "differs", "changes side"), (0.5, 0.5, "equivalent", "unchanged"),
     (0.5, 0.6, "undecided", "undecided")])
 def test_skill_trend_reads_the_distance_from_fair(ref, rate, kind, trend):
-    assert st._trend(kind, ref, rate) == trend
+    from patchsim.analysis.comparison import trend as read_trend
+
+    assert read_trend(kind, ref, rate) == trend
+    assert read_trend(kind, ref - 0.5, rate - 0.5, center=0.0) == trend  # on the edge scale
 
 
-def test_describe_by_deal_resamples_deals_like_scipy():
+@pytest.mark.parametrize("whole", [False, True])
+def test_describe_by_deal_resamples_deals_with_the_one_bootstrap(whole):
+    from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
+
     rng = np.random.default_rng(5)
     v = rng.normal(size=60)
+    if whole:  # whole numbers take the counting path: the same numbers as sorting
+        v = np.round(10 * v)
     deal = np.repeat(np.arange(30), 2)
-    r = st.describe_by_deal(v, deal, n_boot=999, seed=7)
+    r = st.describe_by_deal(v, deal, seed=7)
     assert r["mean"] == pytest.approx(v.mean()) and r["median"] == pytest.approx(np.median(v))
     q1, q3 = np.percentile(v, [25, 75])
     assert r["iqr"] == pytest.approx(q3 - q1)
     # for the mean, resampling deals is bootstrapping the per-deal means
-    ref = sps.bootstrap((E.deal_values(v, deal),), np.mean, n_resamples=999,
-                        method="percentile", rng=np.random.default_rng(7))
-    assert r["mean_lo"] == pytest.approx(ref.confidence_interval.low)
-    assert r["mean_hi"] == pytest.approx(ref.confidence_interval.high)
+    ref = bootstrap_over_deals(E.deal_values(v, deal), lambda s: s.mean(axis=-1), seed=7)
+    assert len(ref.replicates) == RESAMPLES
+    assert r["mean_lo"] == pytest.approx(ref.lo) and r["mean_hi"] == pytest.approx(ref.hi)
+    # the median's interval from sorting every resample (numpy), to the last bit
+    idx = np.random.default_rng(7).integers(0, 30, size=(RESAMPLES, 30))
+    meds = np.median(v.reshape(30, 2)[idx].reshape(RESAMPLES, -1), axis=1)
+    lo, hi = np.quantile(meds, [0.025, 0.975])
+    assert (r["median_lo"], r["median_hi"]) == (lo, hi)
     tiny = st.describe_by_deal(np.array([3.0, 5.0]), np.array([0, 0]))
     assert tiny["mean"] == 4 and np.isnan(tiny["mean_lo"])
 
@@ -373,7 +385,7 @@ def test_cluster_sandwich_matches_statsmodels():
     x, y = _design(g)
     fit = sm.Logit(y, x).fit(disp=0, cov_type="cluster", cov_kwds={"groups": g["deal"]})
     mu = fit.predict(x)
-    beta, hinv = st._fit_logit(x, y, np.zeros((3, 3)))
+    beta, hinv = ratings._fit_logit(x, y, np.zeros((3, 3)))
     assert beta == pytest.approx(fit.params, rel=1e-6)
     cov = st.cluster_sandwich(x, y - mu, hinv, g["deal"].to_numpy())
     assert cov == pytest.approx(np.asarray(fit.cov_params()), rel=1e-5)
@@ -442,7 +454,7 @@ def test_every_interval_is_the_estimator_layers_rate(small_run: Path):
     pairings = st.pairing_table(g)
     summary = st.game_summary(g)
     bonus = st.bonus_table(g, e)
-    for (pairing,), gp in st._groups(d, ["pairing"]):
+    for (pairing,), gp in st.iter_groups(d, ["pairing"]):
         deal = gp["deal"].to_numpy()
         seat0 = rate(gp["winner"] == 0, deal)
         row = fpa[fpa["pairing"] == pairing].iloc[0]
@@ -526,7 +538,7 @@ def _ref_leather_table(games: pd.DataFrame, events: pd.DataFrame) -> pd.DataFram
     games = distinct_games(games)
     lg = _ref_leather_games(games, events)
     rows = []
-    for (ruleset,), g in st._groups(games, ["ruleset"]):
+    for (ruleset,), g in st.iter_groups(games, ["ruleset"]):
         n = len(g)
         deal_of = dict(zip(g["game_id"], g["deal"], strict=False))
         for mark, m in lg[lg["ruleset"] == ruleset].groupby("mark"):
@@ -561,7 +573,7 @@ def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
     rows = []
     sg_all = st.seat_games(games)
     buys_all = events[events["event"] == "buy"]
-    for (ruleset,), g in st._groups(games, ["ruleset"]):
+    for (ruleset,), g in st.iter_groups(games, ["ruleset"]):
         sg = sg_all[sg_all["ruleset"] == ruleset]
         key = sg["game_id"].to_numpy() * 2 + sg["seat"].to_numpy()
         won, deal = sg["won"].to_numpy(), sg["deal"].to_numpy()
@@ -575,7 +587,7 @@ def _ref_patch_table(games: pd.DataFrame, events: pd.DataFrame,
             bought = np.isin(key, b["game_id"].to_numpy() * 2 + b["seat"].to_numpy())
             rb = E.rate(won[bought], deal[bought])
             ro = E.rate(won[~bought], deal[~bought])
-            diff, dlo, dhi, p = st._lpm_difference(won, bought, deal, 0.05)
+            diff, dlo, dhi, p = patches._lpm_difference(won, bought, deal, 0.05)
             pos = b["position"].to_numpy(float)
             spec = rs.patch(pid) if rs is not None else None
             part.append({

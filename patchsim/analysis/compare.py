@@ -1,4 +1,5 @@
-"""Comparing two variants on the same deals, and planning how many deals a question needs.
+"""Comparing two variants on the same deals (planning how many deals a question needs is
+:mod:`patchsim.analysis.planning`; its names are kept here too).
 
 Two rulesets played on the same deals (same deal seeds, same bots: common random numbers)
 are compared deal by deal: each metric is averaged over a deal's games under each ruleset,
@@ -23,34 +24,35 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.comparison import decide, verdict_text
+from patchsim.analysis.format import num, pct
+from patchsim.analysis.games import NAN, Events, split_rulesets
+from patchsim.analysis.leather import leather_table
+from patchsim.analysis.metrics import EVENT_METRICS, Metric
+from patchsim.analysis.metrics import METRICS as REGISTRY
+from patchsim.analysis.planning import format_plan, plan
+from patchsim.analysis.seats import MIN_DEALS, first_player_advantage, mcnemar_exact
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
-from patchsim.analysis.stats import (
-    MIN_DEALS,
-    NAN,
-    Events,
-    first_player_advantage,
-    leather_game_values,
-    leather_table,
-    mcnemar_exact,
-    num,
-    pct,
-)
+from patchsim.analysis.tables import as_summary
 from patchsim.errors import PatchsimError
 
 ALL_PAIRINGS = "all pairings"
 
-# metric name -> (kind, description); kind "rate" metrics get an equivalence margin
+# the metrics a comparison reports (registry names), in the order of its table
+COMPARED = ("first_player_win", "first_bot_win", "first_leather_mark_useful",
+            "leather_useful_all", "bonus_rate", "tie_break_rate", "mean_score", "score_diff",
+            "plies")
+
+
+def _kind(m: Metric) -> str:
+    """A comparison row's kind: "rate" (rates and shares: they get the equivalence margin)
+    or the unit of the metric's values ("points", "moves")."""
+    return "rate" if m.percent else m.unit
+
+
+# label (the table's metric column) -> (kind, description), from the registry
 METRICS: dict[str, tuple[str, str]] = {
-    "first-seat win rate": ("rate", "share of games won by seat 0"),
-    "first bot win rate": ("rate", "share of games won by the pairing's first bot"),
-    "first leather useful": ("rate", "the first leather patch filled an isolated hole"),
-    "leather useful (all)": ("rate", "share of a game's leather patches placed in a hole"),
-    "bonus claimed": ("rate", "someone completed a 7x7 square"),
-    "tie-break decided": ("rate", "equal scores, decided by who ended first"),
-    "mean score": ("points", "mean of both seats' scores"),
-    "margin seat 0 - seat 1": ("points", "score difference between the seats"),
-    "plies": ("moves", "moves in the game, leather placements included"),
-}
+    REGISTRY[n].label: (_kind(REGISTRY[n]), REGISTRY[n].description) for n in COMPARED}
 
 
 class CompareError(PatchsimError, ValueError):
@@ -163,19 +165,13 @@ def game_metrics(games: pd.DataFrame, events: Events | None) -> pd.DataFrame:
     deal_seed) and each metric's value in that game (NaN where it does not apply).
     ``events``: the events table or its summary (:mod:`patchsim.analysis.tables`)."""
     out = games[["game_id", "pairing", "deal", "order", "deal_seed"]].copy()
-    out["first-seat win rate"] = (games["winner"] == 0).astype(float)
-    self_play = (games["bot0"] == games["bot1"]).to_numpy()  # the pooled rate is 50% there
-    a_win = (games["winner"] == games["order"]).astype(float)
-    out["first bot win rate"] = np.where(self_play, np.nan, a_win)
-    if events is not None:
-        first, share = leather_game_values(games, events)
-        out["first leather useful"] = first
-        out["leather useful (all)"] = share
-    out["bonus claimed"] = (games["bonus0"] | games["bonus1"]).astype(float)
-    out["tie-break decided"] = games["tie_break"].astype(float)
-    out["mean score"] = (games["score0"] + games["score1"]) / 2.0
-    out["margin seat 0 - seat 1"] = (games["score0"] - games["score1"]).astype(float)
-    out["plies"] = games["plies"].astype(float)
+    ev = as_summary(events, games)
+    for name in COMPARED:
+        m = REGISTRY[name]
+        if m.name in EVENT_METRICS and ev is None:
+            continue  # no events: the leather rows are left out
+        assert m.per_game is not None
+        out[m.label] = m.per_game(games, ev)
     return out
 
 
@@ -361,26 +357,6 @@ def _label(games: pd.DataFrame) -> str:
     return names[0] if len(names) == 1 else " + ".join(names)
 
 
-def split_rulesets(games: pd.DataFrame, events: Events | None = None
-                   ) -> list[tuple[str, pd.DataFrame, Events | None]]:
-    """A run's rulesets in run order as (label, games, events); rulesets are told apart by
-    content hash, so two differently named copies of the same rules stay separate only if
-    their names differ, and two rulesets with one name get the hash in the label."""
-    keys = list(games[["ruleset", "ruleset_hash"]].drop_duplicates().itertuples(
-        index=False, name=None))
-    names = [n for n, _ in keys]
-    out = []
-    for name, h in keys:
-        sel = (games["ruleset"] == name) & (games["ruleset_hash"] == h)
-        g = games[sel]
-        e = events
-        if isinstance(events, pd.DataFrame):  # a summary is looked up by game id as it is
-            e = events[events["game_id"].isin(g["game_id"])]
-        label = name if names.count(name) == 1 else f"{name} ({h[:8]})"
-        out.append((label, g, e))
-    return out
-
-
 PRIMARY = "first-seat win rate"  # the question a comparison is run for
 
 
@@ -406,8 +382,8 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     found: list[est.Verdict | None] = [None] * len(cat)
     for sel, family in ((prim, "holm"), (~prim, "bh")):
         idx = np.flatnonzero(sel)
-        for i, v in zip(idx, est.verdicts([changes[i] for i in idx], margins[idx], 0.0, alpha,
-                                          family=family), strict=True):
+        for i, v in zip(idx, decide([changes[i] for i in idx], margins[idx], alpha=alpha,
+                                    family=family), strict=True):
             found[i] = v
     verdicts = [v for v in found if v is not None]
     cat["p_holm"] = [v.p_difference for v in verdicts]
@@ -415,7 +391,7 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     cat["p_beyond"] = [v.p_beyond for v in verdicts]
     cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
     cat["verdict_kind"] = [v.kind for v in verdicts]
-    cat["verdict"] = [_verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
+    cat["verdict"] = [verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
     cat["more_deals"] = [v.more_deals for v in verdicts]
     cat["negligible"] = [v.negligible for v in verdicts]
     start = 0
@@ -428,13 +404,6 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
         f["different"] = enough & (f["verdict_kind"] == "differs")
         f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
         start += len(f)
-
-
-def _verdict_text(v: est.Verdict, kind: str) -> str:
-    """A verdict in percentage points for rates, in the metric's unit otherwise."""
-    if kind == "rate":
-        return v.text(100.0, " points", 1)
-    return v.text(1.0, f" {kind}", 2)
 
 
 def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
@@ -461,89 +430,6 @@ def compare_rulesets(games: pd.DataFrame, events: Events | None = None,
         if lab not in by:
             raise CompareError(f"no ruleset {lab!r} in the run (it has {', '.join(by)})")
     return compare(by[la][0], by[lb][0], by[la][1], by[lb][1], margin, alpha, la, lb)
-
-
-# --- planning -------------------------------------------------------------------------------
-def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.02,
-         difference: float = 0.02, alpha: float = 0.05, power: float = 0.8) -> pd.DataFrame:
-    """How many deals a question needs, from the per-deal spread seen in a pilot run, for the
-    designs the runner plays: seat-swapped deals (the first-seat win rate of each ruleset and
-    pairing) and, with two or more rulesets, common deals (the change against the first
-    ruleset, paired by deal). For each: deals for a 95% interval of +-``target_halfwidth``,
-    deals to detect a true ``difference`` (from 50%, or between rulesets) with ``power``, and
-    deals to show equivalence within +-``margin`` with ``power`` if the truth is fair or
-    unchanged (the 95% interval inside the margin, as the verdicts decide it; an undecided
-    verdict's "more deals" is this figure, less the deals played, when its change is within
-    a standard error of 0). Where the pilot shows no spread the worst case (a fair coin per
-    game, games of a deal fully correlated) is used."""
-    rows = []
-    parts = split_rulesets(games)
-    per_deal: dict[tuple[str, str], pd.Series] = {}
-
-    def sizes(sd: float) -> dict[str, int]:
-        return {"deals_precision": est.deals_for_precision(sd, target_halfwidth, 1 - alpha),
-                "deals_difference": est.deals_for_difference(sd, difference, alpha, power),
-                # alpha / 2 per one-sided test: the verdict shows equivalence when the 95%
-                # interval lies inside the margin, so this is the deals the verdict needs
-                "deals_equivalence": est.deals_for_equivalence(sd, margin, 0.0, alpha / 2,
-                                                               power)}
-
-    for label, g, _ in parts:
-        for pairing, gp in g.groupby("pairing", sort=False, observed=True):
-            win = (gp["winner"] == 0).astype(float)
-            x = win.groupby(gp["deal"].to_numpy()).mean()
-            per_deal[(label, pairing)] = x
-            sd, note = (float(x.std(ddof=1)) if len(x) > 1 else NAN), ""
-            if not (np.isfinite(sd) and sd > 0):
-                sd, note = 0.5, "pilot too small: worst case assumed"
-            rows.append({"ruleset": label, "pairing": pairing,
-                         "question": "first-seat win rate", "pilot_deals": len(x),
-                         "estimate": float(x.mean()) if len(x) else NAN, "sd_deal": sd,
-                         **sizes(sd), "games_per_deal": 2, "note": note})
-    base = parts[0][0] if parts else None
-    for label, _g, _ in parts[1:]:
-        for (lab, pairing), xb in per_deal.items():
-            if lab != label or (base, pairing) not in per_deal:
-                continue
-            xa = per_deal[(base, pairing)]
-            both = xa.index.intersection(xb.index)
-            d = (xb.loc[both] - xa.loc[both]).to_numpy()
-            sd, note = (float(d.std(ddof=1)) if len(d) > 1 else NAN), ""
-            if not (np.isfinite(sd) and sd > 0):
-                sd, note = 1.0, "pilot too small: worst case assumed"
-            rows.append({"ruleset": f"{label} - {base}", "pairing": pairing,
-                         "question": "change in first-seat win rate",
-                         "pilot_deals": len(both),
-                         "estimate": float(d.mean()) if len(d) else NAN, "sd_deal": sd,
-                         **sizes(sd), "games_per_deal": 4, "note": note})
-    out = pd.DataFrame(rows)
-    if len(out):
-        out.attrs.update(halfwidth=target_halfwidth, margin=margin, difference=difference,
-                         alpha=alpha, power=power)
-    return out
-
-
-def format_plan(table: pd.DataFrame) -> str:
-    """The plan as text for the terminal."""
-    a = table.attrs
-    lines = ["deals needed (a deal is one seat-swapped pair of games per ruleset; "
-             f"alpha {a.get('alpha', 0.05):g}, power {100 * a.get('power', 0.8):.0f}%):"]
-    for r in table.itertuples():
-        est_text = (f"{num(100 * r.estimate, 1, True)} points"
-                    if r.question.startswith("change") else pct(r.estimate))
-        g = r.games_per_deal
-        lines.append(
-            f"{r.ruleset} / {r.pairing}: {r.question} (pilot {r.pilot_deals} deals, "
-            f"{est_text}, per-deal sd {r.sd_deal:.3f})"
-            + (f"  [{r.note}]" if r.note else ""))
-        lines.append(
-            f"  +-{100 * a.get('halfwidth', 0.01):g} points precision: {r.deals_precision:,} "
-            f"deals ({g * r.deals_precision:,} games); detect a "
-            f"{100 * a.get('difference', 0.02):g}-point difference: {r.deals_difference:,} "
-            f"deals ({g * r.deals_difference:,} games); show equivalence within "
-            f"+-{100 * a.get('margin', 0.02):g} points: {r.deals_equivalence:,} deals "
-            f"({g * r.deals_equivalence:,} games)")
-    return "\n".join(lines)
 
 
 __all__ = ["Comparison", "CompareError", "compare", "compare_rulesets", "format_plan",

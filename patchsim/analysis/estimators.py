@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,7 @@ def t_sf(x, df):
 
 NAN = float("nan")
 DEFAULT_MARGIN = 0.02  # equivalence margin of the first-seat win rate: +-2 points
+MIN_DEALS = 10  # no verdict on fewer deals (a table row is flagged "too few games")
 MAX_DEALS_ADVICE = 1_000_000  # more deals in all than this: "too close to decide"
 WIN_BOUNDS = (0.0, 1.0)
 
@@ -116,8 +118,8 @@ def mean_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
                         float(np.clip(m + q * se, lo, hi)), n, sd, level)
     if n < 2:
         return Estimate(m, NAN, NAN, NAN, n, NAN, level)
-    lo, hi = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
-    return Estimate(m, sd / math.sqrt(n), float(lo[0]), float(hi[0]), n, sd, level)
+    los, his = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
+    return Estimate(m, sd / math.sqrt(n), float(los[0]), float(his[0]), n, sd, level)
 
 
 def t_intervals(mean: np.ndarray, sd: np.ndarray, deals: np.ndarray,
@@ -487,7 +489,7 @@ class BandTest:
     resolution: float | None = None
 
     @classmethod
-    def around(cls, center: float, tolerance: float, **kw: float) -> BandTest:
+    def around(cls, center: float, tolerance: float, **kw: Any) -> BandTest:
         """The band ``center +- tolerance``."""
         return cls(center - tolerance, center + tolerance, **kw)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis.estimators import WIN_BOUNDS, deal_values, mean_estimate, rate
-from patchsim.analysis.stats import ratings
+from patchsim.analysis.ratings import ratings
 
 
 def _won_by(g: pd.DataFrame, bot: str) -> np.ndarray:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
@@ -177,7 +177,7 @@ class EventSummary:
     patches: list[str]
     buy_seat: np.ndarray
     buy_pos: np.ndarray
-    patch_cost: dict[tuple[str, str], int]
+    patch_cost: dict[tuple[str | None, str], int]
     bot_buys: pd.DataFrame
     bonus_row: np.ndarray
     bonus_seat: np.ndarray
@@ -246,7 +246,7 @@ class _Builder:
         self.patch_slot: dict[str, int] = {}
         self.buy_seat = np.full((n, 0), -1, dtype=np.int8)
         self.buy_pos = np.zeros((n, 0), dtype=np.int16)  # track positions: at most 1000
-        self.patch_cost: dict[tuple[str, str], int] = {}
+        self.patch_cost: dict[tuple[str | None, str], int] = {}
         self.bot_buys: dict[tuple[str, str, str], list[int]] = {}
         self.bonus: list[tuple[np.ndarray, ...]] = []
 
@@ -442,6 +442,15 @@ def summarize(events: pd.DataFrame, games: pd.DataFrame | Iterable[int] | None =
     for start in range(0, max(len(events), 1), batch_rows):
         builder.add(_from_frame(events.iloc[start:start + batch_rows]))
     return builder.finish()
+
+
+@overload
+def as_summary(events: None, games: pd.DataFrame | None = None) -> None: ...
+
+
+@overload
+def as_summary(events: pd.DataFrame | EventSummary,
+               games: pd.DataFrame | None = None) -> EventSummary: ...
 
 
 def as_summary(events: pd.DataFrame | EventSummary | None,

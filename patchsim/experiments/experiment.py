@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from patchsim.analysis.metrics import BOUNDS, METRICS, RATE_METRICS
+from patchsim.analysis.metrics import ALIASES, METRICS, RANGES
+from patchsim.analysis.metrics import metric as find_metric
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import (
     MAX_NAME,
@@ -53,8 +54,12 @@ MAX_VARIANTS = 1000
 
 # The range each metric's values lie in (a tolerance reaching beyond it cannot fail there).
 METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **{m: (-math.inf, math.inf) for m in METRICS}, **BOUNDS,
-    **{m: (0.0, math.inf) for m in ("score_margin", "score_sd", "plies", "passes")}}
+    **RANGES, **{alias: RANGES[name] for alias, name in ALIASES.items()}}
+
+
+def _known(name: object) -> bool:
+    """A metric name or alias (old names stay accepted, see analysis.metrics)."""
+    return isinstance(name, str) and (name in METRICS or name in ALIASES)
 
 
 class ExperimentError(PatchsimError, ValueError):
@@ -274,10 +279,13 @@ def load_experiment(path: str | Path) -> Experiment:
     names = (pairing_names(skill or bots, "self" if skill else pairings)
              if bots_ok and pairings in ("self", "all", "cross") else None)
     metric = str(data.get("metric", "first_player_win"))
-    if metric not in METRICS:
+    if not _known(metric):
         bad("metric", f"unknown metric {quote(metric)} (metrics: {', '.join(METRICS)})")
+    else:
+        metric = find_metric(metric).name  # an old name: the table column is the new one
     # the equivalence margin of the primary metric: +-2 points for rates, 1 unit otherwise
-    margin = data.get("margin", 0.02 if metric in RATE_METRICS else 1.0)
+    margin = data.get("margin", find_metric(metric).default_margin if _known(metric)
+                      else 1.0)
     low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
     if not _is_number(margin) or not 0 < margin < math.inf:
         bad("margin", f"expected a number above 0 (0.02: +-2 points), got {quote(margin)}")
@@ -553,7 +561,7 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
     else:
         for m, t in targets.items():
             key = f"tune.targets.{m}"
-            if m not in METRICS:
+            if not _known(m):
                 bad(key, f"unknown metric (metrics: {', '.join(METRICS)})")
             if not isinstance(t, dict):
                 bad(key, "expected {target: x, tolerance: t}")
@@ -580,8 +588,9 @@ def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
             elif not _is_number(t["tolerance"]) or not 0 < t["tolerance"] < np.inf:
                 bad(f"{key}.tolerance", f"must be a positive number, got {quote(t['tolerance'])}")
                 ok = False
-            if ok and m in METRICS:
-                ranges[m] = (t["target"] - t["tolerance"], t["target"] + t["tolerance"])
+            if ok and _known(m):
+                ranges[find_metric(m).name] = (t["target"] - t["tolerance"],
+                                               t["target"] + t["tolerance"])
     for m, (scale, offset) in LINKED_METRICS.items():
         if m in ranges and scale in ranges:
             (lo1, hi1), (lo2, hi2) = ranges[scale], ranges[m]
@@ -623,9 +632,10 @@ def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]
         for k in sorted(set(t) - TOLERANCE_KEYS, key=str):
             bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TOLERANCE_KEYS))})")
         m = t.get("metric")
-        if not isinstance(m, str) or m not in METRICS:
+        if not isinstance(m, str) or not _known(m):
             bad(f"{key}.metric", f"unknown metric {quote(m)} (metrics: {', '.join(METRICS)})")
             continue
+        m = find_metric(m).name
         numbers_ok = True
         for k in ("min", "max", "target", "margin"):
             if k in t and not _is_number(t[k]):

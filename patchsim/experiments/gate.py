@@ -28,16 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-from patchsim.analysis.estimators import FAIL, PASS, BandTest, anytime_estimate
-from patchsim.analysis.metrics import deal_metrics
+from patchsim.analysis.estimators import FAIL, MIN_DEALS, PASS, BandTest, anytime_estimate
+from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment, Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
-from patchsim.play.execution import execute
+from patchsim.play.execution import play_in_steps
 from patchsim.play.storage import fresh_dir
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
-MIN_DEALS = 10  # no verdict on fewer deals per pairing
 TOO_FEW = "undecided: too few deals"
 
 
@@ -55,9 +54,6 @@ def planned_checks(exp: Experiment) -> list[tuple[Tolerance, str]]:
     names = exp.pairing_names()
     return [(tol, name) for tol in exp.tolerances for name in names
             if tol.pairing is None or tol.pairing == name]
-
-
-RATE_METRICS = {"first_player_win", "bonus_rate", "leather_useful", "first_leather_useful"}
 
 
 RESOLUTION_DEALS = 30  # the first deals whose spread sets a one-sided non-rate resolution
@@ -106,21 +102,25 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     def result(code: int, games: int, last: str) -> GateResult:
         return GateResult(code, games, lines + [last], len(plan), alpha)
 
-    for k in range(1, looks + 1):
-        games = min(max_games, k * step)
-        cfg = RunConfig(f"{exp.name}-check", [exp.base], list(bots),
-                        all_pairings(len(bots), exp.pairing_mode), games_to_deals(games),
-                        exp.seed, exp.batch_deals, str(exp.path))
-        # batch files kept: each step tops the run up without re-splitting the tables
-        execute(cfg, out_dir, jobs=jobs, backend=backend, scheduler=scheduler, progress=None,
-                keep_batches=True)
+    cfg = RunConfig(f"{exp.name}-check", [exp.base], list(bots),
+                    all_pairings(len(bots), exp.pairing_mode), games_to_deals(step),
+                    exp.seed, exp.batch_deals, str(exp.path))
+    targets = list(dict.fromkeys(games_to_deals(min(max_games, k * step))
+                                 for k in range(1, looks + 1)))
+    statuses: list[str] = []
+
+    def decided(deals: int) -> bool:
+        """Evaluate every check on the deals played; True once the gate is decided."""
+        nonlocal lines
         played = read_games(out_dir)
-        deals = deal_metrics(played, scan_events(out_dir, played))
-        lines = [f"step {k}/{looks}: {2 * cfg.deals} games per pairing (sequential test per "
+        deals_table = deal_metrics(played, scan_events(out_dir, played),
+                                   list(dict.fromkeys(t.metric for t, _ in plan)))
+        k = targets.index(deals) + 1
+        lines = [f"step {k}/{looks}: {2 * deals} games per pairing (sequential test per "
                  f"check: alpha {alpha:g}, beta {beta:g} over {len(plan)} check(s))"]
-        statuses = []
+        statuses.clear()
         for tol, pairing in plan:
-            rows = deals[deals["pairing"] == pairing].sort_values("deal")
+            rows = deals_table[deals_table["pairing"] == pairing].sort_values("deal")
             x = rows[tol.metric].to_numpy(dtype=float) if len(rows) else np.array([])
             x = x[np.isfinite(x)]
             if len(x) < MIN_DEALS:
@@ -141,12 +141,17 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                          f"deals) -> {st}{when}")
         for ln in lines:
             say(ln)
-        if statuses and all(s == "holds" for s in statuses):
-            return result(HOLDS, 2 * cfg.deals, "every tolerance is shown to hold")
-        if any(s == "fails" for s in statuses):
-            return result(FAILS, 2 * cfg.deals, "a tolerance is shown to fail")
-        if games >= max_games:
-            break
+        return bool(statuses) and (all(s == "holds" for s in statuses)
+                                   or any(s == "fails" for s in statuses))
+
+    # the one sequential loop (play.execution); batch files kept: each step tops the run up
+    # without re-splitting the tables
+    steps = play_in_steps(cfg, out_dir, targets, decided, jobs=jobs, backend=backend,
+                          scheduler=scheduler, progress=None, keep_batches=True)
+    if steps.done and all(s == "holds" for s in statuses):
+        return result(HOLDS, 2 * steps.deals, "every tolerance is shown to hold")
+    if steps.done:
+        return result(FAILS, 2 * steps.deals, "a tolerance is shown to fail")
     return result(UNDECIDED, max_games,
                   f"the budget of {max_games} games per pairing ran out before every tolerance "
                   "was decided. The sequential test keeps its error rates however long it "

@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
+from patchsim.analysis.comparison import decide
 from patchsim.analysis.estimators import (
     DEFAULT_MARGIN,
     Estimate,
@@ -51,7 +53,6 @@ from patchsim.analysis.estimators import (
     deal_values,
     difference_pvalue,
     mean_estimate,
-    verdicts,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
 from patchsim.document.format import num, pts
@@ -69,7 +70,7 @@ from patchsim.play.storage import read_manifest
 from patchsim.reporting.plots import new_figure, png_bytes
 
 DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
-BOOTSTRAP = 2000
+BOOTSTRAP = RESAMPLES  # the one resample count of a bootstrap over deals
 VALUE_BOUNDS = (-0.5, 0.5)  # a value is 0.5 minus a win rate
 MAX_DELTAS = 50  # cost changes per patch: each one plays the study's games again
 NEGLIGIBLE = DEFAULT_MARGIN / 4  # a value this small (0.5 points) is worth nothing to speak of
@@ -217,10 +218,14 @@ def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
     a, b = _line(x, means)
     fitted = isotonic_decreasing(means[None, :])
     fair = float(_falls_to(x, fitted, negligible)[0])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(v), size=(boot, len(v)))
-    # per-cost means of each resampled set of deals: one curve per replicate
-    boot_means = np.stack([v[:, j][idx].mean(axis=1) for j in range(len(x))], axis=1)
+
+    def curves(sample: np.ndarray) -> np.ndarray:
+        # per-cost means of each resampled set of deals: one curve per replicate (a cost's
+        # column made contiguous first, so that its sums are those of a plain 2-d mean)
+        return np.stack([np.ascontiguousarray(sample[:, :, j]).mean(axis=1)
+                         for j in range(len(x))], axis=1)
+
+    boot_means = bootstrap_over_deals(v, curves, resamples=boot, seed=seed).replicates
     _ba, bb = _line(x, boot_means)
     boot_fit = isotonic_decreasing(boot_means)
     zeros = _falls_to(x, boot_fit, negligible)
@@ -417,6 +422,13 @@ def _value(x: np.ndarray) -> Estimate:
     return mean_estimate(x, bounds=VALUE_BOUNDS)
 
 
+def verdicts_at_price(study: PriceStudy) -> dict[str, Verdict]:
+    """Each patch's verdict at its printed cost: one Holm family over the patches (the
+    primary question of a price study; the table and the summary both read it here)."""
+    at_price = [_value(study.values[(pid, 0)]) for pid in study.patches]
+    return dict(zip(study.patches, decide(at_price, study.margin, family="holm"), strict=True))
+
+
 def price_table(study: PriceStudy) -> pd.DataFrame:
     """One row per patch and cost: the restricted-play value with its per-deal interval and
     verdict. p-values are Holm-adjusted over the patches at their printed cost (the primary
@@ -437,14 +449,17 @@ def price_table(study: PriceStudy) -> pd.DataFrame:
     if df.empty:
         return df
     # the verdicts: one Holm family over the patches at their printed cost (the primary
-    # question), one Benjamini-Hochberg family over the other costs (exploratory)
+    # question, as :func:`verdicts_at_price`), one Benjamini-Hochberg family over the other
+    # costs (exploratory)
     primary = (df["delta"] == 0).to_numpy()
     found: list[Verdict | None] = [None] * len(df)
-    for sel, family in ((primary, "holm"), (~primary, "bh")):
-        idx = np.flatnonzero(sel)
-        for i, v in zip(idx, verdicts([df["_est"].iloc[i] for i in idx], study.margin,
-                                      family=family), strict=True):
-            found[i] = v
+    at_price = verdicts_at_price(study)
+    for i in np.flatnonzero(primary):
+        found[i] = at_price[df["patch"].iloc[i]]
+    idx = np.flatnonzero(~primary)
+    for i, v in zip(idx, decide([df["_est"].iloc[i] for i in idx], study.margin,
+                                family="bh"), strict=True):
+        found[i] = v
     vs = [v for v in found if v is not None]
     df["p_adjusted"] = [v.p_difference for v in vs]
     df["verdict_kind"] = [v.kind for v in vs]
@@ -528,15 +543,12 @@ def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
     ``reading``)."""
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
-    # the verdicts at the printed costs, one Holm family (as in the table)
-    at_price = [_value(study.values[(pid, 0)]) for pid in study.patches]
-    verdicts_at_price = dict(zip(study.patches, verdicts(at_price, study.margin,
-                                                         family="holm"), strict=True))
+    at_price = verdicts_at_price(study)  # one Holm family, as in the table
     rows = []
     for pid in study.patches:
         r = table[(table["patch"] == pid) & (table["delta"] == 0)].iloc[0]
         c = fits[pid]
-        reading = price_reading(verdicts_at_price[pid], c, int(r["cost"]))
+        reading = price_reading(at_price[pid], c, int(r["cost"]))
         rows.append({"patch": pid, "cost": int(r["cost"]), "value": r["value"],
                      "value_lo": r["value_lo"], "value_hi": r["value_hi"],
                      "p_holm": r["p_adjusted"], "verdict": r["verdict"],

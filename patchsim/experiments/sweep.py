@@ -1,11 +1,14 @@
 """Parameter sweeps: every variant of an experiment on the same deals, and a comparison
-report (one row per variant, differences to the base paired by deal; the primary metric's
-verdicts from :func:`patchsim.analysis.estimators.verdicts` with the variants as one Holm
-family, the other metrics exploratory).
+report (one row per variant, differences to the base paired by deal through
+:func:`patchsim.analysis.comparison.paired_comparison`; the primary metric's verdicts with
+the variants of a pairing as one Holm family, the other metrics exploratory, BH).
 
-Comparisons of distances to a fair game (|first-seat edge|: "does the imbalance grow with
-skill?", "is the variant closest to 50% really fairer than the others?") use a paired
-bootstrap over deals with a fixed seed, so a report is reproducible to the digit."""
+"Does the imbalance grow with skill?" is the report's skill-table question, answered by the
+same function (:func:`patchsim.analysis.comparison.imbalance_changes`). "Is the variant
+closest to 50% really fairer than the others?" compares distances to a fair game
+(|first-seat edge|) with the one bootstrap over deals
+(:func:`patchsim.analysis.bootstrap.bootstrap_over_deals`, fixed seed), so a report is
+reproducible to the digit."""
 
 from __future__ import annotations
 
@@ -18,13 +21,17 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from patchsim.analysis import estimators as est_layer
+from patchsim.analysis.bootstrap import RESAMPLES, SEED, bootstrap_over_deals
+from patchsim.analysis.comparison import imbalance_changes, paired_comparison
 from patchsim.analysis.metrics import (
-    BOUNDS,
+    DEAL_METRICS,
     RATE_METRICS,
+    Metric,
+    canonical,
     deal_metrics,
     estimate,
-    paired_differences,
 )
+from patchsim.analysis.metrics import METRICS as REGISTRY
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
@@ -37,10 +44,12 @@ from patchsim.play.runfolder import load_manifest
 from patchsim.play.storage import fresh_dir
 from patchsim.reporting.plots import png_bytes
 
-SWEEP_METRICS = ["first_player_win", "score_margin", "mean_score", "plies",
+# each metric's one-sentence description, as the report prints it (from the registry)
+METRICS: dict[str, str] = {n: m.description for n, m in REGISTRY.items()}
+SWEEP_METRICS = ["first_player_win", "abs_margin", "mean_score", "plies",
                  "bonus_rate", "leather_useful", "first_leather_useful"]
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 2026  # fixed: the same deals give the same intervals
+BOOTSTRAP_RESAMPLES = RESAMPLES  # the one bootstrap over deals (analysis.bootstrap)
+BOOTSTRAP_SEED = SEED  # fixed: the same deals give the same intervals
 FAIR = {"first_player_win": 0.5, "first_player_edge": 0.0}  # a fair game on each scale
 PERCENT_METRICS = RATE_METRICS
 
@@ -76,11 +85,12 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
     (``verdict_kind``, ``verdict``: equivalent within +-margin (negligible when also
     non-zero) / differs beyond the margin / undecided with the deals that would decide it);
     the secondary metrics are exploratory (Benjamini-Hochberg over all their tests)."""
-    metrics = metrics or SWEEP_METRICS
+    metrics = [canonical(m) for m in (metrics or SWEEP_METRICS)]
+    primary = canonical(primary)
     if primary not in metrics:
         metrics = [primary, *metrics]
     if deals is None:
-        deals = deal_metrics(games, events)
+        deals = deal_metrics(games, events, [*DEAL_METRICS, *metrics])
     est = estimate(deals, metrics)
     wide = est.pivot_table(index=["ruleset", "pairing"], columns="metric",
                            values=["mean", "lo", "hi"], sort=False)
@@ -92,45 +102,34 @@ def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
     out["deals"] = est.groupby(["ruleset", "pairing"], sort=False)["deals"].max()
     if not ((deals["ruleset"] == "base").any() and deals["ruleset"].nunique() > 1):
         return out.reset_index()
-    diff = paired_differences(deals, "base", metrics)
-    # the primary question: Holm over the variants, per pairing
-    prim = diff["metric"] == primary
-    diff["p_adj"] = np.nan
-    for _, idx in diff[prim].groupby("pairing", sort=False).groups.items():
-        diff.loc[idx, "p_adj"] = est_layer.holm(diff.loc[idx, "p"])
-    # secondary metrics: exploratory, false discovery rate over all of them
-    diff.loc[~prim, "p_adj"] = est_layer.benjamini_hochberg(diff.loc[~prim, "p"])
+    base = deals[deals["ruleset"] == "base"]
+    variants = deals[deals["ruleset"] != "base"]
+    scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
+
+    def say(v: est_layer.Verdict, _m: Metric) -> str:
+        return v.text(scale, unit, 1 if scale == 100 else 2)
+
+    # the primary question: one Holm family per pairing, its variants adjusted together for
+    # the tests of no change, of equivalence and of a change beyond the margin alike
+    prim = pd.concat([paired_comparison(base[base["pairing"] == p],
+                                        variants[variants["pairing"] == p], [primary],
+                                        margin=margin, family="holm", text=say)
+                      for p in dict.fromkeys(variants["pairing"])], ignore_index=True)
+    # secondary metrics: exploratory, false discovery rate over all of them (no margin)
+    others = [m for m in metrics if m != primary]
+    sec = (paired_comparison(base, variants, others, margin=0.0, family="bh")
+           if others else pd.DataFrame())
+    diff = pd.concat([prim, sec], ignore_index=True)
     for m in metrics:
         d = diff[diff["metric"] == m].set_index(["ruleset", "pairing"])
         out[f"d_{m}"] = d["diff"]
         out[f"d_{m}_lo"] = d["lo"]
         out[f"d_{m}_hi"] = d["hi"]
-        out[f"p_{m}"] = d["p_adj"]
-    base_rows = deals[deals["ruleset"] == "base"].set_index(["pairing", "deal"])[primary]
-    changes: dict[tuple, est_layer.Estimate] = {}
-    for ruleset, pairing in out.index:
-        if ruleset == "base":
-            continue
-        rows = deals[(deals["ruleset"] == ruleset) & (deals["pairing"] == pairing)]
-        joined = rows.set_index(["pairing", "deal"])[primary].to_frame("v").join(
-            base_rows.rename("b"), how="inner")
-        changes[(ruleset, pairing)] = est_layer.paired_difference(
-            joined["b"].to_numpy(), joined["v"].to_numpy(),
-            bounds=est_layer.RATE_DIFF_BOUNDS if primary in BOUNDS else None)
-    # the primary question: one family per pairing, its variants Holm-adjusted together for
-    # the tests of no change, of equivalence and of a change beyond the margin alike
-    found: dict[tuple, est_layer.Verdict] = {}
-    for pairing in dict.fromkeys(p for _, p in changes):
-        keys = [k for k in changes if k[1] == pairing]
-        found.update(zip(keys, est_layer.verdicts([changes[k] for k in keys], margin, 0.0,
-                                                  0.05, family="holm"), strict=True))
-    scale, unit = (100.0, " points") if primary in PERCENT_METRICS else (1.0, "")
-    kinds, texts, more = [], [], []
-    for key in out.index:
-        v = found.get(key)
-        kinds.append(v.kind if v else "")
-        texts.append(v.text(scale, unit, 1 if scale == 100 else 2) if v else "")
-        more.append(v.more_deals if v else 0)
+        out[f"p_{m}"] = d["p_adjusted"]
+    v = prim.set_index(["ruleset", "pairing"]).reindex(out.index)
+    kinds = v["verdict_kind"].fillna("").tolist()
+    texts = v["verdict"].fillna("").tolist()
+    more = v["more_deals"].fillna(0).astype(int).tolist()
     out["verdict_kind"], out["verdict"], out["more_deals"] = kinds, texts, more
     return out.reset_index()
 
@@ -141,49 +140,55 @@ def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: flo
     """|mean(b) - center| - |mean(a) - center| and its percentile interval at ``level`` from a
     paired bootstrap over deals (``a[i]`` and ``b[i]`` are the same deal, resampled together).
     Deterministic: a numpy Generator seeded with ``seed``."""
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    n = len(a)
-    point = float(abs(b.mean() - center) - abs(a.mean() - center)) if n else np.nan
-    if n < 2:
+    pair = np.column_stack([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+
+    def gap(sample: np.ndarray) -> np.ndarray:
+        # contiguous columns first: the sums are those of a plain 2-d mean, to the last bit
+        return (np.abs(np.ascontiguousarray(sample[..., 1]).mean(axis=-1) - center)
+                - np.abs(np.ascontiguousarray(sample[..., 0]).mean(axis=-1) - center))
+
+    if len(pair) < 2:
+        point = float(gap(pair[None])[0]) if len(pair) else np.nan
         return point, np.nan, np.nan
-    rng = np.random.default_rng(seed)
-    stats = np.empty(resamples)
-    chunk = max(1, 4_000_000 // n)  # bounded memory for runs of many deals
-    for start in range(0, resamples, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n))
-        stats[start:start + len(idx)] = (np.abs(b[idx].mean(axis=1) - center)
-                                         - np.abs(a[idx].mean(axis=1) - center))
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(stats, [tail, 1 - tail])
-    return point, float(lo), float(hi)
+    res = bootstrap_over_deals(pair, gap, resamples=resamples, seed=seed, level=level)
+    return float(res.point), float(res.lo), float(res.hi)
 
 
 def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
-                alpha: float = 0.05, resamples: int = BOOTSTRAP_RESAMPLES,
-                seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+                alpha: float = 0.05, margin: float = est_layer.DEFAULT_MARGIN,
+                ) -> pd.DataFrame:
     """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
     whether the imbalance grows with skill.
 
-    The growth is |mean edge, strongest| - |mean edge, weakest| (a shrinking imbalance is
-    negative, whichever seat it favours), with a paired bootstrap interval over deals at level
-    1 - alpha / k, k the number of variants (Bonferroni across variants); the imbalance is
-    flagged as growing when the interval's lower bound is above 0."""
-    rows = []
+    The question the report's skill table asks too, answered by the same function
+    (:func:`patchsim.analysis.comparison.imbalance_changes`): the paired change of the
+    first-seat edge from the weakest to the strongest bot over the deals both played
+    (``change``, ``change_lo``, ``change_hi``), its verdict against +-``margin`` with the
+    variants as one Holm family (``p_holm``, ``verdict_kind``, ``verdict``), and the
+    ``trend`` it shows (grows / shrinks / changes side / unchanged / undecided); the
+    imbalance grows with skill when the change lies beyond the margin away from a fair
+    game. ``growth`` is |edge, strongest| - |edge, weakest| at the point estimates (a
+    shrinking imbalance is negative, whichever seat it favours)."""
     weak, strong = f"{skill[0]} vs {skill[0]}", f"{skill[-1]} vs {skill[-1]}"
-    k = max(1, deals["ruleset"].nunique())
-    level = 1 - alpha / k
+    keys, pairs, levels, means = [], [], [], []
     for ruleset, d in deals.groupby("ruleset", sort=False):
         w = d[d["pairing"] == weak].set_index("deal")["first_player_edge"]
-        s = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
-        both = pd.concat([w, s], axis=1, keys=["w", "s"]).dropna()
-        growth, lo, hi = paired_abs_gap(both["w"].to_numpy(), both["s"].to_numpy(), 0.0,
-                                        level, resamples, seed)
-        n = len(both)
-        rows.append({"ruleset": ruleset, "edge_weakest": both["w"].mean(),
-                     "edge_strongest": both["s"].mean(), "growth": growth, "growth_lo": lo,
-                     "growth_hi": hi, "level": level, "deals": n,
-                     "imbalance_grows_with_skill": bool(n >= 2 and lo > 0)})
+        st = d[d["pairing"] == strong].set_index("deal")["first_player_edge"]
+        both = pd.concat([w, st], axis=1, keys=["w", "s"]).dropna()
+        mw, ms = float(both["w"].mean()), float(both["s"].mean())
+        keys.append(ruleset)
+        pairs.append((both["w"].to_numpy(), both["s"].to_numpy()))
+        levels.append((mw, ms))
+        means.append((mw, ms, len(both)))
+    found = imbalance_changes(pairs, levels, margin=margin, center=0.0, alpha=alpha)
+    rows = []
+    for ruleset, (mw, ms, n), c in zip(keys, means, found, strict=True):
+        rows.append({"ruleset": ruleset, "edge_weakest": mw, "edge_strongest": ms,
+                     "growth": abs(ms) - abs(mw), "change": c.change.value,
+                     "change_lo": c.change.lo, "change_hi": c.change.hi,
+                     "p_holm": c.verdict.p_difference, "verdict_kind": c.verdict.kind,
+                     "verdict": c.verdict.text(100.0, " points"), "trend": c.trend,
+                     "deals": n, "imbalance_grows_with_skill": c.grows})
     return pd.DataFrame(rows)
 
 
@@ -208,14 +213,16 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     # per-game event summaries, never the whole event log in memory
     games = read_games(run_dir)
     events = scan_events(run_dir, games)
-    deals = deal_metrics(games, events)
+    deals = deal_metrics(games, events, [*DEAL_METRICS, exp.metric])
     table = sweep_table(games, events, primary=exp.metric, margin=exp.margin, deals=deals)
     figures: dict[str, Figure] = {"metric": plot_metric(table, exp.metric)}
     if len(exp.grid_fields) == 2:
         figures["heatmap"] = plot_heatmap(table, exp, exp.metric)
     flags = None
     if exp.skill and len(exp.skill) >= 2:
-        flags = skill_flags(table, deals, exp.skill)
+        flags = skill_flags(table, deals, exp.skill, margin=exp.margin
+                            if exp.metric in ("first_player_win", "first_player_edge")
+                            else est_layer.DEFAULT_MARGIN)
         figures["skill"] = plot_skill(table, exp)
     atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
     if flags is not None:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est_layer
-from patchsim.analysis.metrics import METRICS, RATE_METRICS
+from patchsim.analysis.metrics import RATE_METRICS, metric
 from patchsim.document.format import num, pct, pts_unit, sig
 from patchsim.document.model import Bullets, Col, Document, Section, Table
 from patchsim.experiments.experiment import Experiment
@@ -34,7 +34,8 @@ def _closest_line(m: str, c: dict) -> str:
     best = c["best"]
     show = pct if m == "first_player_win" else pts_unit
     line = (f"closest to {c['fair_text']} by point estimate is **{best['ruleset']}**: "
-            f"{METRICS[m]} {show(best[m])} [{show(best[m + '_lo'])}, {show(best[m + '_hi'])}]"
+            f"{metric(m).description} {show(best[m])} "
+            f"[{show(best[m + '_lo'])}, {show(best[m + '_hi'])}]"
             + (" (a fair game lies inside the interval)"
                if best[m + "_lo"] <= c["center"] <= best[m + "_hi"] else ""))
     if not c["others"]:
@@ -52,7 +53,8 @@ def verdict_lines(exp: Experiment, table: pd.DataFrame,
     m = exp.metric
     margin = (f"+-{100 * exp.margin:g} points" if m in RATE_METRICS
               else f"+-{exp.margin:g}")
-    lines = [f"Primary metric: {METRICS[m]}; each variant against the base on the same deals, "
+    lines = [f"Primary metric: {metric(m).description}; each variant against the base on the "
+             "same deals, "
              f"with its 95% interval; equivalence margin {margin}. A verdict is read off that "
              "interval, equivalence first: 'equivalent' when it lies inside the margin "
              "('negligible' when it also excludes 0), 'differs' only when it lies beyond the "
@@ -64,7 +66,7 @@ def verdict_lines(exp: Experiment, table: pd.DataFrame,
         if closest and pairing in closest:
             lines.append("the variant " + _closest_line(m, closest[pairing]))
         for r in t.to_dict("records"):
-            text = (f"{r['ruleset']}: {METRICS[m]} {fmt_metric(m, r[m])} "
+            text = (f"{r['ruleset']}: {metric(m).description} {fmt_metric(m, r[m])} "
                     f"[{fmt_metric(m, r[m + '_lo'])}, {fmt_metric(m, r[m + '_hi'])}]")
             if r["ruleset"] != "base" and isinstance(r.get("verdict"), str) and r["verdict"]:
                 text += f"; against the base: {r['verdict']}"
@@ -85,11 +87,8 @@ def skill_lines(exp: Experiment, flags: pd.DataFrame) -> list[str]:
         if f.imbalance_grows_with_skill:
             out.append(f"**{f.ruleset}**: the first-seat imbalance grows with skill "
                        f"({pct(f.edge_weakest + 0.5)} with {exp.skill[0]} -> "
-                       f"{pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; |edge| "
-                       f"{num(100 * f.growth, 1, True)} points "
-                       f"[{num(100 * f.growth_lo, 1, True)}, {num(100 * f.growth_hi, 1, True)}]"
-                       f", {pct(f.level)} paired bootstrap "
-                       f"interval over deals, Bonferroni over {_n_variants(len(flags))}).")
+                       f"{pct(f.edge_strongest + 0.5)} with {exp.skill[-1]}; the change "
+                       f"over the same deals {f.verdict}).")
     if len(flags) and not flags["imbalance_grows_with_skill"].any():
         out.append(f"the first-seat imbalance is not shown to grow from {exp.skill[0]} to "
                    f"{exp.skill[-1]} in any variant (see Imbalance and skill).")
@@ -123,13 +122,13 @@ def variants_table(exp: Experiment, table: pd.DataFrame, shown: list[str]) -> Ta
 def skill_table(flags: pd.DataFrame) -> Table:
     rows = [{"variant": f.ruleset, "weak": pts_unit(f.edge_weakest),
              "strong": pts_unit(f.edge_strongest),
-             "growth": f"{pts_unit(f.growth)} [{num(100 * f.growth_lo, 1, True)}, "
-                       f"{num(100 * f.growth_hi, 1, True)}]",
+             "change": str(f.verdict), "trend": str(f.trend),
              "grows": "yes" if f.imbalance_grows_with_skill else "no"}
             for f in flags.itertuples()]
     return Table([Col("variant", "variant", align="left"), Col("weak", "edge weakest"),
-                  Col("strong", "edge strongest"), Col("growth", "growth", align="left"),
-                  Col("grows", "grows", align="left")], rows)
+                  Col("strong", "edge strongest"), Col("change", "change", align="left"),
+                  Col("trend", "trend", align="left"), Col("grows", "grows", align="left")],
+                 rows)
 
 
 def sweep_document(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | None,
@@ -149,15 +148,15 @@ def sweep_document(exp: Experiment, table: pd.DataFrame, flags: pd.DataFrame | N
         "the variants; the other metrics are exploratory: q is the Benjamini-Hochberg adjusted "
         "p-value over all of them.")
     variants.table(variants_table(exp, table, shown))
-    variants.p("Metrics: " + "; ".join(f"{m}: {METRICS[m]}" for m in shown))
+    variants.p("Metrics: " + "; ".join(f"{m}: {metric(m).description}" for m in shown))
     doc.sections.append(variants)
     if flags is not None and len(flags):
-        level = float(flags["level"].iloc[0])
         doc.sections.append(Section("Imbalance and skill").p(
-            f"Growth: |first-seat edge| with {exp.skill[-1]} minus with {exp.skill[0]} "
-            f"(self-play, same deals), {pct(level)} paired bootstrap interval over "
-            f"deals (Bonferroni over {_n_variants(len(flags))}); it grows when the interval "
-            "lies above 0.").table(skill_table(flags)))
+            f"Change: the first-seat edge with {exp.skill[-1]} minus with {exp.skill[0]} "
+            "(self-play, same deals), a paired difference over deals with its verdict "
+            f"(Holm over {_n_variants(len(flags))}), as the run report's skill table reads it; "
+            "the imbalance grows when the change lies beyond the margin, away from a fair "
+            "game.").table(skill_table(flags)))
     for k, data in pngs.items():
         variants.figure(f"figures/sweep-{k}.png", data, FIGURE_CAPTIONS.get(k, k), alt=k)
     doc.sections.append(Section("Variants defined", [Bullets([

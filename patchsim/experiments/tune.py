@@ -29,7 +29,7 @@ from patchsim.analysis.estimators import (
     mean_estimate,
     verdicts,
 )
-from patchsim.analysis.metrics import BOUNDS, deal_metrics
+from patchsim.analysis.metrics import BOUNDS, canonical, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
@@ -108,8 +108,10 @@ def _deal_values(run_dir: Path, metrics: list[str]) -> pd.DataFrame:
     """One row per deal, each metric averaged over the pairings (deals are common to the
     pairings, so this keeps the deal as the unit)."""
     games = read_games(run_dir)
-    deals = deal_metrics(games, scan_events(run_dir, games))
-    return deals.groupby("deal", sort=True)[metrics].mean()
+    deals = deal_metrics(games, scan_events(run_dir, games), metrics)
+    # the columns under the targets' names (an old name of a metric stays the target's key)
+    cols = {m: deals[canonical(m)] for m in metrics}
+    return pd.DataFrame(cols).groupby(deals["deal"].to_numpy(), sort=True).mean()
 
 
 def loss_bounds(values: pd.DataFrame, targets: dict[str, dict[str, float]],
@@ -119,7 +121,7 @@ def loss_bounds(values: pd.DataFrame, targets: dict[str, dict[str, float]],
     point = low = high = 0.0
     ests: dict[str, Estimate] = {}
     for m, t in targets.items():
-        e = mean_estimate(values[m].to_numpy(), level, BOUNDS.get(m))
+        e = mean_estimate(values[m].to_numpy(), level, BOUNDS.get(canonical(m)))
         ests[m] = e
         tol, target = _tolerance(m, t), t["target"]
         near = 0.0 if e.lo <= target <= e.hi else min(abs(e.lo - target), abs(e.hi - target))

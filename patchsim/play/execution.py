@@ -134,7 +134,7 @@ def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs:
     to ``warm_progress``). The caller closes the stream when it stops early, so batches
     still playing stop too."""
     if not batches:
-        return (r for r in ())  # closable, like every other stream here
+        return (r for r in ())  # type: ignore[var-annotated]  # closable, like the others
     if client is not None:
         # before any batch: otherwise every fresh worker compiles on its first batch at once
         warm_cluster(client, config, warm_progress, scheduler=str(client.scheduler.address))
@@ -448,6 +448,49 @@ def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
             results.close()  # type: ignore[attr-defined]
 
 
+@dataclass
+class Steps:
+    """What :func:`play_in_steps` did: the last step's result (None if no step ran), the
+    deals the run holds, the games played in this session over every step, and whether the
+    stop rule was met (False: the budget ran out, or a step did not complete)."""
+
+    result: RunResult | None
+    deals: int
+    played: int
+    done: bool
+
+
+def play_in_steps(config: RunConfig, run_dir: Path, targets: Iterator[int] | list[int],
+                  done: Callable[[int], bool], **kw: Any) -> Steps:
+    """The one sequential loop: top the run up to each number of deals in ``targets``
+    (increasing; the run folder is reused, so each step plays only the new deals) and after
+    every complete step ask ``done(deals)`` whether to stop. Stops at the first ``done``,
+    after the last target, or at a step that did not complete (interrupted). ``kw`` goes to
+    :func:`execute`. The stop rule reads the run folder itself: the loop knows nothing about
+    what is tested (the run's first-seat rate, an experiment's tolerances)."""
+    played, deals, last = 0, 0, None
+    for target in targets:
+        deals = target
+        config.deals = deals
+        last = execute(config, run_dir, **kw)
+        played += last.played
+        if not last.complete:
+            return Steps(last, deals, played, False)
+        if done(deals):
+            return Steps(last, deals, played, True)
+    return Steps(last, deals, played, False)
+
+
+def step_targets(budget: int, step: int, start: int | None = None) -> Iterator[int]:
+    """``start`` (default ``step``) deals, then ``step`` more at a time, up to ``budget``."""
+    deals = min(budget, max(start if start is not None else step, 1))
+    while True:
+        yield deals
+        if deals >= budget:
+            return
+        deals = min(budget, deals + max(step, 1))
+
+
 def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = None, *,
                   decide_margin: float | None = None, step_deals: int = 200,
                   echo: Callable[[str], None] | None = None, **kw: Any) -> RunResult:
@@ -476,7 +519,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
                                  f"got {value}", value=value)
     say = echo or (lambda _line: None)
     t0 = time.perf_counter()
-    played = 0  # over every step: the session's rate, not the last step's
+    played = 0  # over every step: the session's rate, not the last step's (set below)
 
     def session(result: RunResult) -> RunResult:
         seconds = time.perf_counter() - t0
@@ -484,19 +527,18 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
                                    games_per_s=played / seconds if played else 0.0)
 
     budget = config.deals
-    deals = min(budget, max(step_deals, 1))
+    first = min(budget, max(step_deals, 1))
     if (Path(run_dir) / MANIFEST).exists():  # resuming: never ask for fewer deals than stored
-        deals = min(budget, max(deals, read_manifest(Path(run_dir))[1].deals))
-    while True:
-        config.deals = deals
-        result = execute(config, run_dir, **kw)
-        played += result.played
-        if not result.complete:
-            return session(result)
+        first = min(budget, max(first, read_manifest(Path(run_dir))[1].deals))
+    notes: list[str] = []
+    decided: list[dict[str, Any]] = []
+
+    def stop(deals: int) -> bool:
         games = pd.read_parquet(table_path(Path(run_dir), "games"),
                                 columns=["ruleset", "pairing", "deal", "winner"])
-        widest, open_groups, notes = 0.0, 0, []
-        decided: list[dict[str, Any]] = []
+        widest, open_groups = 0.0, 0
+        notes.clear()
+        decided.clear()
         for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
                                                    observed=True):
             x = deal_values((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
@@ -523,24 +565,30 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
         if halfwidth is not None:
             say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
                 f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
-            done = widest <= halfwidth
-        else:
-            say(f"{deals} deals: {len(notes)} decided, {open_groups} still open")
-            done = open_groups == 0
-        if done or deals >= budget:
-            if done and halfwidth is not None:
-                say(f"target reached at {deals} deals: every 95% half-width is at most "
-                    f"{100 * halfwidth:.2f} points")
-            elif done:
-                say(f"target reached at {deals} deals: every pairing is decided")
-            else:
-                say(f"stopped at the budget of {budget} deals before reaching the target")
-            if decide_margin is not None:
-                # the report reads this: its fixed-sample intervals were stopped on
-                atomic_write_text(json.dumps({"rule": "decided", "margin": decide_margin,
-                                              "step_deals": step_deals, "deals": deals,
-                                              "decided": decided}, indent=1),
-                                  Path(run_dir) / STOPPING_FILE)
-            result.notes.extend(notes)
-            return session(result)
-        deals = min(budget, deals + step_deals)
+            return widest <= halfwidth
+        say(f"{deals} deals: {len(notes)} decided, {open_groups} still open")
+        return open_groups == 0
+
+    steps = play_in_steps(config, run_dir, step_targets(budget, step_deals, first), stop,
+                          **kw)
+    played = steps.played
+    result = steps.result
+    assert result is not None  # at least one step is always played
+    if not result.complete:
+        return session(result)
+    deals = steps.deals
+    if steps.done and halfwidth is not None:
+        say(f"target reached at {deals} deals: every 95% half-width is at most "
+            f"{100 * halfwidth:.2f} points")
+    elif steps.done:
+        say(f"target reached at {deals} deals: every pairing is decided")
+    else:
+        say(f"stopped at the budget of {budget} deals before reaching the target")
+    if decide_margin is not None:
+        # the report reads this: its fixed-sample intervals were stopped on
+        atomic_write_text(json.dumps({"rule": "decided", "margin": decide_margin,
+                                      "step_deals": step_deals, "deals": deals,
+                                      "decided": decided}, indent=1),
+                          Path(run_dir) / STOPPING_FILE)
+    result.notes.extend(notes)
+    return session(result)

@@ -14,6 +14,7 @@ import errno
 from pathlib import Path
 
 from patchsim.analysis import stats as st
+from patchsim.analysis.bootstrap import LARGE_RUN_RESAMPLES, RESAMPLES
 from patchsim.analysis.compare import (
     CompareError,
     Comparison,
@@ -110,7 +111,8 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     # deterministic self-play: each deal's copy is detected once here and counted once by
     # every table below (they see the same ``distinct`` table)
     g, e = distinct(run.games), run.events
-    n_boot = 999 if len(g) <= 50_000 else 199  # bootstrap cost grows with games x resamples
+    # the one resample count; beyond 50,000 games fewer (cost grows with games x resamples)
+    n_boot = RESAMPLES if len(g) <= 50_000 else LARGE_RUN_RESAMPLES
     pairings = st.pairing_table(g)
     fpa = st.first_player_advantage(g, margin=margin)
     skill = st.skill_balance(g, margin=margin)

@@ -122,7 +122,7 @@ def methods_section(margin: float, n_boot: int) -> Section:
         "first seat's win rate from the first level is a paired difference over the deals "
         "both played, Holm-corrected over the levels and rulesets, with its verdict.",
         f"Scores, margins, game length: mean, median and IQR with percentile bootstrap "
-        f"intervals ({n_boot} resamples of whole deals, scipy).",
+        f"intervals ({n_boot} resamples of whole deals).",
         "Patches: per seat and game, whether the seat bought the patch and whether it won; the "
         "difference in win rates is the slope of a linear probability model weighted so that "
         "each side's mean is its rate over deals, with deal-clustered errors (statsmodels), "
