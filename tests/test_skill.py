@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import patchsim
 from patchsim.analysis import skill as sk
+from patchsim.analysis.seats import SKILL_GAP
 from patchsim.cli.main import app
 from patchsim.document.model import Document
 from patchsim.document.render import to_html, to_markdown
@@ -351,11 +352,6 @@ def test_a_run_holds_a_trace_and_its_headline() -> None:
     assert s.title == "Headline" and len(s.blocks[0].items) == 1
 
 
-def test_skill_gap_labels_a_lopsided_pairing() -> None:
-    assert sk.skill_decided(0.9) and not sk.skill_decided(0.6)
-    assert not sk.skill_decided(float("nan"))
-
-
 def _lopsided_run() -> pd.DataFrame:
     """Two levels in self-play and their cross pairing, which the stronger wins throughout."""
     rows = []
@@ -379,7 +375,8 @@ def test_a_pairing_the_skill_gap_decides_is_labelled_as_saying_nothing_about_sea
     games = _lopsided_run()
     t = sk.lopsided_pairings(games)
     assert list(t["pairing"]) == ["strong vs weak"] and t.loc[0, "stronger"] == "strong"
-    assert t.loc[0, "win"] == 1.0 and t.loc[0, "lo"] > sk.SKILL_GAP
+    assert t.loc[0, "win"] == 1.0 and t.loc[0, "lo"] > SKILL_GAP
+    assert "the skill gap decides these games" in t.loc[0, "reason"]
     sections = report_sections(games, None)
     assert [s.title for s in sections] == ["Headline", "Skill trace: r"]
     head = sections[0]

@@ -29,6 +29,7 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.metrics import deal_metrics
+from patchsim.analysis.seats import seat_information
 from patchsim.analysis.selfplay import distinct
 from patchsim.analysis.tables import EventSummary
 
@@ -472,36 +473,29 @@ def run_traces(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None =
     return out
 
 
-SKILL_GAP = 0.75  # a pairing whose stronger bot wins more than this (interval's low end)
-
-
-def skill_decided(win_lo: float, gap: float = SKILL_GAP) -> bool:
-    """Whether a pairing's outcome is decided by the skill gap: the stronger bot's win rate
-    is shown above ``gap`` (its 95% interval's low end). Its seat figures then say how the
-    stronger bot fares from each seat, nothing about the seats under even play."""
-    return bool(np.isfinite(win_lo) and win_lo > gap)
-
-
-def lopsided_pairings(games: pd.DataFrame, gap: float = SKILL_GAP) -> pd.DataFrame:
-    """The cross pairings (per ruleset) whose outcome the skill gap decides
-    (:func:`skill_decided`): ruleset, pairing, the stronger bot, its win rate and 95%
-    interval over deals."""
+def lopsided_pairings(games: pd.DataFrame) -> pd.DataFrame:
+    """The cross pairings (per ruleset) whose outcome the skill gap decides, by the one rule
+    of :func:`patchsim.analysis.seats.seat_information` (the stronger bot wins over 90% of
+    games from either seat, lower bounds): ruleset, pairing, the stronger bot, its win rate
+    and 95% interval over deals, and the rule's reason."""
     rows = []
     cross = games[(games["bot0"] != games["bot1"]).to_numpy()]
     for (ruleset, pairing), g in cross.groupby(["ruleset", "pairing"], sort=False,
                                                observed=True):
         if g.empty:
             continue
+        informative, reason = seat_information(g)
+        if informative:
+            continue
         a, b = str(g["bot0"].iloc[0]), str(g["bot1"].iloc[0])
         won = (g["winner_bot"].astype(str) == a).to_numpy(dtype=float)
         e = est.rate(won, g["deal"].to_numpy())
         strong, lo, hi, value = (a, e.lo, e.hi, e.value) if e.value >= 0.5 else (
             b, 1 - e.hi, 1 - e.lo, 1 - e.value)
-        if skill_decided(lo, gap):
-            rows.append({"ruleset": str(ruleset), "pairing": str(pairing), "stronger": strong,
-                         "win": value, "lo": lo, "hi": hi, "deals": e.deals})
+        rows.append({"ruleset": str(ruleset), "pairing": str(pairing), "stronger": strong,
+                     "win": value, "lo": lo, "hi": hi, "deals": e.deals, "reason": reason})
     return pd.DataFrame(rows, columns=["ruleset", "pairing", "stronger", "win", "lo", "hi",
-                                       "deals"])
+                                       "deals", "reason"])
 
 
 # --- a change of rules at every level ------------------------------------------------------------

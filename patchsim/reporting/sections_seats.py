@@ -69,7 +69,9 @@ def seats_section(pairings: pd.DataFrame, fpa: pd.DataFrame, skill: pd.DataFrame
         ("advantage", lambda r: f"{num(r.adv_pp, 1, True)} pts"),
         ("Elo", lambda r: f"{num(r.elo, 0, True)} [{num(r.elo_lo, 0, True)}, "
                           f"{num(r.elo_hi, 0, True)}]"),
-        ("against 50%", lambda r: str(r.verdict) if r.deals >= MIN_DEALS else ""),
+        ("against 50%", lambda r: ("says nothing about the seats: the skill gap decides "
+                                   "these games" if not getattr(r, "seat_informative", True)
+                                   else str(r.verdict) if r.deals >= MIN_DEALS else "")),
         ("deals 2-0 / split / 0-2", lambda r: f"{r.seat0_both} / {r.split} / {r.seat1_both}"),
         ("exact McNemar p", lambda r: pval(r.p_mcnemar)),
         ("design effect", lambda r: num(r.deff, 2)),

@@ -34,7 +34,10 @@ def verdict_section(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: p
                   else f"each played from both seats; {DISTINCT_NOTE}")
         text = (f"Under {r.ruleset}, with {r.pairing}, the first seat wins {pct(r.rate)} "
                 f"{ci(r.lo, r.hi)} of games ({plural(r.deals, 'deal')}, {played})")
-        if r.deals >= MIN_DEALS and isinstance(r.verdict, str) and r.verdict:
+        if not getattr(r, "seat_informative", True):
+            # the skill gap decides these games: no seat verdict, whatever it would say
+            text += f"; {r.seat_reason}"
+        elif r.deals >= MIN_DEALS and isinstance(r.verdict, str) and r.verdict:
             text += f"; against 50%: {r.verdict}"
             if r.verdict_kind == "differs":
                 text += (f" ({num(abs(r.elo), 0)} Elo for the "
