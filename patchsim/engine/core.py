@@ -167,6 +167,12 @@ def patch_income(tab: np.ndarray, patch: np.int64) -> np.int64:
 
 
 @njit(cache=True, inline="always")
+def patch_size(tab: np.ndarray, patch: np.int64) -> np.int64:
+    """Squares the patch covers."""
+    return tab[tab[O_SIZE] + patch]
+
+
+@njit(cache=True, inline="always")
 def income_marks_upto(tab: np.ndarray, space: np.int64) -> np.int64:
     """Number of income marks at or below ``space``."""
     return tab[tab[O_INCOME_CUM] + space]
@@ -200,6 +206,43 @@ def neighbours(tab: np.ndarray, s: np.int64) -> tuple[np.int64, np.int64]:
     """(lo, hi) masks of the squares orthogonally next to square s."""
     nb = tab[O_NEIGH]
     return tab[nb + 2 * s], tab[nb + 2 * s + 1]
+
+
+@njit(cache=True, inline="always")
+def placement_nb_lo(tab: np.ndarray, g: np.int64) -> np.int64:
+    """Squares 0..63 orthogonally next to placement g (not in it)."""
+    return tab[tab[O_PLACE_NB_LO] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_nb_hi(tab: np.ndarray, g: np.int64) -> np.int64:
+    return tab[tab[O_PLACE_NB_HI] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_edge(tab: np.ndarray, g: np.int64) -> np.int64:
+    """Sides of placement g's squares that lie on the quilt's border."""
+    return tab[tab[O_PLACE_EDGE] + g]
+
+
+@njit(cache=True, inline="always")
+def full_quilt(tab: np.ndarray) -> tuple[np.int64, np.int64]:
+    """(lo, hi) masks of every square of the quilt."""
+    return tab[tab[O_FULL_LO]], tab[tab[O_FULL_HI]]
+
+
+# the quilt's four border lines, in the order of the O_BORDER section
+BORDER_FIRST_COL = 0
+BORDER_LAST_COL = 1
+BORDER_FIRST_ROW = 2
+BORDER_LAST_ROW = 3
+
+
+@njit(cache=True, inline="always")
+def border_line(tab: np.ndarray, line: np.int64) -> tuple[np.int64, np.int64]:
+    """(lo, hi) masks of one border line of the quilt (``BORDER_*``)."""
+    b = tab[O_BORDER] + 2 * line
+    return tab[b], tab[b + 1]
 
 
 @njit(cache=True, inline="always")
