@@ -59,10 +59,10 @@ def first_fit_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn:
+        if core.patch_cost(tab, patch) > btn:
             continue
-        first = tab[tab[core.O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+        first = core.patch_first(tab, patch)
+        for g in range(first, first + core.patch_count(tab, patch)):
             if core.fits(state, tab, p, g):
                 return g
     return core.PASS
@@ -79,17 +79,17 @@ def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.in
     """
     pos = state[core.S_POS + p]
     last = tab[core.T_LAST]
-    t = tab[tab[core.O_TIME] + patch]
+    t = core.patch_time(tab, patch)
     if t > last - pos:
         t = last - pos
     progress = pos / last if last > 0 else 1.0
     w_cost = params[P_W_COST]
     if params[P_BUTTON_CAP] > 0 and state[core.S_BTN + p] > params[P_BUTTON_CAP]:
         w_cost *= 0.5
-    v = (params[P_W_INCOME] * tab[tab[core.O_INCOME] + patch] * income_marks_left(tab, pos)
-         + params[P_W_AREA] * tab[tab[core.O_SIZE] + patch] * tab[core.T_PENALTY]
+    v = (params[P_W_INCOME] * core.patch_income(tab, patch) * income_marks_left(tab, pos)
+         + params[P_W_AREA] * core.patch_size(tab, patch) * tab[core.T_PENALTY]
          * (1.0 + params[P_AREA_RAMP] * progress)
-         - w_cost * tab[tab[core.O_COST] + patch])
+         - w_cost * core.patch_cost(tab, patch))
     if params[P_RATIO] > 0:
         v = v / (t + params[P_TIME_OFFSET])
     else:
@@ -120,7 +120,7 @@ def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: n
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
+        if core.patch_cost(tab, patch) > btn or patch == forbid:
             continue
         g, ps = best_placement(state, tab, p, patch, params[P_CONTACT], params[P_HOLES],
                                params[P_WINDOW], first_fit)
