@@ -27,12 +27,12 @@ def _shr(lo: np.uint64, hi: np.uint64, k: np.uint64) -> tuple[np.uint64, np.uint
 
 
 @njit(cache=True, inline="always")
-def _pc(lo: np.uint64, hi: np.uint64) -> np.int64:
+def _pc(lo: np.uint64, hi: np.uint64) -> int:
     return core.popcount64(np.int64(lo)) + core.popcount64(np.int64(hi))
 
 
 @njit(cache=True)
-def hole_mask(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> tuple[np.uint64, np.uint64]:
+def hole_mask(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64]:
     """Empty squares whose four neighbours are all covered or off the quilt (one-square holes:
     only a leather patch can ever fill them)."""
     clo = np.uint64(qlo)
@@ -72,13 +72,13 @@ def hole_mask(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> tuple[np.uint64,
 
 
 @njit(cache=True)
-def count_holes(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+def count_holes(tab: np.ndarray, qlo: int, qhi: int) -> int:
     hlo, hhi = hole_mask(tab, qlo, qhi)
     return _pc(hlo, hhi)
 
 
 @njit(cache=True)
-def best_window(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+def best_window(tab: np.ndarray, qlo: int, qhi: int) -> int:
     """Covered squares in the fullest bonus window (0 if the ruleset has no bonus)."""
     best = 0
     for w in range(tab[core.T_NWINDOWS]):
@@ -90,7 +90,7 @@ def best_window(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def contact(tab: np.ndarray, qlo: np.int64, qhi: np.int64, g: np.int64) -> np.int64:
+def contact(tab: np.ndarray, qlo: int, qhi: int, g: int) -> int:
     """Sides of placement g that touch a covered square or the quilt's border."""
     return (core.popcount64(core.placement_nb_lo(tab, g) & qlo)
             + core.popcount64(core.placement_nb_hi(tab, g) & qhi)
@@ -98,8 +98,8 @@ def contact(tab: np.ndarray, qlo: np.int64, qhi: np.int64, g: np.int64) -> np.in
 
 
 @njit(cache=True)
-def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.int64,
-                    g: np.int64, w_contact: float, w_holes: float, w_window: float,
+def placement_score(tab: np.ndarray, qlo: int, qhi: int, holes0: int,
+                    g: int, w_contact: float, w_holes: float, w_window: float,
                     bonus_open: bool) -> float:
     """How well placement g packs: contact with what is there, minus one-square holes it
     creates (holes0 = holes before), plus coverage of the fullest bonus window."""
@@ -117,9 +117,9 @@ def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.in
 
 
 @njit(cache=True)
-def best_placement(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.int64,
+def best_placement(state: np.ndarray, tab: np.ndarray, p: int, patch: int,
                    w_contact: float, w_holes: float, w_window: float,
-                   first_fit: bool) -> tuple[np.int64, float]:
+                   first_fit: bool) -> tuple[int, float]:
     """The best-scoring placement of ``patch`` on p's quilt: (placement id, score), or
     (-1, 0.0) if it does not fit anywhere. ``first_fit`` takes the first one that fits."""
     qlo = state[core.S_QLO + p]
@@ -146,7 +146,7 @@ def best_placement(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.in
 
 
 @njit(cache=True)
-def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
+def leather_square(state: np.ndarray, tab: np.ndarray, p: int) -> int:
     """Where a claimed leather patch goes: into a one-square hole if there is one (nothing else
     can fill it), else the empty square with the most covered or border sides."""
     qlo = state[core.S_QLO + p]
@@ -176,15 +176,15 @@ def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def income_marks_left(tab: np.ndarray, pos: np.int64) -> np.int64:
+def income_marks_left(tab: np.ndarray, pos: int) -> int:
     """Income marks still ahead of a token on ``pos`` (each pays the quilt's income once)."""
     return core.income_marks_upto(tab, tab[core.T_LAST]) - core.income_marks_upto(tab, pos)
 
 
 @njit(cache=True)
-def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: np.int64,
+def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: int,
                    w_contact: float, w_holes: float, w_window: float,
-                   forbid: np.int64) -> np.int64:
+                   forbid: int) -> int:
     """The moves a search considers, written to ``out``: pass, then for each affordable
     offered patch (but ``forbid``, -1 for none) its ``top_k`` best placements by
     :func:`placement_score`. Returns how many. Both searches (rollouts and the learned

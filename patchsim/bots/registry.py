@@ -386,7 +386,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
 # --- specs ------------------------------------------------------------------------------------
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside parentheses."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -406,8 +408,7 @@ def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if isinstance(spec, dict):
         if "name" not in spec:
             raise BotSpecError(f"bot mapping {spec!r} has no 'name' key")
-        params = {k: v for k, v in spec.items() if k != "name"}
-        return str(spec["name"]), params
+        return str(spec["name"]), {k: v for k, v in spec.items() if k != "name"}
     if not isinstance(spec, str) or not spec.strip():
         raise BotSpecError(f"bot spec must be a non-empty string or mapping, got {spec!r}")
     text = spec.strip()
@@ -465,8 +466,8 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
         value = float(value)
     lo, hi = param.low, param.high
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        def num(x: float) -> str:  # 1000000000, not 1e+09
-            return _fmt(float(x))
+        def num(x: float | None) -> str:  # 1000000000, not 1e+09
+            return _fmt(float(x or 0))
 
         rule = (f"between {num(lo)} and {num(hi)}" if lo is not None and hi is not None
                 else f"at least {num(lo)}" if lo is not None else f"at most {num(hi)}")

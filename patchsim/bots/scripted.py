@@ -43,7 +43,7 @@ P_FORBID = 15
 
 
 @njit(cache=True)
-def first_fit_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
+def first_fit_move(state: np.ndarray, tab: np.ndarray) -> int:
     """Buy the first affordable offered patch that fits, at its first placement; else pass.
 
     Leather goes on the first empty square.
@@ -69,8 +69,8 @@ def first_fit_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
 
 
 @njit(cache=True)
-def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.int64,
-                patch: np.int64, place_score: float) -> float:
+def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: int,
+                patch: int, place_score: float) -> float:
     """How much buying ``patch`` is worth to p now, in the scripted policy's terms.
 
     Income is valued by the income marks still ahead (endgame knowledge: a patch bought after
@@ -99,7 +99,7 @@ def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.in
 
 @njit(cache=True)
 def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                  buf: np.ndarray) -> np.int64:
+                  buf: np.ndarray) -> int:
     """The scripted strategy: value each affordable offered patch (see ``patch_value``) with
     its best placement, buy the best if it beats passing, else pass. A forbidden patch
     (``P_FORBID``) is never bought."""
@@ -134,8 +134,8 @@ def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: n
 
 
 @njit(cache=True)
-def rollout_move(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                 rng: np.ndarray, buf: np.ndarray) -> np.int64:
+def rollout_move(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                 rng: np.ndarray, buf: np.ndarray) -> int:
     """The non-search policies (the ones a search may use for its rollouts)."""
     if kind == SCRIPTED:
         return scripted_move(params, state, tab, rng, buf)

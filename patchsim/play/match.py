@@ -117,9 +117,10 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     moves = np.full(max_plies(rs), -9999, dtype=np.int64)
     ev = np.zeros((max_events(rs), core.EV_WIDTH), dtype=np.int64)
     result = np.zeros(playout.R_WIDTH, dtype=np.int64)
-    if all(isinstance(b, CompiledBot) for b in bots):
-        kinds = np.array([b.kind for b in bots], dtype=np.int64)  # type: ignore[union-attr]
-        params = np.stack([b.params for b in bots])  # type: ignore[union-attr]
+    compiled = [b for b in bots if isinstance(b, CompiledBot)]
+    if len(compiled) == len(bots):
+        kinds = np.array([b.kind for b in compiled], dtype=np.int64)
+        params = np.stack([b.params for b in compiled])
         rng = streams.copy()
         ne = playout.play_game(tables.tab, game.state, kinds, params, rng, moves, ev, result)
         if result[playout.R_ERROR]:

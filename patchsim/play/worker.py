@@ -61,7 +61,8 @@ WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has fille
 
 def cache_folder() -> Path:
     """numba's cache folder for this process (created if missing)."""
-    folder = Path(numba.config.CACHE_DIR or tempfile.gettempdir())
+    # numba.config sets its options at import, from the environment (no stubs name them)
+    folder = Path(getattr(numba.config, "CACHE_DIR", "") or tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
