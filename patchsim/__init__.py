@@ -87,6 +87,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BotError",
+    "ContractError",
     "Game",
     "IllegalMoveError",
     "IllegalReason",
@@ -97,6 +98,8 @@ __all__ = [
     "RulesetError",
     "Simulation",
     "bonus_table",
+    "check_bot",
+    "check_ruleset",
     "compare_rulesets",
     "deal_circle",
     "first_player_advantage",

@@ -139,6 +139,12 @@ def test_a_spec_that_makes_no_bot_is_reported(spec: str, fragment: str) -> None:
     assert fragment in report.problems[0].message and report.games == 0
 
 
+def test_a_broken_opponent_stops_the_check_and_is_named() -> None:
+    report = check_bot("greedy", opponent="custom_bots:Raiser(at=2)")
+    assert [p.check for p in report.problems] == ["opponent 'custom_bots:Raiser(at=2)'"]
+    assert "seat 1, move " in report.problems[0].message
+
+
 def test_a_learned_bot_without_a_model_is_reported(tmp_path: Path) -> None:
     report = check_bot(f"mcts(eval=learned, iterations=5, models={tmp_path}, model=user)")
     assert not report.ok

@@ -202,7 +202,7 @@ def spec_text(bot: object) -> str:
         return bot
     if isinstance(bot, dict):
         return ", ".join(f"{k}={v}" for k, v in bot.items())
-    return bot_spec(bot)  # type: ignore[arg-type]
+    return str(getattr(bot, "spec", type(bot).__name__))
 
 
 def _check_deal(made: Bot, given: Any, other: Bot, rs: Ruleset, seed: int,
@@ -263,7 +263,7 @@ def _play(bot: Bot, other: Bot, seat: int, rs: Ruleset, circle: list[str], seed:
                 check = "time per move" if f.what.startswith("took longer") else "legal moves"
                 if p != seat:  # not the checked bot's fault, but the check cannot go on
                     check = f"opponent {bot_spec(other)!r}"
-                report.add(check, _where(rs, seed, seat, game, f.what), game.record())
+                report.add(check, _where(rs, seed, p, game, f.what), game.record())
                 return None
             took = time.perf_counter() - t
             if p == seat and took > move_seconds:  # a compiled bot cannot be given up on

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import LEARNED, learned_search
+from patchsim.bots.features import learned_search
+from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
-from patchsim.bots.search import MCTS, mcts_search
+from patchsim.bots.search import mcts_search
 from patchsim.engine import core
 
 # columns of a game result row (see play_game)
