@@ -14,14 +14,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies import ruleset_dicts
 
 from patchsim.bots import policies
 from patchsim.bots.contract import check_bot
 from patchsim.bots.registry import REGISTRY, make_bot
+from patchsim.engine import core
 from patchsim.engine.contract import ContractError, ContractReport, check_ruleset
 from patchsim.engine.game import Game, Move, MoveList
 from patchsim.engine.record import GameRecord, final_position
-from patchsim.engine.ruleset import RulesetError, load_ruleset, shipped_rulesets
+from patchsim.engine.ruleset import RulesetError, load_ruleset, ruleset_from_dict, shipped_rulesets
 
 PACKAGE = Path(__file__).resolve().parent.parent / "patchsim"
 
@@ -54,6 +57,16 @@ def test_every_shipped_ruleset_keeps_the_contract(name: str) -> None:
     assert report.ok, str(report)
     assert report.games == 2
     report.raise_for_problems()  # nothing to raise
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=ruleset_dicts())
+def test_random_valid_rulesets_keep_the_contract_with_the_scripted_bot(data: dict) -> None:
+    rs = ruleset_from_dict(data)
+    report = check_ruleset(rs, games=1)
+    assert report.ok, str(report)
+    report = check_bot("greedy(epsilon=0.2)", rulesets=[rs], games=1)
+    assert report.ok, str(report)
 
 
 # --- broken bots ----------------------------------------------------------------------------
@@ -176,7 +189,7 @@ def test_an_engine_that_breaks_an_invariant_is_reported(monkeypatch: pytest.Monk
     real = Game.illegal_reason
 
     def refuse_passing(self: Game, move: Move | int | str) -> str | None:
-        if isinstance(move, Move) and move.kind == "pass" and self.ply >= 3:
+        if move == core.PASS and self.ply >= 3:
             return "no passing today"
         return real(self, move)
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from patchsim.engine.deal import deal_circle
-from patchsim.engine.game import Game, rules_reference
+from patchsim.engine.game import Game, decode_move, rules_reference
 from patchsim.engine.record import GameRecord, final_position
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
 from patchsim.engine.tables import compile_ruleset
@@ -163,10 +163,11 @@ def _check_game(rs: Ruleset, seed: int, report: ContractReport) -> None:
             if len(moves) != game.legal_move_count() or len(moves) == 0:
                 return fail(f"{len(moves)} moves are listed but {game.legal_move_count()} "
                             "are counted (a game that is not over has at least one)")
-            for m in moves:
-                why = game.illegal_reason(m)
+            for code in moves.codes.tolist():  # codes: no Move objects, quick on big quilts
+                why = game.illegal_reason(code)
                 if why is not None:
-                    return fail(f"the listed move {m} is refused as illegal ({why})")
+                    return fail(f"the listed move {decode_move(code, game.tables)} is refused "
+                                f"as illegal ({why})")
             move = moves[int(rng.integers(len(moves)))]
             offer = game.offer
             game.apply(move)
