@@ -19,6 +19,11 @@ This module is the one implementation of the rules. The friendly API
 (:mod:`patchsim.engine.game`), the compiled bots and the batch runner all call these
 functions; with ``NUMBA_DISABLE_JIT=1`` they run as plain Python, which the differential
 test uses.
+
+Scalars are annotated ``int`` and ``float`` (for mypy and readers): numba compiles each
+function for the types of the values it is given (int64, float64), never from annotations, and
+Python callers pass ints. A function whose body builds a numpy scalar returns it through
+``int(...)``, which numba compiles to nothing.
 """
 
 from __future__ import annotations
