@@ -34,6 +34,9 @@ _LAZY = {
     "make_run_config": "patchsim.play.config",
     "PatchsimError": "patchsim.errors",
     "make_bot": "patchsim.bots.registry",
+    "check_bot": "patchsim.bots.contract",
+    "check_ruleset": "patchsim.engine.contract",
+    "ContractError": "patchsim.engine.contract",
     "play_game": "patchsim.play.match",
     "BotError": "patchsim.play.match",
     "run_summary": "patchsim.analysis.summary",
@@ -64,7 +67,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the lazy names, eagerly
         score_table,
     )
     from patchsim.analysis.summary import format_summary, run_summary
+    from patchsim.bots.contract import check_bot
     from patchsim.bots.registry import make_bot
+    from patchsim.engine.contract import ContractError, check_ruleset
     from patchsim.engine.deal import deal_circle
     from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, MoveList
     from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
@@ -90,6 +95,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BotError",
+    "ContractError",
     "Game",
     "IllegalMoveError",
     "IllegalReason",
@@ -102,6 +108,8 @@ __all__ = [
     "Simulation",
     "SkillTrace",
     "bonus_table",
+    "check_bot",
+    "check_ruleset",
     "compare_rulesets",
     "deal_circle",
     "first_player_advantage",

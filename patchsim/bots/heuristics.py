@@ -27,27 +27,31 @@ def _shr(lo: np.uint64, hi: np.uint64, k: np.uint64) -> tuple[np.uint64, np.uint
 
 
 @njit(cache=True, inline="always")
-def _pc(lo: np.uint64, hi: np.uint64) -> np.int64:
+def _pc(lo: np.uint64, hi: np.uint64) -> int:
     return core.popcount64(np.int64(lo)) + core.popcount64(np.int64(hi))
 
 
 @njit(cache=True)
-def hole_mask(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> tuple[np.uint64, np.uint64]:
+def hole_mask(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64]:
     """Empty squares whose four neighbours are all covered or off the quilt (one-square holes:
     only a leather patch can ever fill them)."""
     clo = np.uint64(qlo)
     chi = np.uint64(qhi)
-    flo = np.uint64(tab[tab[core.O_FULL_LO]])
-    fhi = np.uint64(tab[tab[core.O_FULL_HI]])
-    b = tab[core.O_BORDER]
-    fclo = np.uint64(tab[b])
-    fchi = np.uint64(tab[b + 1])
-    lclo = np.uint64(tab[b + 2])
-    lchi = np.uint64(tab[b + 3])
-    frlo = np.uint64(tab[b + 4])
-    frhi = np.uint64(tab[b + 5])
-    lrlo = np.uint64(tab[b + 6])
-    lrhi = np.uint64(tab[b + 7])
+    full_lo, full_hi = core.full_quilt(tab)
+    flo = np.uint64(full_lo)
+    fhi = np.uint64(full_hi)
+    fc_lo, fc_hi = core.border_line(tab, core.BORDER_FIRST_COL)
+    lc_lo, lc_hi = core.border_line(tab, core.BORDER_LAST_COL)
+    fr_lo, fr_hi = core.border_line(tab, core.BORDER_FIRST_ROW)
+    lr_lo, lr_hi = core.border_line(tab, core.BORDER_LAST_ROW)
+    fclo = np.uint64(fc_lo)
+    fchi = np.uint64(fc_hi)
+    lclo = np.uint64(lc_lo)
+    lchi = np.uint64(lc_hi)
+    frlo = np.uint64(fr_lo)
+    frhi = np.uint64(fr_hi)
+    lrlo = np.uint64(lr_lo)
+    lrhi = np.uint64(lr_hi)
     cols = np.uint64(tab[core.T_COLS])
     # right neighbour covered (or border)
     rlo, rhi = _shr(clo, chi, U1)
@@ -68,40 +72,39 @@ def hole_mask(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> tuple[np.uint64,
 
 
 @njit(cache=True)
-def count_holes(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+def count_holes(tab: np.ndarray, qlo: int, qhi: int) -> int:
     hlo, hhi = hole_mask(tab, qlo, qhi)
     return _pc(hlo, hhi)
 
 
 @njit(cache=True)
-def best_window(tab: np.ndarray, qlo: np.int64, qhi: np.int64) -> np.int64:
+def best_window(tab: np.ndarray, qlo: int, qhi: int) -> int:
     """Covered squares in the fullest bonus window (0 if the ruleset has no bonus)."""
     best = 0
-    wl = tab[core.O_WIN_LO]
-    wh = tab[core.O_WIN_HI]
     for w in range(tab[core.T_NWINDOWS]):
-        c = core.popcount64(qlo & tab[wl + w]) + core.popcount64(qhi & tab[wh + w])
+        c = (core.popcount64(qlo & core.window_lo(tab, w))
+             + core.popcount64(qhi & core.window_hi(tab, w)))
         if c > best:
             best = c
     return best
 
 
 @njit(cache=True)
-def contact(tab: np.ndarray, qlo: np.int64, qhi: np.int64, g: np.int64) -> np.int64:
+def contact(tab: np.ndarray, qlo: int, qhi: int, g: int) -> int:
     """Sides of placement g that touch a covered square or the quilt's border."""
-    return (core.popcount64(tab[tab[core.O_PLACE_NB_LO] + g] & qlo)
-            + core.popcount64(tab[tab[core.O_PLACE_NB_HI] + g] & qhi)
-            + tab[tab[core.O_PLACE_EDGE] + g])
+    return (core.popcount64(core.placement_nb_lo(tab, g) & qlo)
+            + core.popcount64(core.placement_nb_hi(tab, g) & qhi)
+            + core.placement_edge(tab, g))
 
 
 @njit(cache=True)
-def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.int64,
-                    g: np.int64, w_contact: float, w_holes: float, w_window: float,
+def placement_score(tab: np.ndarray, qlo: int, qhi: int, holes0: int,
+                    g: int, w_contact: float, w_holes: float, w_window: float,
                     bonus_open: bool) -> float:
     """How well placement g packs: contact with what is there, minus one-square holes it
     creates (holes0 = holes before), plus coverage of the fullest bonus window."""
-    nlo = qlo | tab[tab[core.O_PLACE_LO] + g]
-    nhi = qhi | tab[tab[core.O_PLACE_HI] + g]
+    nlo = qlo | core.placement_lo(tab, g)
+    nhi = qhi | core.placement_hi(tab, g)
     s = w_contact * contact(tab, qlo, qhi, g)
     if w_holes != 0.0:
         s -= w_holes * (count_holes(tab, nlo, nhi) - holes0)
@@ -114,15 +117,15 @@ def placement_score(tab: np.ndarray, qlo: np.int64, qhi: np.int64, holes0: np.in
 
 
 @njit(cache=True)
-def best_placement(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.int64,
+def best_placement(state: np.ndarray, tab: np.ndarray, p: int, patch: int,
                    w_contact: float, w_holes: float, w_window: float,
-                   first_fit: bool) -> tuple[np.int64, float]:
+                   first_fit: bool) -> tuple[int, float]:
     """The best-scoring placement of ``patch`` on p's quilt: (placement id, score), or
     (-1, 0.0) if it does not fit anywhere. ``first_fit`` takes the first one that fits."""
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
-    first = tab[tab[core.O_PATCH_FIRST] + patch]
-    n = tab[tab[core.O_PATCH_COUNT] + patch]
+    first = core.patch_first(tab, patch)
+    n = core.patch_count(tab, patch)
     bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
     holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0
     best_g = -1
@@ -143,14 +146,13 @@ def best_placement(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.in
 
 
 @njit(cache=True)
-def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
+def leather_square(state: np.ndarray, tab: np.ndarray, p: int) -> int:
     """Where a claimed leather patch goes: into a one-square hole if there is one (nothing else
     can fill it), else the empty square with the most covered or border sides."""
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
     hlo, hhi = hole_mask(tab, qlo, qhi)
     nsq = tab[core.T_NSQ]
-    nb = tab[core.O_NEIGH]
     best = -1
     best_s = -1
     bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
@@ -161,9 +163,9 @@ def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
         if (np.int64(hlo) & blo) != 0 or (np.int64(hhi) & bhi) != 0:
             score = 1000
         else:
-            covered = core.popcount64(tab[nb + 2 * s] & qlo) + core.popcount64(
-                tab[nb + 2 * s + 1] & qhi)
-            border = 4 - core.popcount64(tab[nb + 2 * s]) - core.popcount64(tab[nb + 2 * s + 1])
+            nlo, nhi = core.neighbours(tab, s)
+            covered = core.popcount64(nlo & qlo) + core.popcount64(nhi & qhi)
+            border = 4 - core.popcount64(nlo) - core.popcount64(nhi)
             score = 10 * (covered + border)
         if bonus_open:
             score += best_window(tab, qlo | blo, qhi | bhi)
@@ -174,16 +176,15 @@ def leather_square(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def income_marks_left(tab: np.ndarray, pos: np.int64) -> np.int64:
+def income_marks_left(tab: np.ndarray, pos: int) -> int:
     """Income marks still ahead of a token on ``pos`` (each pays the quilt's income once)."""
-    cum = tab[core.O_INCOME_CUM]
-    return tab[cum + tab[core.T_LAST]] - tab[cum + pos]
+    return core.income_marks_upto(tab, tab[core.T_LAST]) - core.income_marks_upto(tab, pos)
 
 
 @njit(cache=True)
-def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: np.int64,
+def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: int,
                    w_contact: float, w_holes: float, w_window: float,
-                   forbid: np.int64) -> np.int64:
+                   forbid: int) -> int:
     """The moves a search considers, written to ``out``: pass, then for each affordable
     offered patch (but ``forbid``, -1 for none) its ``top_k`` best placements by
     :func:`placement_score`. Returns how many. Both searches (rollouts and the learned
@@ -202,11 +203,11 @@ def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: n
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
+        if core.patch_cost(tab, patch) > btn or patch == forbid:
             continue
         m = 0
-        first = tab[tab[core.O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+        first = core.patch_first(tab, patch)
+        for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
             s = placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes, w_window,

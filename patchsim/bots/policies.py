@@ -20,8 +20,8 @@ __all__ = ["ALWAYS_PASS", "FIRST_FIT", "LEARNED", "MCTS", "N_PARAMS", "RANDOM", 
 
 
 @njit(cache=True)
-def choose_move(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                rng: np.ndarray, buf: np.ndarray) -> np.int64:
+def choose_move(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                rng: np.ndarray, buf: np.ndarray) -> int:
     """The move policy ``kind`` chooses in ``state``."""
     if kind == MCTS:
         return mcts_move(params, state, tab, rng, buf)

@@ -18,10 +18,13 @@ import contextlib
 import copy
 import difflib
 import importlib
+import importlib.machinery
+import importlib.util
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -409,7 +412,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
 # --- specs ------------------------------------------------------------------------------------
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside parentheses."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -429,8 +434,7 @@ def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if isinstance(spec, dict):
         if "name" not in spec:
             raise BotSpecError(f"bot mapping {spec!r} has no 'name' key")
-        params = {k: v for k, v in spec.items() if k != "name"}
-        return str(spec["name"]), params
+        return str(spec["name"]), {k: v for k, v in spec.items() if k != "name"}
     if not isinstance(spec, str) or not spec.strip():
         raise BotSpecError(f"bot spec must be a non-empty string or mapping, got {spec!r}")
     text = spec.strip()
@@ -488,8 +492,8 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
         value = float(value)
     lo, hi = param.low, param.high
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        def num(x: float) -> str:  # 1000000000, not 1e+09
-            return _fmt(float(x))
+        def num(x: float | None) -> str:  # 1000000000, not 1e+09
+            return _fmt(float(x or 0))
 
         rule = (f"between {num(lo)} and {num(hi)}" if lo is not None and hi is not None
                 else f"at least {num(lo)}" if lo is not None else f"at most {num(hi)}")
@@ -526,25 +530,31 @@ def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) 
     return info.factory(**clean)
 
 
-@contextlib.contextmanager
-def _search_path(folders: Sequence[str]) -> Iterator[None]:
-    """Make ``folders`` importable for the duration of one import, then restore sys.path
-    (the caller's interpreter is left as it was)."""
-    added = [f for f in folders if f not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for f in added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(f)
+def _import_module(name: str, folders: Sequence[str]) -> ModuleType:
+    """Import module ``name`` (dotted: ``pkg.mod``), looking for its top-level module or
+    package in ``folders`` first, then where ``import`` looks. Nothing global but
+    sys.modules changes: sys.path is left alone, so another thread's imports and the
+    caller's interpreter are unaffected. A module in a folder is found by its own name;
+    a plain module it imports from the same folder must be installed or on sys.path (a
+    package's own submodules are found through the package)."""
+    top = name.partition(".")[0]
+    if folders and top not in sys.modules:
+        spec = importlib.machinery.PathFinder.find_spec(top, [str(f) for f in folders])
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[top] = module  # as import does: a module may import itself
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(top, None)
+                raise
+    return importlib.import_module(name)
 
 
 def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ()) -> Bot:
     module_name, _, attr = path.partition(":")
     try:
-        with _search_path(bot_path):
-            module = importlib.import_module(module_name)
+        module = _import_module(module_name, bot_path)
     except ModuleNotFoundError as e:
         where = f" (searched also {', '.join(bot_path)})" if bot_path else ""
         raise BotSpecError(f"cannot import bot module {module_name!r}: {e}{where}") from None

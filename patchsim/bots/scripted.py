@@ -43,7 +43,7 @@ P_FORBID = 15
 
 
 @njit(cache=True)
-def first_fit_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
+def first_fit_move(state: np.ndarray, tab: np.ndarray) -> int:
     """Buy the first affordable offered patch that fits, at its first placement; else pass.
 
     Leather goes on the first empty square.
@@ -59,18 +59,18 @@ def first_fit_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn:
+        if core.patch_cost(tab, patch) > btn:
             continue
-        first = tab[tab[core.O_PATCH_FIRST] + patch]
-        for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+        first = core.patch_first(tab, patch)
+        for g in range(first, first + core.patch_count(tab, patch)):
             if core.fits(state, tab, p, g):
                 return g
     return core.PASS
 
 
 @njit(cache=True)
-def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.int64,
-                patch: np.int64, place_score: float) -> float:
+def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: int,
+                patch: int, place_score: float) -> float:
     """How much buying ``patch`` is worth to p now, in the scripted policy's terms.
 
     Income is valued by the income marks still ahead (endgame knowledge: a patch bought after
@@ -79,17 +79,17 @@ def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.in
     """
     pos = state[core.S_POS + p]
     last = tab[core.T_LAST]
-    t = tab[tab[core.O_TIME] + patch]
+    t = core.patch_time(tab, patch)
     if t > last - pos:
         t = last - pos
     progress = pos / last if last > 0 else 1.0
     w_cost = params[P_W_COST]
     if params[P_BUTTON_CAP] > 0 and state[core.S_BTN + p] > params[P_BUTTON_CAP]:
         w_cost *= 0.5
-    v = (params[P_W_INCOME] * tab[tab[core.O_INCOME] + patch] * income_marks_left(tab, pos)
-         + params[P_W_AREA] * tab[tab[core.O_SIZE] + patch] * tab[core.T_PENALTY]
+    v = (params[P_W_INCOME] * core.patch_income(tab, patch) * income_marks_left(tab, pos)
+         + params[P_W_AREA] * core.patch_size(tab, patch) * tab[core.T_PENALTY]
          * (1.0 + params[P_AREA_RAMP] * progress)
-         - w_cost * tab[tab[core.O_COST] + patch])
+         - w_cost * core.patch_cost(tab, patch))
     if params[P_RATIO] > 0:
         v = v / (t + params[P_TIME_OFFSET])
     else:
@@ -99,7 +99,7 @@ def patch_value(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: np.in
 
 @njit(cache=True)
 def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                  buf: np.ndarray) -> np.int64:
+                  buf: np.ndarray) -> int:
     """The scripted strategy: value each affordable offered patch (see ``patch_value``) with
     its best placement, buy the best if it beats passing, else pass. A forbidden patch
     (``P_FORBID``) is never bought."""
@@ -120,7 +120,7 @@ def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: n
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        if tab[tab[core.O_COST] + patch] > btn or patch == forbid:
+        if core.patch_cost(tab, patch) > btn or patch == forbid:
             continue
         g, ps = best_placement(state, tab, p, patch, params[P_CONTACT], params[P_HOLES],
                                params[P_WINDOW], first_fit)
@@ -134,8 +134,8 @@ def scripted_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: n
 
 
 @njit(cache=True)
-def rollout_move(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                 rng: np.ndarray, buf: np.ndarray) -> np.int64:
+def rollout_move(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                 rng: np.ndarray, buf: np.ndarray) -> int:
     """The non-search policies (the ones a search may use for its rollouts)."""
     if kind == SCRIPTED:
         return scripted_move(params, state, tab, rng, buf)

@@ -19,6 +19,11 @@ This module is the one implementation of the rules. The friendly API
 (:mod:`patchsim.engine.game`), the compiled bots and the batch runner all call these
 functions; with ``NUMBA_DISABLE_JIT=1`` they run as plain Python, which the differential
 test uses.
+
+Scalars are annotated ``int`` and ``float`` (for mypy and readers): numba compiles each
+function for the types of the values it is given (int64, float64), never from annotations, and
+Python callers pass ints. A function whose body builds a numpy scalar returns it through
+``int(...)``, which numba compiles to nothing.
 """
 
 from __future__ import annotations
@@ -122,102 +127,145 @@ EV_BONUS = 7  # player, position
 
 
 @njit(cache=True, inline="always")
-def placement_lo(tab: np.ndarray, g: np.int64) -> np.int64:
+def placement_lo(tab: np.ndarray, g: int) -> int:
     """Squares 0..63 covered by placement g."""
     return tab[tab[O_PLACE_LO] + g]
 
 
 @njit(cache=True, inline="always")
-def placement_hi(tab: np.ndarray, g: np.int64) -> np.int64:
+def placement_hi(tab: np.ndarray, g: int) -> int:
     """Squares 64..127 covered by placement g."""
     return tab[tab[O_PLACE_HI] + g]
 
 
 @njit(cache=True, inline="always")
-def placement_patch(tab: np.ndarray, g: np.int64) -> np.int64:
+def placement_patch(tab: np.ndarray, g: int) -> int:
     """The patch placement g places."""
     return tab[tab[O_PLACE_PATCH] + g]
 
 
 @njit(cache=True, inline="always")
-def patch_first(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_first(tab: np.ndarray, patch: int) -> int:
     """The patch's first placement id (its placements are consecutive)."""
     return tab[tab[O_PATCH_FIRST] + patch]
 
 
 @njit(cache=True, inline="always")
-def patch_count(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_count(tab: np.ndarray, patch: int) -> int:
     """How many distinct placements the patch has."""
     return tab[tab[O_PATCH_COUNT] + patch]
 
 
 @njit(cache=True, inline="always")
-def patch_cost(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_cost(tab: np.ndarray, patch: int) -> int:
     return tab[tab[O_COST] + patch]
 
 
 @njit(cache=True, inline="always")
-def patch_time(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_time(tab: np.ndarray, patch: int) -> int:
     return tab[tab[O_TIME] + patch]
 
 
 @njit(cache=True, inline="always")
-def patch_income(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_income(tab: np.ndarray, patch: int) -> int:
     return tab[tab[O_INCOME] + patch]
 
 
 @njit(cache=True, inline="always")
-def income_marks_upto(tab: np.ndarray, space: np.int64) -> np.int64:
+def patch_size(tab: np.ndarray, patch: int) -> int:
+    """Squares the patch covers."""
+    return tab[tab[O_SIZE] + patch]
+
+
+@njit(cache=True, inline="always")
+def income_marks_upto(tab: np.ndarray, space: int) -> int:
     """Number of income marks at or below ``space``."""
     return tab[tab[O_INCOME_CUM] + space]
 
 
 @njit(cache=True, inline="always")
-def income_mark(tab: np.ndarray, i: np.int64) -> np.int64:
+def income_mark(tab: np.ndarray, i: int) -> int:
     """The space of the i-th income mark (track order)."""
     return tab[tab[O_INCOME_MARKS] + i]
 
 
 @njit(cache=True, inline="always")
-def leather_mark(tab: np.ndarray, i: np.int64) -> np.int64:
+def leather_mark(tab: np.ndarray, i: int) -> int:
     """The space of the i-th leather mark (track order)."""
     return tab[tab[O_LEATHER] + i]
 
 
 @njit(cache=True, inline="always")
-def window_lo(tab: np.ndarray, w: np.int64) -> np.int64:
+def window_lo(tab: np.ndarray, w: int) -> int:
     """Squares 0..63 of bonus window w."""
     return tab[tab[O_WIN_LO] + w]
 
 
 @njit(cache=True, inline="always")
-def window_hi(tab: np.ndarray, w: np.int64) -> np.int64:
+def window_hi(tab: np.ndarray, w: int) -> int:
     return tab[tab[O_WIN_HI] + w]
 
 
 @njit(cache=True, inline="always")
-def neighbours(tab: np.ndarray, s: np.int64) -> tuple[np.int64, np.int64]:
+def neighbours(tab: np.ndarray, s: int) -> tuple[int, int]:
     """(lo, hi) masks of the squares orthogonally next to square s."""
     nb = tab[O_NEIGH]
     return tab[nb + 2 * s], tab[nb + 2 * s + 1]
 
 
 @njit(cache=True, inline="always")
-def popcount64(x: np.int64) -> np.int64:
+def placement_nb_lo(tab: np.ndarray, g: int) -> int:
+    """Squares 0..63 orthogonally next to placement g (not in it)."""
+    return tab[tab[O_PLACE_NB_LO] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_nb_hi(tab: np.ndarray, g: int) -> int:
+    return tab[tab[O_PLACE_NB_HI] + g]
+
+
+@njit(cache=True, inline="always")
+def placement_edge(tab: np.ndarray, g: int) -> int:
+    """Sides of placement g's squares that lie on the quilt's border."""
+    return tab[tab[O_PLACE_EDGE] + g]
+
+
+@njit(cache=True, inline="always")
+def full_quilt(tab: np.ndarray) -> tuple[int, int]:
+    """(lo, hi) masks of every square of the quilt."""
+    return tab[tab[O_FULL_LO]], tab[tab[O_FULL_HI]]
+
+
+# the quilt's four border lines, in the order of the O_BORDER section
+BORDER_FIRST_COL = 0
+BORDER_LAST_COL = 1
+BORDER_FIRST_ROW = 2
+BORDER_LAST_ROW = 3
+
+
+@njit(cache=True, inline="always")
+def border_line(tab: np.ndarray, line: int) -> tuple[int, int]:
+    """(lo, hi) masks of one border line of the quilt (``BORDER_*``)."""
+    b = tab[O_BORDER] + 2 * line
+    return tab[b], tab[b + 1]
+
+
+@njit(cache=True, inline="always")
+def popcount64(x: int | np.int64) -> int:
     """Number of set bits of a 64-bit word (SWAR; numba has no portable intrinsic)."""
     v = np.uint64(x)
     v = v - ((v >> np.uint64(1)) & np.uint64(0x5555555555555555))
     v = (v & np.uint64(0x3333333333333333)) + ((v >> np.uint64(2)) & np.uint64(0x3333333333333333))
     v = (v + (v >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    return int(np.int64((v * np.uint64(0x0101010101010101)) >> np.uint64(56)))
 
 
 @njit(cache=True, inline="always")
-def square_bit(s: np.int64) -> tuple[np.int64, np.int64]:
+def square_bit(s: int) -> tuple[int, int]:
     """(lo, hi) masks of square s."""
     if s < 64:
-        return np.int64(1) << np.int64(s), np.int64(0)
-    return np.int64(0), np.int64(1) << np.int64(s - 64)
+        return int(np.int64(1) << np.int64(s)), 0
+    return 0, int(np.int64(1) << np.int64(s - 64))
 
 
 @njit(cache=True)
@@ -239,7 +287,7 @@ def new_state(tab: np.ndarray, circle: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def empty_squares(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
+def empty_squares(state: np.ndarray, tab: np.ndarray, p: int) -> int:
     return tab[T_NSQ] - popcount64(state[S_QLO + p]) - popcount64(state[S_QHI + p])
 
 
@@ -250,7 +298,7 @@ def is_finished(state: np.ndarray, tab: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def to_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
+def to_move(state: np.ndarray, tab: np.ndarray) -> int:
     """The player to move, or -1 when the game is over.
 
     A pending leather patch is placed at once by its claimer. Otherwise the token further behind
@@ -271,7 +319,7 @@ def to_move(state: np.ndarray, tab: np.ndarray) -> np.int64:
 
 
 @njit(cache=True)
-def score(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
+def score(state: np.ndarray, tab: np.ndarray, p: int) -> int:
     """Buttons + bonus points - penalty x empty squares, as if the game ended now."""
     s = state[S_BTN + p] - tab[T_PENALTY] * empty_squares(state, tab, p)
     if state[S_BONUS] == p:
@@ -280,7 +328,7 @@ def score(state: np.ndarray, tab: np.ndarray, p: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def winner(state: np.ndarray, tab: np.ndarray) -> np.int64:
+def winner(state: np.ndarray, tab: np.ndarray) -> int:
     """Winner of a finished game: higher score, else who reached the last space first."""
     s0 = score(state, tab, 0)
     s1 = score(state, tab, 1)
@@ -292,7 +340,7 @@ def winner(state: np.ndarray, tab: np.ndarray) -> np.int64:
 
 
 @njit(cache=True)
-def offer_patch(state: np.ndarray, tab: np.ndarray, k: np.int64) -> np.int64:
+def offer_patch(state: np.ndarray, tab: np.ndarray, k: int) -> int:
     """Patch index of the k-th patch on offer (0-based), or -1 if fewer are on offer."""
     n = state[S_NCIRCLE]
     if k >= n or k >= tab[T_OFFER]:
@@ -301,13 +349,13 @@ def offer_patch(state: np.ndarray, tab: np.ndarray, k: np.int64) -> np.int64:
 
 
 @njit(cache=True, inline="always")
-def fits(state: np.ndarray, tab: np.ndarray, p: np.int64, g: np.int64) -> bool:
+def fits(state: np.ndarray, tab: np.ndarray, p: int, g: int) -> bool:
     return (placement_lo(tab, g) & state[S_QLO + p]) == 0 and (
         placement_hi(tab, g) & state[S_QHI + p]) == 0
 
 
 @njit(cache=True)
-def legal_moves(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> np.int64:
+def legal_moves(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> int:
     """Write the legal move codes of the player to move into ``out``; return how many.
 
     ``out`` must hold ``max_moves(tab)`` entries. Distinct placements are precomputed, so each
@@ -344,19 +392,19 @@ def legal_moves(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> np.int64
 
 
 @njit(cache=True)
-def count_legal(state: np.ndarray, tab: np.ndarray) -> np.int64:
+def count_legal(state: np.ndarray, tab: np.ndarray) -> int:
     """Number of distinct legal moves of the player to move (0 when finished)."""
     return legal_moves(state, tab, np.empty(max_moves(tab), dtype=np.int64))
 
 
 @njit(cache=True)
-def max_moves(tab: np.ndarray) -> np.int64:
+def max_moves(tab: np.ndarray) -> int:
     """An upper bound on the number of legal moves in any position of this ruleset."""
     return max(1 + tab[T_OFFER] * tab[T_MAX_PATCH_PLACEMENTS], tab[T_NSQ])
 
 
 @njit(cache=True)
-def perft(state: np.ndarray, tab: np.ndarray, depth: np.int64) -> np.int64:
+def perft(state: np.ndarray, tab: np.ndarray, depth: int) -> int:
     """The number of distinct legal move sequences of length ``depth`` from ``state`` (a
     sequence that ends the game early does not count). A regression check on move generation
     and application, as in chess engines; ``state`` is not changed.
@@ -395,7 +443,7 @@ def perft(state: np.ndarray, tab: np.ndarray, depth: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def legality(state: np.ndarray, tab: np.ndarray, code: np.int64) -> np.int64:
+def legality(state: np.ndarray, tab: np.ndarray, code: int) -> int:
     """``LEGAL`` if ``code`` is legal now, else the first ``ILLEGAL_*`` verdict that applies."""
     p = to_move(state, tab)
     if p < 0:
@@ -431,7 +479,7 @@ def legality(state: np.ndarray, tab: np.ndarray, code: np.int64) -> np.int64:
 
 
 @njit(cache=True)
-def _log(ev: np.ndarray, ne: np.int64, kind, a, b, c, d, e) -> np.int64:
+def _log(ev: np.ndarray, ne: int, kind, a, b, c, d, e) -> int:
     """Append one event row if there is room (an empty log records nothing)."""
     if ne < ev.shape[0]:
         ev[ne, 0] = kind
@@ -445,7 +493,7 @@ def _log(ev: np.ndarray, ne: np.int64, kind, a, b, c, d, e) -> np.int64:
 
 
 @njit(cache=True)
-def _check_bonus(state: np.ndarray, tab: np.ndarray, p: np.int64, ev: np.ndarray, ne: np.int64):
+def _check_bonus(state: np.ndarray, tab: np.ndarray, p: int, ev: np.ndarray, ne: int):
     """Give the bonus tile to p if it is still free and p's quilt covers a full window.
 
     Checked after every placement, leather included; only the first player gets it
@@ -465,7 +513,7 @@ def _check_bonus(state: np.ndarray, tab: np.ndarray, p: np.int64, ev: np.ndarray
 
 
 @njit(cache=True)
-def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, ev, ne):
+def _advance(state: np.ndarray, tab: np.ndarray, p: int, target: int, ev, ne):
     """Move p's token to ``target`` (clamped at the last space) and fire every mark passed.
 
     A mark "at N" fires when the token moves from below N to N or beyond (docs/rules.md
@@ -522,14 +570,14 @@ def _advance(state: np.ndarray, tab: np.ndarray, p: np.int64, target: np.int64, 
 
 
 @njit(cache=True)
-def _isolated_hole(state: np.ndarray, tab: np.ndarray, p: np.int64, s: np.int64) -> bool:
+def _isolated_hole(state: np.ndarray, tab: np.ndarray, p: int, s: int) -> bool:
     """Is empty square s a one-square hole (every orthogonal neighbour covered or off-board)?"""
     nlo, nhi = neighbours(tab, s)
     return (state[S_QLO + p] & nlo) == nlo and (state[S_QHI + p] & nhi) == nhi
 
 
 @njit(cache=True)
-def apply_logged(state: np.ndarray, tab: np.ndarray, code: np.int64, ev, ne) -> np.int64:
+def apply_logged(state: np.ndarray, tab: np.ndarray, code: int, ev, ne) -> int:
     """Apply a legal move in place, appending events to ``ev`` from row ``ne``; return rows used.
 
     The caller guarantees legality (``legality(...) == 0``); the compiled game loops only apply
@@ -591,7 +639,7 @@ def apply_logged(state: np.ndarray, tab: np.ndarray, code: np.int64, ev, ne) -> 
 
 
 @njit(cache=True)
-def apply_move(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
+def apply_move(state: np.ndarray, tab: np.ndarray, code: int) -> None:
     """Apply a legal move in place without logging events."""
     apply_logged(state, tab, code, np.zeros((0, EV_WIDTH), dtype=np.int64), 0)
 
@@ -612,20 +660,20 @@ def rng_next(rng: np.ndarray) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def rng_below(rng: np.ndarray, n: np.int64) -> np.int64:
+def rng_below(rng: np.ndarray, n: int) -> int:
     """A uniform integer in [0, n) (n < 2**32), by the multiply-shift method."""
     hi32 = rng_next(rng) >> np.uint64(32)
-    return np.int64((hi32 * np.uint64(n)) >> np.uint64(32))
+    return int(np.int64((hi32 * np.uint64(n)) >> np.uint64(32)))
 
 
 @njit(cache=True, inline="always")
-def rng_unit(rng: np.ndarray) -> np.float64:
+def rng_unit(rng: np.ndarray) -> float:
     """A uniform float in [0, 1)."""
     return np.float64(rng_next(rng) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)
-def random_move(state: np.ndarray, tab: np.ndarray, rng: np.ndarray, buf: np.ndarray) -> np.int64:
+def random_move(state: np.ndarray, tab: np.ndarray, rng: np.ndarray, buf: np.ndarray) -> int:
     """A uniformly random legal move (leather squares uniform among empty squares).
 
     Draws from all placements of the affordable offered patches plus pass and rejects those

@@ -28,7 +28,7 @@ def deal_seed(master: int, deal: int) -> int:
 
 
 @njit(cache=True)
-def deal_setup(seeds: np.ndarray, npatch: np.int64, start: np.int64
+def deal_setup(seeds: np.ndarray, npatch: int, start: int
                ) -> tuple[np.ndarray, np.ndarray]:
     """Each deal's patch circle and the two bots' random streams, from the deal seed.
 

@@ -16,11 +16,11 @@ def quilt_labels(game: Game) -> list[list[list[str]]]:
     grids = [[["." for _ in range(cols)] for _ in range(rows)] for _ in range(2)]
     if len(game.history) != int(game.state[core.S_PLY]):
         # a position set up from text has no move history: draw what is covered, unlabelled
-        for p in (0, 1):
+        for q in (0, 1):
             for s in range(rows * cols):
                 lo, hi = core.square_bit(s)
-                if game.state[core.S_QLO + p] & lo or game.state[core.S_QHI + p] & hi:
-                    grids[p][s // cols][s % cols] = "X"
+                if game.state[core.S_QLO + q] & lo or game.state[core.S_QHI + q] & hi:
+                    grids[q][s // cols][s % cols] = "X"
         return grids
     replayed = Game(game.tables, core.new_state(game.tab, _circle(game)), game.circle)
     counts = [0, 0]

@@ -162,6 +162,7 @@ def _build(ruleset: Ruleset) -> Tables:
     last_col = sum(1 << (r * cols + cols - 1) for r in range(rows))
     first_row = sum(1 << c for c in range(cols))
     last_row = sum(1 << ((rows - 1) * cols + c) for c in range(cols))
+    # in the order of core.BORDER_FIRST_COL .. core.BORDER_LAST_ROW
     border = [w for m in (first_col, last_col, first_row, last_row) for w in split(m)]
 
     sections: dict[int, list[int]] = {

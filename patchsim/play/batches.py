@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from patchsim.bots import policies, search
 from patchsim.bots.learned import ModelError, bind_bot
 from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
@@ -44,7 +45,8 @@ class Batch:
 def default_batch_deals(bots: Sequence[Bot]) -> int:
     """Deals per batch: large for the fast compiled bots (little per-batch overhead), small
     for search bots so that work spreads over the workers and progress shows."""
-    its = [float(b.params[0]) for b in bots if getattr(b, "kind", -1) == 4]  # MCTS iterations
+    its = [float(b.params[search.M_ITERATIONS]) for b in bots
+           if isinstance(b, CompiledBot) and b.kind == policies.MCTS]
     if its:
         return max(1, int(4000 / max(its)))
     if all(isinstance(b, CompiledBot) for b in bots):

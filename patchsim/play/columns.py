@@ -59,7 +59,7 @@ def int_lists(offsets: np.ndarray, values: np.ndarray) -> pa.Array:
     return pa.ListArray.from_arrays(numeric(offsets, pa.int32()), numeric(values, pa.int32()))
 
 
-def dictionary(indices: np.ndarray, values: Sequence[str],
+def dictionary(indices: np.ndarray, values: Sequence[str] | np.ndarray,
                mask: np.ndarray | None = None) -> pa.DictionaryArray:
     """A string column as int32 indices into ``values``, null where ``mask`` is True."""
     idx = np.asarray(indices, dtype=np.int32)

@@ -134,7 +134,8 @@ def batch_results(config: RunConfig, batches: list[Batch], run_id: str, *, jobs:
     to ``warm_progress``). The caller closes the stream when it stops early, so batches
     still playing stop too."""
     if not batches:
-        return (r for r in ())  # type: ignore[var-annotated]  # closable, like the others
+        nothing: tuple[Any, ...] = ()
+        return (r for r in nothing)  # closable, like every other stream here
     if client is not None:
         # before any batch: otherwise every fresh worker compiles on its first batch at once
         warm_cluster(client, config, warm_progress, scheduler=str(client.scheduler.address))

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import LEARNED, learned_search
+from patchsim.bots.features import learned_search
+from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
-from patchsim.bots.search import MCTS, mcts_search
+from patchsim.bots.search import mcts_search
 from patchsim.engine import core
 
 # columns of a game result row (see play_game)
@@ -33,8 +34,8 @@ STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
 @njit(cache=True)
-def choose_or_stop(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                   rng: np.ndarray, buf: np.ndarray, stop: np.ndarray) -> np.int64:
+def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                   rng: np.ndarray, buf: np.ndarray, stop: np.ndarray) -> int:
     """The move policy ``kind`` chooses in ``state`` (as
     :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
     move found so far, once ``stop[0]`` is not 0."""
@@ -47,7 +48,7 @@ def choose_or_stop(kind: np.int64, params: np.ndarray, state: np.ndarray, tab: n
 
 @njit(cache=True)
 def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.ndarray,
-              rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> np.int64:
+              rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> int:
     """Play ``state`` to the end in place with compiled policies ``kinds[p]``/``params[p]``.
 
     ``rng`` holds one splitmix64 word per seat: each seat draws from its own stream, so a
@@ -63,7 +64,7 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
 @njit(cache=True)
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
-                      result: np.ndarray, stop: np.ndarray) -> np.int64:
+                      result: np.ndarray, stop: np.ndarray) -> int:
     """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
     gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
     caller, which set the flag, discards them."""
@@ -124,7 +125,7 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
 
 @njit(cache=True, nogil=True)
 def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
-               params: np.ndarray, max_plies: np.int64, max_events: np.int64,
+               params: np.ndarray, max_plies: int, max_events: int,
                stop: np.ndarray):
     """Play every deal twice, seats swapped (the pairing's first bot in seat 0, then in seat
     1; each bot keeps its stream), writing rows in canonical order (deal, then seat order)

@@ -6,19 +6,22 @@ A *deal* is a patch circle plus a seed; the seed gives each seat its own random 
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from patchsim.bots.contract import (
+    MOVE_SECONDS,
+    BotFault,
+    BotThread,
+    GameStopped,
+    ask_move,
+    seat_streams,
+)
 from patchsim.bots.learned import bind_bot
 from patchsim.bots.registry import Bot, CompiledBot, bot_spec
 from patchsim.engine import core
-from patchsim.engine.game import Game, Move, decode_move, rules_reference
+from patchsim.engine.game import Game, decode_move, rules_reference
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import Tables, compile_ruleset
 from patchsim.errors import PatchsimError
@@ -39,67 +42,6 @@ class BotError(PatchsimError, RuntimeError):
     def __reduce__(self):
         # picklable with all its fields, so that it crosses from a worker process intact
         return (type(self), (str(self), self.bot, self.seed, self.move_number, self.record))
-
-
-class GameStopped(Exception):
-    """A game was given up because its ``stop`` flag was set (the run is stopping)."""
-
-
-MOVE_SECONDS = 60.0  # a Python bot's default time limit per move: generous, but not forever
-_STOP_POLL = 0.05  # seconds between two looks at the stop flag while a Python bot thinks
-_INT64 = 2**63
-
-
-class _BotThread:
-    """Runs a Python bot's ``choose`` on a thread of its own, so that the game's thread can
-    give up on it: after ``limit`` seconds (a bot that hangs), or when the run stops. Then
-    the thread is left to finish on its own (a daemon, on a copy of the game: it changes
-    nothing), because a Python thread cannot be killed. And whatever the bot raises,
-    ``KeyboardInterrupt`` and ``SystemExit`` included, is the bot's: a user's Ctrl-C or a
-    signal is delivered to the main thread, never to this one."""
-
-    def __init__(self) -> None:
-        self.calls: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, name="patchsim-python-bot",
-                                       daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            call = self.calls.get()
-            if call is None:
-                return
-            fn, args, box, done = call
-            try:
-                box.append((True, fn(*args)))
-            except BaseException as e:  # noqa: BLE001 - the bot's, reported by the caller
-                box.append((False, e))
-            done.set()
-
-    def call(self, fn: Callable[..., Any], args: tuple, limit: float | None,
-             stop: np.ndarray | None) -> tuple[bool, Any]:
-        """(True, what ``fn(*args)`` returned) or (False, what it raised); None when it
-        took longer than ``limit`` seconds. Raises GameStopped once ``stop`` is set."""
-        box: list[tuple[bool, Any]] = []
-        done = threading.Event()
-        self.calls.put((fn, args, box, done))
-        deadline = None if limit is None else time.monotonic() + limit
-        while True:
-            wait = _STOP_POLL if stop is not None else None
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                wait = left if wait is None else min(wait, left)
-            if done.wait(None if wait is None else max(wait, 0.0)):
-                return box[0]
-            if stop is not None and stop[0] != 0:
-                self.close()
-                raise GameStopped()
-            if deadline is not None and time.monotonic() >= deadline:
-                self.close()
-                return None  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.calls.put(None)  # the thread ends once the call it runs (if any) returns
 
 
 @dataclass
@@ -134,11 +76,6 @@ class GameResult:
                    int(r[playout.R_FIRST_END]), int(r[playout.R_PLIES]),
                    pair(playout.R_PASSES), pair(playout.R_BUYS), pair(playout.R_LEATHER),
                    moves, events)
-
-
-def seat_streams(seed: int) -> np.ndarray:
-    """The two seats' splitmix64 stream seeds of a game seed (shape (2,), uint64)."""
-    return np.random.SeedSequence(seed).generate_state(2, dtype=np.uint64)
 
 
 def max_plies(ruleset: Ruleset) -> int:
@@ -181,9 +118,10 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     moves = np.full(max_plies(rs), -9999, dtype=np.int64)
     ev = np.zeros((max_events(rs), core.EV_WIDTH), dtype=np.int64)
     result = np.zeros(playout.R_WIDTH, dtype=np.int64)
-    if all(isinstance(b, CompiledBot) for b in bots):
-        kinds = np.array([b.kind for b in bots], dtype=np.int64)  # type: ignore[union-attr]
-        params = np.stack([b.params for b in bots])  # type: ignore[union-attr]
+    compiled = [b for b in bots if isinstance(b, CompiledBot)]
+    if len(compiled) == len(bots):
+        kinds = np.array([b.kind for b in compiled], dtype=np.int64)
+        params = np.stack([b.params for b in compiled])
         rng = streams.copy()
         ne = playout.play_game(tables.tab, game.state, kinds, params, rng, moves, ev, result)
         if result[playout.R_ERROR]:
@@ -197,10 +135,6 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
                         move_seconds=move_seconds, stop=stop)
 
 
-def _what(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-
-
 def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, seed: int,
                move_number: int, what: str) -> BotError:
     spec = bot_spec(bot)
@@ -211,10 +145,10 @@ def bot_error(tables: Tables, circle: list[str], codes, bot: Bot, seat: int, see
 
 def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: np.ndarray,
                  moves: np.ndarray, ev: np.ndarray, result: np.ndarray,
-                 runner: _BotThread | None = None, move_seconds: float | None = MOVE_SECONDS,
+                 runner: BotThread | None = None, move_seconds: float | None = MOVE_SECONDS,
                  stop: np.ndarray | None = None) -> GameResult:
     if runner is None:
-        runner = _BotThread()
+        runner = BotThread()
         try:
             return _play_python(tables, game, bots, circle, seed, streams, moves, ev, result,
                                 runner, move_seconds, stop)
@@ -234,46 +168,11 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
         bot = bots[p]
         n = int(state[core.S_PLY])
         try:
-            if isinstance(bot, CompiledBot):
-                code = bot.choose_code(game, rngs[p])
-            else:
-                legal = game.legal_moves()
-                answer = runner.call(bot.choose, (game.copy(), legal, gens[p]), move_seconds,
-                                     stop)
-                if answer is None:
-                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                                     f"took longer than {move_seconds:g} s to choose a move "
-                                     "(the limit per move of a Python bot)")
-                ok, choice = answer
-                if not ok:  # whatever it raised on its thread, SystemExit included
-                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                                     f"raised {_what(choice)}") from choice
-                if isinstance(choice, str):  # record text such as "buy P05 a1 b1"
-                    try:
-                        choice = game.parse_move(choice)
-                    except ValueError as e:
-                        raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                                         f"returned a move that is not one: {e}") from None
-                if not isinstance(choice, Move | int | np.integer) or isinstance(choice, bool):
-                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                                     f"returned {choice!r}, which is not a Move, a move code "
-                                     "or move text")
-                code = choice.code if isinstance(choice, Move) else int(choice)
-                if isinstance(choice, Move) and choice.code not in legal:
-                    code = -10**9  # a Move from another game or ruleset
-                if not -_INT64 <= code < _INT64:  # no move code, and no room in the table
-                    raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                                     f"returned {choice!r}, which is not a move code")
-        except (BotError, GameStopped):
-            raise
-        except Exception as e:  # a user's bot may raise anything: report it, with the game
+            code = ask_move(bot, game, gens[p], rngs[p], runner, move_seconds, stop)
+        except BotFault as f:
             raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                             f"raised {type(e).__name__}: {e}") from e
+                             f.what) from f.__cause__
         moves[n] = code
-        if core.legality(state, tab, code) != 0:
-            why = game.illegal_reason(code) if code > -10**9 else "not one of the legal moves"
-            raise bot_error(tables, circle, moves[:n], bot, p, seed, n + 1,
-                             f"chose an illegal move ({why})")
         if code == core.PASS:
             result[playout.R_PASSES + p] += 1
         elif code <= core.LEATHER_BASE:

@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
+from patchsim.bots import policies
 from patchsim.bots.learned import LearnedBot
 from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_circle
@@ -45,12 +46,13 @@ def warm_up(config: RunConfig) -> None:
         return  # Python bots only: nothing of theirs is compiled
     warm = [b for b in bots if isinstance(b, CompiledBot)]
     for b in warm:
-        quick = make_bot("mcts(iterations=2)") if getattr(b, "kind", -1) == 4 else b
+        quick = make_bot("mcts(iterations=2)") if b.kind == policies.MCTS else b
         play_game(rs, (quick, quick), deal_circle(rs, 0), 0)
     tables = compile_ruleset(rs)
     idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
     playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
-                       np.zeros(2, dtype=np.int64), np.zeros((2, 32)), max_plies(rs),
+                       np.full(2, policies.RANDOM, dtype=np.int64),
+                       np.zeros((2, policies.N_PARAMS)), max_plies(rs),
                        max_events(rs), np.zeros(1, dtype=np.int64))
 
 
@@ -59,7 +61,8 @@ WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has fille
 
 def cache_folder() -> Path:
     """numba's cache folder for this process (created if missing)."""
-    folder = Path(numba.config.CACHE_DIR or tempfile.gettempdir())
+    # numba.config sets its options at import, from the environment (no stubs name them)
+    folder = Path(getattr(numba.config, "CACHE_DIR", "") or tempfile.gettempdir())
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
