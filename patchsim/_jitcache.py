@@ -28,4 +28,4 @@ def configure() -> None:
     if not root:
         xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         root = str(Path(xdg) / "patchsim" / "numba")
-    numba.config.CACHE_DIR = str(Path(root) / digest.hexdigest()[:16])
+    numba.config.CACHE_DIR = str(Path(root) / digest.hexdigest()[:16])  # type: ignore[attr-defined]  # set at run time

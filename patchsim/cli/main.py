@@ -380,10 +380,11 @@ def _load_experiment(path: str):
         raise fail(e) from None
 
 
-def _sections_text(doc: Document, titles: list[str]) -> str:
+def _sections_text(doc: Document | None, titles: list[str]) -> str:
     """A study's subtitle and the named sections of its document, as Markdown text."""
     from patchsim.document.render import section_markdown
 
+    assert doc is not None  # every study's result carries its document
     lines = [doc.subtitle, ""] if doc.subtitle else []
     for title in titles:
         lines += section_markdown(doc.section(title))

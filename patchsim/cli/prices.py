@@ -80,8 +80,10 @@ def prices(
                                widen=widen, echo=typer.echo if progress else None,
                                bot_path=[os.getcwd()])
         res = write_prices(study, target)
-    typer.echo("\n".join([f"# {res.document.title}", "",
-                          *section_markdown(res.document.section(PATCHES_TITLE))]).rstrip())
+    doc = res.document
+    assert doc is not None  # write_prices always words its study
+    typer.echo("\n".join([f"# {doc.title}", "",
+                          *section_markdown(doc.section(PATCHES_TITLE))]).rstrip())
     typer.echo(f"\nwritten: {res.folder}/ (prices.csv, patches.csv, prices.md, prices.html, "
                "prices.png)")
 

@@ -148,11 +148,11 @@ class Game:
         return int(self.state[core.S_INC + p])
 
     def empty_squares(self, p: int) -> int:
-        return int(core.empty_squares(self.state, self.tab, np.int64(p)))
+        return int(core.empty_squares(self.state, self.tab, p))
 
     def score(self, p: int) -> int:
         """Buttons + bonus points - penalty x empty squares, as if the game ended now."""
-        return int(core.score(self.state, self.tab, np.int64(p)))
+        return int(core.score(self.state, self.tab, p))
 
     @property
     def scores(self) -> tuple[int, int]:
@@ -188,7 +188,7 @@ class Game:
         ids = self.tables.patch_ids
         out = []
         for k in range(self.ruleset.offer_size):
-            patch = int(core.offer_patch(self.state, self.tab, np.int64(k)))
+            patch = int(core.offer_patch(self.state, self.tab, k))
             if patch < 0:
                 break
             out.append(ids[patch])
@@ -235,7 +235,7 @@ class Game:
 
     def legality(self, move: Move | int | str) -> IllegalReason | None:
         """Why ``move`` is illegal here (an :class:`IllegalReason`), or None if it is legal."""
-        why = int(core.legality(self.state, self.tab, np.int64(self._code(move))))
+        why = int(core.legality(self.state, self.tab, self._code(move)))
         return None if why == core.LEGAL else _reason(why)
 
     def illegal_reason(self, move: Move | int | str) -> str | None:
@@ -246,7 +246,7 @@ class Game:
     def apply(self, move: Move | int | str) -> None:
         """Play a legal move (a Move, a core code or record text); IllegalMoveError if not."""
         code = self._code(move)
-        why = int(core.legality(self.state, self.tab, np.int64(code)))
+        why = int(core.legality(self.state, self.tab, code))
         if why != core.LEGAL:
             reason = _reason(why)
             number = self.ply + 1
@@ -254,13 +254,13 @@ class Game:
                 f"move {number} ({self._describe(move, code)}) is illegal: "
                 f"{reason.describe(self.ruleset.offer_size)}",
                 reason, self._as_move(move, code), number)
-        core.apply_move(self.state, self.tab, np.int64(code))
+        core.apply_move(self.state, self.tab, code)
         self.history.append(code)
 
     def perft(self, depth: int) -> int:
         """The number of legal move sequences of length ``depth`` from here (compiled; see
         :func:`patchsim.engine.core.perft`)."""
-        return int(core.perft(self.state, self.tab, np.int64(depth)))
+        return int(core.perft(self.state, self.tab, depth))
 
     def _names_move(self, code: int) -> bool:
         nsq = self.tables.rows * self.tables.cols

@@ -108,7 +108,7 @@ class _StrictLoader(yaml.SafeLoader):
                         first[key] = line
                 except TypeError:  # an unhashable key: the constructor reports it
                     continue
-        return super().construct_mapping(node, deep=deep)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]  # a MappingNode here
 
 
 class _TooDeep:
@@ -157,7 +157,7 @@ def _expanded_size(root: yaml.Node) -> int:
 
 def _syntax_problem(label: str, exc: yaml.YAMLError) -> str:
     if exc.args and isinstance(exc.args[0], _TooDeep):
-        mark = exc.args[0].mark
+        mark: Any = exc.args[0].mark
         return (f"{label}: line {mark.line + 1}, column {mark.column + 1}: nested more than "
                 f"{MAX_YAML_DEPTH} levels deep")
     if isinstance(exc, yaml.reader.ReaderError):

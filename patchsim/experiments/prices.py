@@ -371,7 +371,7 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
     for n, pid in enumerate(ids, 1):
         restricted = restricted_spec(base, pid)
         # an unknown patch fails here, not in a worker
-        make_bot(restricted).bind(compile_ruleset(rs))
+        make_bot(restricted).bind(compile_ruleset(rs))  # type: ignore[attr-defined]  # compiled
         cost = rs.patch(pid).cost
         mine = [d for d in ds if cost + d >= 0]
         say(f"[{n}/{len(ids)}] {pid} (cost {cost}): costs "
