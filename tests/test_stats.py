@@ -19,8 +19,9 @@ from statsmodels.stats.proportion import proportion_confint
 from patchsim.analysis import estimators as E
 from patchsim.analysis import patches, ratings, selfplay
 from patchsim.analysis import stats as st
-from patchsim.analysis.selfplay import distinct_games
+from patchsim.analysis.selfplay import DISTINCT_NOTE, distinct_games
 from patchsim.analysis.summary import format_summary, run_summary
+from patchsim.document.format import format_pairings
 from patchsim.play.storage import load_events, load_games
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
@@ -147,7 +148,7 @@ def test_pairing_table_self_play_has_no_pooled_line():
     t = st.pairing_table(make_games([(0, 1), (1, 1)], ("X", "X")))
     assert set(t["line"]) == {"first seat", "second seat", "seat 0 vs seat 1"}
     assert t["distinct_games"].all()
-    assert "X in the first seat" in st.format_pairings(t)
+    assert "X in the first seat" in format_pairings(t, DISTINCT_NOTE)
 
 
 def test_deterministic_self_play_is_counted_once_in_every_games_table():
@@ -163,7 +164,8 @@ def test_deterministic_self_play_is_counted_once_in_every_games_table():
     assert (r.pairs_2_0, r.pairs_1_1, r.pairs_0_2) == (6, 0, 4)  # a copy cannot be split
     full = E.rate((games["winner"] == 0).to_numpy(float), games["deal"])
     assert (r.win_rate, r.lo, r.hi) == pytest.approx((full.value, full.lo, full.hi))
-    assert "deterministic self-play: one distinct game per deal" in st.format_pairings(t)
+    assert "deterministic self-play: one distinct game per deal" in format_pairings(
+        t, DISTINCT_NOTE)
     fpa = st.first_player_advantage(games).iloc[0]
     assert (fpa.games, fpa.deals, fpa.seat0_wins) == (10, 10, 6)
     assert (fpa.seat0_both, fpa.split, fpa.seat1_both) == (6, 0, 4)

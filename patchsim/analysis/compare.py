@@ -25,7 +25,6 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.comparison import decide, verdict_text
-from patchsim.analysis.format import num, pct
 from patchsim.analysis.games import NAN, Events, split_rulesets
 from patchsim.analysis.leather import leather_table
 from patchsim.analysis.metrics import EVENT_METRICS, Metric
@@ -34,6 +33,7 @@ from patchsim.analysis.planning import format_plan, plan
 from patchsim.analysis.seats import MIN_DEALS, first_player_advantage, mcnemar_exact
 from patchsim.analysis.selfplay import DISTINCT_NOTE, copied_pairings, duplicated_pairings
 from patchsim.analysis.tables import as_summary
+from patchsim.document.format import num, pct
 from patchsim.errors import PatchsimError
 
 ALL_PAIRINGS = "all pairings"

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.format import num, pct
 from patchsim.analysis.games import NAN, split_rulesets
+from patchsim.document.format import num, pct
 
 
 def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.02,

@@ -5,12 +5,11 @@ Each job lives in its own module; this one only gathers their public names (so t
 (:mod:`~patchsim.analysis.seats`), ratings (:mod:`~patchsim.analysis.ratings`), score
 distributions (:mod:`~patchsim.analysis.scores`), patches
 (:mod:`~patchsim.analysis.patches`), leather and the bonus (:mod:`~patchsim.analysis.leather`)
-and the text formatters (:mod:`~patchsim.analysis.format`). Nothing is computed here.
+and the text formatters (:mod:`~patchsim.document.format`). Nothing is computed here.
 """
 
 from __future__ import annotations
 
-from patchsim.analysis.format import finite, format_pairings, num, pct
 from patchsim.analysis.games import (
     NAN,
     Events,
@@ -43,10 +42,11 @@ from patchsim.analysis.seats import (
     seat_information,
     skill_balance,
 )
+from patchsim.document.format import finite, num, pct
 
 __all__ = ["ELO_PER_LOGIT", "MIN_DEALS", "NAN", "Events", "bonus_events", "bonus_table",
            "cluster_sandwich", "describe_by_deal", "design_effect", "elo", "finite",
-           "first_bot", "first_leather_useless", "first_player_advantage", "format_pairings",
+           "first_bot", "first_leather_useless", "first_player_advantage",
            "game_summary", "is_self_play", "iter_groups", "leather_game_values",
            "leather_games", "leather_table", "mcnemar_exact", "num", "pair_counts",
            "pairing_table", "patch_bots", "patch_table", "pct", "ratings", "score_table",

@@ -15,11 +15,11 @@ This module imports no web framework and nothing above the engine.
 
 from __future__ import annotations
 
-import colorsys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchsim.document import palette
 from patchsim.engine import core
 from patchsim.engine.game import Game, decode_move
 from patchsim.engine.ruleset import Ruleset
@@ -33,18 +33,10 @@ UNKNOWN = -3  # covered in the engine's position, but no move explains it (a pos
 BOARD_SCRIPT = Path(__file__).resolve().with_name("board.js")
 
 
-# palette: h-docs - goes away at the merge for patchsim/document/palette.py (the one palette)
 def patch_colours(ruleset: Ruleset) -> dict[str, str]:
-    """A colour per patch of the ruleset, all different: hues a golden angle apart (so that
-    neighbours in the table differ most), three lightness steps."""
-    out = {}
-    for i, patch in enumerate(ruleset.patches):
-        hue = (i * 0.618033988749895) % 1.0
-        light = (0.62, 0.48, 0.72)[i % 3]
-        sat = (0.62, 0.55, 0.5)[(i // 3) % 3]
-        r, g, b = colorsys.hls_to_rgb(hue, light, sat)
-        out[patch.id] = f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
-    return out
+    """A colour per patch of the ruleset, from the one palette (:mod:`patchsim.document.palette`),
+    by the patch's position in the table (all different within it)."""
+    return palette.patch_colours([p.id for p in ruleset.patches])
 
 
 def ruleset_info(ruleset: Ruleset) -> dict[str, Any]:
