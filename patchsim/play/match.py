@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from patchsim.bots.learned import bind_bot
+from patchsim.bots.learned import bind_bot, param_rows
 from patchsim.bots.registry import Bot, CompiledBot, bot_spec
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, decode_move, rules_reference
@@ -182,7 +182,7 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     result = np.zeros(playout.R_WIDTH, dtype=np.int64)
     if all(isinstance(b, CompiledBot) for b in bots):
         kinds = np.array([b.kind for b in bots], dtype=np.int64)  # type: ignore[union-attr]
-        params = np.stack([b.params for b in bots])  # type: ignore[union-attr]
+        params = param_rows([b.params for b in bots])  # type: ignore[union-attr]
         rng = streams.copy()
         ne = playout.play_game(tables.tab, game.state, kinds, params, rng, moves, ev, result)
         if result[playout.R_ERROR]:
