@@ -26,7 +26,8 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.network import net_value0
+from patchsim.bots.network import H_VERSION, net_value0
+from patchsim.bots.network import HEADER as NET_HEADER
 from patchsim.bots.scripted import N_PARAMS
 from patchsim.bots.tree import backup, expand, new_tree, now_ms, uct_child
 from patchsim.engine import core
@@ -191,14 +192,16 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
 
 
 # --- the value network's branch (mcts(eval=net), patchsim.bots.network) --------------------
-# A bot row longer than the parameter vector carries a value network after it (the flat array
-# of patchsim.bots.network); the search then judges unfinished leaves by it.
+# A bot row longer than the parameter vector may carry a value network after it (the flat
+# array of patchsim.bots.network, whose version is never 0); the search then judges
+# unfinished leaves by it. Rows padded with zeros (patchsim.bots.learned.param_rows) carry none.
 @njit(cache=True)
 def leaf_value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                 scratch: np.ndarray) -> float:
     """:func:`value0`, or the network's value of an unfinished position when ``params``
     carries one."""
-    if params.shape[0] > N_PARAMS and not core.is_finished(state, tab):
+    if (params.shape[0] > N_PARAMS + NET_HEADER and params[N_PARAMS + H_VERSION] > 0
+            and not core.is_finished(state, tab)):
         return net_value0(params[N_PARAMS:], state, tab)
     return value0(params, state, tab, scratch)
 # --- end of the value network's branch ------------------------------------------------------
