@@ -188,50 +188,67 @@ def net_inputs(state: np.ndarray, tab: np.ndarray, me: np.int64, out: np.ndarray
     out[at + N_OFFER * N_PER_OFFER + 1] = 1.0 if lead == 0 else 0.0
 
 
+@njit(cache=True, inline="always")
+def _dense(net: np.ndarray, w: np.int64, b: np.int64, n_src: np.int64, n_dst: np.int64,
+           work: np.ndarray, src: np.int64, dst: np.int64, relu: bool) -> None:
+    """work[dst:dst + n_dst] = (relu of) bias + sum over i of work[src + i] * W[i, :], the
+    sum taken in input order i = 0, 1, ... (W stored input-major: row i holds the weights
+    from input i to every output, so the inner loop runs over contiguous outputs and
+    vectorises without reordering any sum)."""
+    for j in range(n_dst):
+        work[dst + j] = net[b + j]
+    for i in range(n_src):
+        a = work[src + i]
+        if a == 0.0:
+            continue  # a dead ReLU unit adds nothing (exactly: 0 * w is 0 for finite w)
+        row = w + i * n_dst
+        for j in range(n_dst):
+            work[dst + j] += net[row + j] * a
+    if relu:
+        for j in range(n_dst):
+            if work[dst + j] < 0.0:
+                work[dst + j] = 0.0
+
+
+@njit(cache=True)
+def work_size(net: np.ndarray) -> np.int64:
+    """Floats of scratch :func:`forward` needs: inputs, hidden layers, output."""
+    return np.int64(net[H_INPUTS]) + np.int64(net[H_HIDDEN1]) + np.int64(net[H_HIDDEN2]) + 1
+
+
 @njit(cache=True)
 def forward(net: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
     """The network's output (predicted margin of the mover, in points) for one input row
-    ``x``; ``work`` holds at least hidden1 + hidden2 floats. The one forward pass: the
-    search, the Python API (:func:`predict`) and the tests' numpy reference agree on it."""
+    ``x``; ``work`` holds :func:`work_size` floats. The one forward pass: the search, the
+    Python API (:func:`predict`) and training use it; the tests hold it to a numpy reference."""
     n_in = np.int64(net[H_INPUTS])
     h1 = np.int64(net[H_HIDDEN1])
     h2 = np.int64(net[H_HIDDEN2])
     mu = HEADER
     sd = mu + n_in
+    for i in range(n_in):
+        work[i] = (x[i] - net[mu + i]) / net[sd + i]
     w1 = sd + n_in
-    b1 = w1 + h1 * n_in
-    # layer 1 (standardised inputs), ReLU
-    for j in range(h1):
-        s = net[b1 + j]
-        row = w1 + j * n_in
-        for i in range(n_in):
-            s += net[row + i] * ((x[i] - net[mu + i]) / net[sd + i])
-        work[j] = s if s > 0.0 else 0.0
+    b1 = w1 + n_in * h1
+    _dense(net, w1, b1, n_in, h1, work, 0, n_in, True)
     at = b1 + h1
+    src = n_in
     width = h1
-    src = 0
     if h2 > 0:
-        b2 = at + h2 * h1
-        for j in range(h2):
-            s = net[b2 + j]
-            row = at + j * h1
-            for i in range(h1):
-                s += net[row + i] * work[i]
-            work[h1 + j] = s if s > 0.0 else 0.0
-        at = b2 + h2
+        _dense(net, at, at + h1 * h2, h1, h2, work, n_in, n_in + h1, True)
+        at = at + h1 * h2 + h2
+        src = n_in + h1
         width = h2
-        src = h1
-    s = net[at + width]
-    for i in range(width):
-        s += net[at + i] * work[src + i]
-    return s
+    out = src + width
+    _dense(net, at, at + width, width, 1, work, src, out, False)
+    return work[out]
 
 
 @njit(cache=True)
 def net_margin(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: np.int64) -> float:
     """The network's predicted final margin (points) of player ``me``."""
     x = np.empty(N_INPUTS, dtype=np.float64)
-    work = np.empty(np.int64(net[H_HIDDEN1]) + np.int64(net[H_HIDDEN2]), dtype=np.float64)
+    work = np.empty(work_size(net), dtype=np.float64)
     net_inputs(state, tab, me, x)
     return forward(net, x, work)
 
@@ -257,7 +274,7 @@ def batch_inputs(states: np.ndarray, tab: np.ndarray, mes: np.ndarray, out: np.n
 @njit(cache=True)
 def batch_forward(net: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     """:func:`forward` of every row of ``x`` into ``out``."""
-    work = np.empty(np.int64(net[H_HIDDEN1]) + np.int64(net[H_HIDDEN2]), dtype=np.float64)
+    work = np.empty(work_size(net), dtype=np.float64)
     for i in range(x.shape[0]):
         out[i] = forward(net, x[i], work)
 
@@ -287,8 +304,8 @@ def pack(layers: list[tuple[np.ndarray, np.ndarray]], mean: np.ndarray, sd: np.n
     head[H_HIDDEN2] = h2
     head[H_SCALE] = scale
     parts = [head, np.asarray(mean, dtype=np.float64), np.asarray(sd, dtype=np.float64)]
-    for w, b in layers:
-        parts += [np.asarray(w, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64)]
+    for w, b in layers:  # W (out, in) is stored input-major: W.T row by row
+        parts += [np.asarray(w, dtype=np.float64).T.ravel(), np.asarray(b, dtype=np.float64)]
     out = np.concatenate(parts)
     assert out.shape[0] == n_weights(n_in, h1, h2)
     return out
@@ -305,7 +322,7 @@ def unpack(net: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.nda
     sizes = [n_in, h1] + ([h2] if h2 > 0 else []) + [1]
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-        w = net[at:at + a * b].reshape(b, a)
+        w = net[at:at + a * b].reshape(a, b).T
         at += a * b
         layers.append((w, net[at:at + b]))
         at += b
@@ -334,33 +351,25 @@ def train_epoch(net: np.ndarray, x: np.ndarray, y: np.ndarray, order: np.ndarray
                 batch: np.int64, lr: float, step: np.int64, m: np.ndarray,
                 v: np.ndarray, weight_decay: float) -> tuple[float, np.int64]:
     """One pass over the rows ``order`` of (``x``, ``y``: targets in points) by minibatch
-    Adam on the weights of ``net`` (in place; header and standardisation untouched).
-    ``m``/``v`` are Adam's moment arrays (the shape of ``net``) and ``step`` its count;
-    returns (mean squared error in points^2, new step count)."""
+    Adam on the weights of ``net`` (in place; header and standardisation untouched), through
+    :func:`forward`. ``m``/``v`` are Adam's moment arrays (the shape of ``net``) and ``step``
+    its count; returns (mean squared error in points^2, new step count)."""
     b1_, b2_, eps = 0.9, 0.999, 1e-8
     n_in = np.int64(net[H_INPUTS])
     h1 = np.int64(net[H_HIDDEN1])
     h2 = np.int64(net[H_HIDDEN2])
-    mu = HEADER
-    sd = mu + n_in
-    w1 = sd + n_in
-    b1 = w1 + h1 * n_in
-    w2 = b1 + h1
-    if h2 > 0:
-        b2 = w2 + h2 * h1
-        w3 = b2 + h2
-        width = h2
-    else:
-        b2 = w2
-        w3 = w2
-        width = h1
+    w1 = HEADER + 2 * n_in
+    b1 = w1 + n_in * h1
+    w2 = b1 + h1  # the second hidden layer, or the output layer when there is none
+    b2 = w2 + h1 * h2
+    w3 = b2 + h2 if h2 > 0 else w2
+    width = h2 if h2 > 0 else h1
     b3 = w3 + width
+    top = n_in + h1 if h2 > 0 else n_in  # where the last hidden layer sits in ``work``
     first = w1  # the trainable part: weights and biases
     grad = np.zeros(net.shape[0], dtype=np.float64)
-    xs = np.empty(n_in, dtype=np.float64)
-    a1 = np.empty(h1, dtype=np.float64)
-    a2 = np.empty(max(h2, 1), dtype=np.float64)
-    d2 = np.empty(max(h2, 1), dtype=np.float64)
+    work = np.empty(work_size(net), dtype=np.float64)
+    dtop = np.empty(width, dtype=np.float64)
     d1 = np.empty(h1, dtype=np.float64)
     total = 0.0
     n = order.shape[0]
@@ -369,56 +378,38 @@ def train_epoch(net: np.ndarray, x: np.ndarray, y: np.ndarray, order: np.ndarray
         grad[first:] = 0.0
         for r in range(start, stop):
             i = order[r]
-            for k in range(n_in):
-                xs[k] = (x[i, k] - net[mu + k]) / net[sd + k]
-            for j in range(h1):
-                s = net[b1 + j]
-                row = w1 + j * n_in
-                for k in range(n_in):
-                    s += net[row + k] * xs[k]
-                a1[j] = s if s > 0.0 else 0.0
-            if h2 > 0:
-                for j in range(h2):
-                    s = net[b2 + j]
-                    row = w2 + j * h1
-                    for k in range(h1):
-                        s += net[row + k] * a1[k]
-                    a2[j] = s if s > 0.0 else 0.0
-            out = net[b3]
-            for k in range(width):
-                out += net[w3 + k] * (a2[k] if h2 > 0 else a1[k])
-            err = (out - y[i]) / LOSS_POINTS
+            out = forward(net, x[i], work)  # work: inputs, hidden layer(s), output
             total += (out - y[i]) ** 2
-            dy = err / LOSS_POINTS  # d(err^2 / 2) / d out
+            dy = (out - y[i]) / (LOSS_POINTS * LOSS_POINTS)  # d/d out of (err/LP)^2 / 2
             grad[b3] += dy
+            for k in range(width):
+                a = work[top + k]
+                grad[w3 + k] += dy * a
+                dtop[k] = dy * net[w3 + k] if a > 0.0 else 0.0
             if h2 > 0:
-                for k in range(h2):
-                    grad[w3 + k] += dy * a2[k]
-                    d2[k] = dy * net[w3 + k] if a2[k] > 0.0 else 0.0
-                for j in range(h1):
-                    d1[j] = 0.0
                 for j in range(h2):
-                    if d2[j] == 0.0:
+                    grad[b2 + j] += dtop[j]
+                for k in range(h1):
+                    a = work[n_in + k]
+                    d1[k] = 0.0
+                    if a <= 0.0:
                         continue
-                    grad[b2 + j] += d2[j]
-                    row = w2 + j * h1
-                    for k in range(h1):
-                        grad[row + k] += d2[j] * a1[k]
-                        d1[k] += d2[j] * net[row + k]
-                for j in range(h1):
-                    if a1[j] <= 0.0:
-                        d1[j] = 0.0
+                    row = w2 + k * h2
+                    s = 0.0
+                    for j in range(h2):
+                        grad[row + j] += a * dtop[j]
+                        s += net[row + j] * dtop[j]
+                    d1[k] = s
             else:
                 for k in range(h1):
-                    grad[w3 + k] += dy * a1[k]
-                    d1[k] = dy * net[w3 + k] if a1[k] > 0.0 else 0.0
+                    d1[k] = dtop[k]
             for j in range(h1):
-                if d1[j] == 0.0:
-                    continue
                 grad[b1 + j] += d1[j]
-                row = w1 + j * n_in
-                for k in range(n_in):
-                    grad[row + k] += d1[j] * xs[k]
+            for k in range(n_in):
+                a = work[k]
+                row = w1 + k * h1
+                for j in range(h1):
+                    grad[row + j] += a * d1[j]
         step += 1
         scale = 1.0 / (stop - start)
         c1 = 1.0 - b1_ ** step
