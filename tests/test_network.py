@@ -257,3 +257,17 @@ def test_no_network_is_a_clear_error_with_the_command(small, tmp_path):
         bind_bot(make_bot(f"mcts(eval=net, models={tmp_path})"), small)
     assert make_bot("mcts(eval=net, iterations=7)").spec == "mcts(eval=net, iterations=7)"
     assert model_path(small.content_hash(), tmp_path).name == "model.json"
+
+
+def test_the_shipped_network_loads_and_plays_by_default_model_choice(monkeypatch, tmp_path):
+    from patchsim.bots.learned import SHIPPED_DIR
+    from patchsim.engine.ruleset import load_ruleset
+
+    monkeypatch.setenv("PATCHSIM_MODEL_DIR", str(tmp_path))  # no user network in the way
+    e2 = load_ruleset("edition2")
+    path = SHIPPED_DIR / e2.content_hash() / NET_FILE
+    assert path.stat().st_size < 5_000_000
+    m = load_net(path, e2.content_hash())
+    assert m.manifest["ruleset_name"] == "edition2" and m.shape == [N.N_INPUTS, 32, 32]
+    bound = bind_bot(make_bot("mcts(eval=net, iterations=5)"), e2)
+    assert bound.provenance["source"] == "shipped"
