@@ -13,7 +13,7 @@ nothing, then play it against today's linear ``mcts(eval=learned)`` at equal ite
    observation), and the load average before and after.
 
     python benchmarks/train_network.py [--rules edition2] [--minutes 30] [--jobs 2]
-        [--games 400] [--iterations 100] [--time-ms 10,50] [--hidden 32,32] [--seed 1]
+        [--games 400] [--iterations 100] [--time-ms 10,50] [--hidden 16,16] [--seed 1]
         [--models DIR] [--skip-training]
 
 The machine should be quiet: the figures (speed, equal-time results) move with load.
@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--generations", type=int, default=None)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--hidden", default="32,32")
+    ap.add_argument("--hidden", default="16,16")
     ap.add_argument("--games-per-generation", type=int, default=300)
     ap.add_argument("--models", default="", help="models folder (default: a fresh one)")
     ap.add_argument("--skip-training", action="store_true",

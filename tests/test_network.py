@@ -268,6 +268,6 @@ def test_the_shipped_network_loads_and_plays_by_default_model_choice(monkeypatch
     path = SHIPPED_DIR / e2.content_hash() / NET_FILE
     assert path.stat().st_size < 5_000_000
     m = load_net(path, e2.content_hash())
-    assert m.manifest["ruleset_name"] == "edition2" and m.shape == [N.N_INPUTS, 32, 32]
+    assert m.manifest["ruleset_name"] == "edition2" and m.shape == [N.N_INPUTS, 16, 16]
     bound = bind_bot(make_bot("mcts(eval=net, iterations=5)"), e2)
     assert bound.provenance["source"] == "shipped"

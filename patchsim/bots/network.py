@@ -152,6 +152,10 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndar
 
 @njit(cache=True)
 def _fits_anywhere(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.int64) -> bool:
+    # fewer empty squares than the patch has: no placement to scan (the late game's case,
+    # where a scan would find none after trying them all)
+    if tab[tab[core.O_SIZE] + patch] > core.empty_squares(state, tab, p):
+        return False
     first = tab[tab[core.O_PATCH_FIRST] + patch]
     for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
         if core.fits(state, tab, p, g):

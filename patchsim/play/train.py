@@ -493,7 +493,12 @@ class NetSettings:
 
     seed: int = 1
     games_per_generation: int = 300
-    hidden: tuple[int, int] = (32, 32)  # second 0: one hidden layer
+    # second 0: one hidden layer. 16+16 rather than 32+32: on edition 2 after 10 minutes it
+    # played as well per iteration (69.5% [63.8, 75.2] against the linear search at 100
+    # iterations, against 68.0% [62.5, 73.5]) at about half the cost of an evaluation, so
+    # it trains on three times the games and wins more at equal time (60.5% against 59.5%
+    # at 10 ms; 200 games each)
+    hidden: tuple[int, int] = (16, 16)
     epochs: int = 3  # passes over the window's data per generation
     batch: int = 64
     lr: float = 1e-3
