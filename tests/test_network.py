@@ -271,3 +271,17 @@ def test_the_shipped_network_loads_and_plays_by_default_model_choice(monkeypatch
     assert m.manifest["ruleset_name"] == "edition2" and m.shape == [N.N_INPUTS, 16, 16]
     bound = bind_bot(make_bot("mcts(eval=net, iterations=5)"), e2)
     assert bound.provenance["source"] == "shipped"
+
+
+def test_network_bot_in_a_batch_run_against_a_linear_one(small, tmp_path):
+    """The runner stacks a network bot's long row with a linear bot's short one (padded)."""
+    from test_learned import write_model
+
+    import patchsim
+
+    write_model(small, tmp_path)
+    _saved(small, tmp_path)
+    sim = patchsim.simulate(small, [f"mcts(eval=net, iterations=6, models={tmp_path})",
+                                    f"mcts(eval=learned, iterations=6, models={tmp_path})"],
+                            games=4, seed=2, pairings="cross")
+    assert len(sim.games) == 4
