@@ -362,7 +362,8 @@ def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str |
 
 register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
                  "patch: scripted rollouts, or eval=learned for a model trained per ruleset "
-                 "(`patchsim train RULESET`, no rollouts).",
+                 "(`patchsim train RULESET`, no rollouts), or eval=net for a value network "
+                 "(`patchsim train RULESET --net`).",
          {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
           "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str),
           "forbid": Param("", "restricted play: a patch id the searching player never buys "
