@@ -19,6 +19,10 @@ Which model a bot uses (its ``model`` parameter; :func:`find_model`):
 * ``model=user``: the user root only (no fallback to the shipped model).
 * ``model=<file>``: that model file (checked against the ruleset like any other).
 
+``mcts(eval=net)`` (:class:`NetBot`) is the same search with a value network
+(:mod:`patchsim.bots.network`) at its leaves, read from ``net.json`` in the same folders with
+the same choice of ``model``; ``eval=learned`` never reads it.
+
 A ruleset with no model is an error that says how to train one; the bot never falls back
 to another evaluation. :func:`model_provenance` (or :func:`bot_model_provenance`, or a
 bound bot's ``provenance``) says which file a bot uses, with the sha256 of its bytes, for
