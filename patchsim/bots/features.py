@@ -26,6 +26,9 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
+from patchsim.bots.network import H_VERSION, net_value0
+from patchsim.bots.network import HEADER as NET_HEADER
+from patchsim.bots.scripted import N_PARAMS
 from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
 from patchsim.engine import core
 
@@ -192,6 +195,22 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
     return 0.5 + 0.5 * np.tanh(predicted_margin(params, state, tab, scratch) / scale)
 
 
+# --- the value network's branch (mcts(eval=net), patchsim.bots.network) --------------------
+# A bot row longer than the parameter vector may carry a value network after it (the flat
+# array of patchsim.bots.network, whose version is never 0); the search then judges
+# unfinished leaves by it. Rows padded with zeros (patchsim.bots.learned.param_rows) carry none.
+@njit(cache=True)
+def leaf_value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                scratch: np.ndarray) -> float:
+    """:func:`value0`, or the network's value of an unfinished position when ``params``
+    carries one."""
+    if (params.shape[0] > N_PARAMS + NET_HEADER and params[N_PARAMS + H_VERSION] > 0
+            and not core.is_finished(state, tab)):
+        return net_value0(params[N_PARAMS:], state, tab)
+    return value0(params, state, tab, scratch)
+# --- end of the value network's branch ------------------------------------------------------
+
+
 @njit(cache=True)
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    out: np.ndarray) -> np.int64:
@@ -310,7 +329,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
             # evaluate every new child at once: the mover's view, and its best backs up
             best_v = -1.0
             for ch in range(first, nodes):
-                v = value0(params, states[ch], tab, scratch)
+                v = leaf_value0(params, states[ch], tab, scratch)
                 if pm == 1:
                     v = 1.0 - v
                 visits[ch] = 1

@@ -19,6 +19,10 @@ Which model a bot uses (its ``model`` parameter; :func:`find_model`):
 * ``model=user``: the user root only (no fallback to the shipped model).
 * ``model=<file>``: that model file (checked against the ruleset like any other).
 
+``mcts(eval=net)`` (:class:`NetBot`) is the same search with a value network
+(:mod:`patchsim.bots.network`) at its leaves, read from ``net.json`` in the same folders with
+the same choice of ``model``; ``eval=learned`` never reads it.
+
 A ruleset with no model is an error that says how to train one; the bot never falls back
 to another evaluation. :func:`model_provenance` (or :func:`bot_model_provenance`, or a
 bound bot's ``provenance``) says which file a bot uses, with the sha256 of its bytes, for
@@ -43,6 +47,7 @@ import numpy as np
 
 from patchsim.atomic import atomic_write
 from patchsim.bots import features as F
+from patchsim.bots import network as N
 from patchsim.bots.policies import N_PARAMS
 from patchsim.bots.registry import (
     SAMPLING_HELP,
@@ -54,6 +59,7 @@ from patchsim.bots.registry import (
     coerce_param,
     register_evaluation,
 )
+from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, parse_override
 from patchsim.engine.tables import Tables
@@ -170,44 +176,49 @@ def check_model_choice(model: str, root: str | os.PathLike[str] | None = None) -
 
 
 def find_model(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
-               model: str = "auto") -> Path:
+               model: str = "auto", file: str = MODEL_FILE, evaluation: str = "learned",
+               train_hint: str = "") -> Path:
     """The model file a bot with ``models=root, model=model`` uses for ``ruleset``;
     ModelError saying where it looked and how to train one.
 
     Precedence with ``model="auto"``: the user root (``root``, else ``$PATCHSIM_MODEL_DIR``,
     else ``~/.cache/patchsim/models``) wins over the shipped models; ``"shipped"`` and
-    ``"user"`` look in one place only; any other value is the path of a model file."""
+    ``"user"`` look in one place only; any other value is the path of a model file.
+    ``file`` is the file name in a ruleset's folder (``model.json`` for ``eval=learned``,
+    ``net.json`` for ``eval=net``)."""
     h = ruleset.content_hash()
     check_model_choice(model, root)
     if model not in MODEL_CHOICES:
         p = Path(model).expanduser()
         if p.is_dir():
-            raise ModelError(f"mcts(eval=learned): model={model} is a folder; give a model "
-                             f"file (such as {p / h / MODEL_FILE}), or models={model} for a "
+            raise ModelError(f"mcts(eval={evaluation}): model={model} is a folder; give a "
+                             f"model file (such as {p / h / file}), or models={model} for a "
                              "models folder")
         if not p.exists():
-            raise ModelError(f"mcts(eval=learned): model file {p} does not exist")
+            raise ModelError(f"mcts(eval={evaluation}): model file {p} does not exist")
         return p
-    places = {"auto": [model_path(h, root), SHIPPED_DIR / h / MODEL_FILE],
-              "user": [model_path(h, root)], "shipped": [SHIPPED_DIR / h / MODEL_FILE]}[model]
+    user = user_model_root(root) / h / file
+    places = {"auto": [user, SHIPPED_DIR / h / file],
+              "user": [user], "shipped": [SHIPPED_DIR / h / file]}[model]
     for p in places:
         if p.exists():
             return p
     where = " or ".join(str(p) for p in places)
     hint = ("" if model != "shipped" else
             "; patchsim ships models for: "
-            + (", ".join(sorted(_shipped_names())) or "no ruleset")
+            + (", ".join(sorted(_shipped_names(file))) or "no ruleset")
             + " (model=auto also takes a trained one)")
     raise ModelError(
-        f"mcts(eval=learned) has no {'' if model == 'auto' else model + ' '}model for "
+        f"mcts(eval={evaluation}) has no {'' if model == 'auto' else model + ' '}model for "
         f"ruleset {ruleset.name!r} (hash {h}); looked in {where}{hint}. Train one with: "
-        f"patchsim train {_train_ref(ruleset)} --minutes 20 (or give the bot models=FOLDER)")
+        f"patchsim train {_train_ref(ruleset)}{train_hint} --minutes 20 (or give the bot "
+        "models=FOLDER)")
 
 
-def _shipped_names() -> list[str]:
+def _shipped_names(file: str = MODEL_FILE) -> list[str]:
     """The ruleset names of the shipped models (from their manifests)."""
     names = []
-    for man in SHIPPED_DIR.glob(f"*/{MODEL_FILE}"):
+    for man in SHIPPED_DIR.glob(f"*/{file}"):
         try:
             names.append(str(json.loads(man.read_text("utf-8"))["manifest"]["ruleset_name"]))
         except (OSError, ValueError, KeyError, TypeError):
@@ -321,9 +332,11 @@ class LearnedBot:
     to one (:meth:`bind`, or at its first move). Bound, it is a :class:`CompiledBot`."""
 
     kind = F.LEARNED
+    evaluation = "learned"  # the spec's eval= (NetBot: "net")
 
     def __init__(self, models: str = "", model: str = "auto", **given: Any) -> None:
-        given = {key: coerce_param("mcts(eval=learned)", key, value, _learned_param(key))
+        given = {key: coerce_param(f"mcts(eval={self.evaluation})", key, value,
+                                   _learned_param(key, self.evaluation))
                  for key, value in given.items()}
         # auto, user, shipped or a file (a bound bot's ``model`` is the Model it plays)
         self.model_choice = check_model_choice(model, models)
@@ -334,8 +347,8 @@ class LearnedBot:
         for key, value in values.items():
             self.params[LEARNED_PARAMS[key][0]] = float(value)
         self.models = models
-        self.values = {**values, "models": models, "model": model, "eval": "learned"}
-        shown: dict[str, Any] = {**given, "eval": "learned"}
+        self.values = {**values, "models": models, "model": model, "eval": self.evaluation}
+        shown: dict[str, Any] = {**given, "eval": self.evaluation}
         if models:
             shown["models"] = models
         if model != "auto":
@@ -343,13 +356,15 @@ class LearnedBot:
         self.spec = canonical_spec("mcts", shown)
         self._bound: dict[str, BoundLearnedBot] = {}
 
+    def _load(self, rs: Ruleset) -> Any:
+        return model_for(rs, self.models or None, self.model_choice)
+
     def bind(self, ruleset: Ruleset | Tables) -> BoundLearnedBot:
         """This bot with the model of ``ruleset`` in its parameter vector."""
         rs = ruleset.ruleset if isinstance(ruleset, Tables) else ruleset
         h = rs.content_hash()
         if h not in self._bound:
-            model = model_for(rs, self.models or None, self.model_choice)
-            self._bound[h] = BoundLearnedBot(self, model, rs)
+            self._bound[h] = BoundLearnedBot(self, self._load(rs), rs)
         return self._bound[h]
 
     def provenance(self, ruleset: Ruleset | Tables) -> dict[str, Any]:
@@ -372,9 +387,11 @@ class BoundLearnedBot(CompiledBot):
 
     kind = F.LEARNED
 
-    def __init__(self, bot: LearnedBot, model: Model, ruleset: Ruleset | None = None) -> None:
+    def __init__(self, bot: LearnedBot, model: Model | NetModel,
+                 ruleset: Ruleset | None = None) -> None:
         super().__init__()
-        self.params = fill_params(bot.params, model)
+        self.params = (net_row(bot.params, model) if isinstance(model, NetModel)
+                       else fill_params(bot.params, model))
         self.spec = bot.spec
         self.values = copy.deepcopy(bot.values)
         self.model = model
@@ -415,11 +432,162 @@ def bot_model_provenance(bot: Any, ruleset: Ruleset | Tables) -> dict[str, Any] 
     return None
 
 
-def _learned_param(key: str) -> Param:
+def _learned_param(key: str, evaluation: str = "learned") -> Param:
     if key not in LEARNED_PARAMS:
-        raise BotSpecError(f"mcts(eval=learned): unknown parameter {key!r} (parameters: "
+        raise BotSpecError(f"mcts(eval={evaluation}): unknown parameter {key!r} (parameters: "
                            f"{', '.join(LEARNED_PARAMS)}, models, model)")
     return LEARNED_PARAMS[key][1]
 
 
 register_evaluation("learned", LearnedBot, LEARNED_KNOBS)
+
+
+# --- the value network (mcts(eval=net); patchsim.bots.network) --------------------------------
+# Its own model file, next to the linear one: <models>/<ruleset hash>/net.json. A ruleset
+# may have both; eval=learned keeps reading model.json exactly as before, so the committed
+# studies that name mcts(eval=learned) replay unchanged, and eval=net is chosen by name.
+NET_FORMAT = "patchsim-net-model"
+NET_FILE = "net.json"
+
+
+def _net_checksum(net: list[float]) -> str:
+    return hashlib.sha256(json.dumps(net).encode("ascii")).hexdigest()[:16]
+
+
+@dataclass
+class NetModel:
+    """A trained value network: its flat array (:mod:`patchsim.bots.network`) and manifest
+    (ruleset, network version, shape, training record)."""
+
+    net: np.ndarray
+    manifest: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+    sha256: str = ""
+
+    @property
+    def scale(self) -> float:
+        return float(self.net[N.H_SCALE])
+
+    @property
+    def shape(self) -> list[int]:
+        """[inputs, hidden1, hidden2 (0: none)]."""
+        return [int(self.net[N.H_INPUTS]), int(self.net[N.H_HIDDEN1]),
+                int(self.net[N.H_HIDDEN2])]
+
+    def predict_margin(self, game: Game) -> float:
+        """The network's predicted final margin (points) of the player to move in ``game``
+        (the compiled forward pass the search uses)."""
+        me = max(0, int(core.to_move(game.state, game.tab)))
+        return float(N.net_margin(self.net, game.state, game.tab, np.int64(me)))
+
+    def to_json(self) -> str:
+        w = [float(x) for x in self.net]
+        man = {**self.manifest, "net_version": N.NET_VERSION, "shape": self.shape,
+               "inputs": list(N.INPUT_NAMES)}
+        return json.dumps({"format": NET_FORMAT, "net_version": N.NET_VERSION,
+                           "manifest": man, "net": w, "checksum": _net_checksum(w)},
+                          indent=1) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the network file and a ``net-manifest.json`` copy of its manifest."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = self.to_json()
+        atomic_write(path, text)
+        atomic_write(path.parent / "net-manifest.json",
+                     json.dumps(json.loads(text)["manifest"], indent=1) + "\n")
+        return path
+
+
+def load_net(path: str | os.PathLike[str], ruleset_hash: str | None = None) -> NetModel:
+    """Read and check a network file; ModelError naming the file and the problem (an
+    unknown network version names the version)."""
+    path = Path(path)
+
+    def bad(what: str) -> ModelError:
+        return ModelError(f"network file {path}: {what}; retrain it with `patchsim train "
+                          f"RULESET --net` (or delete it)")
+
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ModelError(f"network file {path}: cannot read it ({e.strerror})") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise bad(f"not valid JSON, corrupt or truncated ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != NET_FORMAT:
+        raise bad(f"not a patchsim value network (format is not {NET_FORMAT!r})")
+    version = data.get("net_version")
+    if version != N.NET_VERSION:
+        raise bad(f"made for network version {version!r}, this patchsim reads version "
+                  f"{N.NET_VERSION}")
+    man = data.get("manifest")
+    w = data.get("net")
+    if not isinstance(man, dict):
+        raise bad("no manifest")
+    if (not isinstance(w, list) or len(w) < N.HEADER
+            or not all(isinstance(x, int | float) and math.isfinite(x) for x in w)):
+        raise bad("the network must be a list of finite numbers")
+    if data.get("checksum") != _net_checksum([float(x) for x in w]):
+        raise bad("checksum mismatch (the weights were changed or damaged)")
+    net = np.array(w, dtype=np.float64)
+    n_in, h1, h2 = (int(net[N.H_INPUTS]), int(net[N.H_HIDDEN1]), int(net[N.H_HIDDEN2]))
+    if (n_in != N.N_INPUTS or not 1 <= h1 <= 4096 or not 0 <= h2 <= 4096
+            or len(w) != N.n_weights(n_in, h1, h2) or net[N.H_SCALE] <= 0
+            or np.any(net[N.HEADER + n_in:N.HEADER + 2 * n_in] <= 0)):
+        raise bad(f"its shape {[n_in, h1, h2]} does not fit its {len(w)} numbers or the "
+                  f"{N.N_INPUTS} inputs of network version {N.NET_VERSION}")
+    if man.get("shape") != [n_in, h1, h2]:
+        raise bad(f"the manifest's shape {man.get('shape')} is not the network's "
+                  f"{[n_in, h1, h2]}")
+    if ruleset_hash is not None and man.get("ruleset_hash") != ruleset_hash:
+        raise bad(f"trained for ruleset hash {man.get('ruleset_hash')}, not {ruleset_hash}")
+    return NetModel(net, man, path.resolve(), digest)
+
+
+def net_for(ruleset: Ruleset, root: str | os.PathLike[str] | None = None,
+            model: str = "auto") -> NetModel:
+    """The checked network of ``ruleset`` (``net.json``; same precedence as
+    :func:`find_model`), read once per file version and process."""
+    path = find_model(ruleset, root, model, NET_FILE, "net", " --net")
+    expected = None if model not in MODEL_CHOICES else ruleset.content_hash()
+    return _load_net_once(str(path), path.stat().st_mtime_ns, expected)
+
+
+@lru_cache(maxsize=32)
+def _load_net_once(path: str, mtime_ns: int, expected_hash: str | None) -> NetModel:
+    return load_net(Path(path), expected_hash)
+
+
+def net_row(params: np.ndarray, model: NetModel) -> np.ndarray:
+    """The row a network bot hands the compiled loops: its parameter vector (with the
+    network's scale in ``L_SCALE``, which squashes finished games' margins alike) followed
+    by the network's flat array (read by :func:`patchsim.bots.features.leaf_value0`)."""
+    head = np.array(params[:N_PARAMS], dtype=np.float64, copy=True)
+    head[F.L_SCALE] = model.scale
+    return np.concatenate([head, model.net])
+
+
+def param_rows(vectors: list[np.ndarray]) -> np.ndarray:
+    """The compiled bots' rows stacked for the game loops: a network bot's row is longer
+    than the parameter vector, so shorter rows are padded with zeros (never read)."""
+    width = max(len(v) for v in vectors)
+    out = np.zeros((len(vectors), width), dtype=np.float64)
+    for i, v in enumerate(vectors):
+        out[i, :len(v)] = v
+    return out
+
+
+class NetBot(LearnedBot):
+    """``mcts(eval=net)``: the learned search with the ruleset's value network at its
+    leaves (same knobs as ``eval=learned``; the network file is ``net.json``)."""
+
+    evaluation = "net"
+
+    def _load(self, rs: Ruleset) -> Any:
+        return net_for(rs, self.models or None, self.model_choice)
+
+
+register_evaluation("net", NetBot, LEARNED_KNOBS)

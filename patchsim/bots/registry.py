@@ -391,13 +391,15 @@ def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str |
 
 register("mcts", "Monte Carlo tree search over pass and the best few placements of each "
                  "patch: scripted rollouts, or eval=learned for a model trained per ruleset "
-                 "(`patchsim train RULESET`, no rollouts).",
+                 "(`patchsim train RULESET`, no rollouts), or eval=net for a value network "
+                 "(`patchsim train RULESET --net`).",
          {**{k: p for k, (_, p) in MCTS_PARAMS.items()},
           "rollout": Param(DEFAULT_ROLLOUT, "rollout policy: a non-search bot spec", str),
           "forbid": Param("", "restricted play: a patch id the searching player never buys "
                           "('': none; its rollouts may buy it)", str),
-          "eval": Param("rollout", "leaf evaluation: rollout (scripted playouts) or learned "
-                        "(the ruleset's trained model)", str, ("rollout", "learned")),
+          "eval": Param("rollout", "leaf evaluation: rollout (scripted playouts), learned "
+                        "(the ruleset's trained linear model) or net (its trained value "
+                        "network)", str, ("rollout", "learned", "net")),
           "models": Param("", "eval=learned: folder of trained models (default "
                           "$PATCHSIM_MODEL_DIR or ~/.cache/patchsim/models, then the shipped "
                           "ones)", str),

@@ -26,12 +26,16 @@ def train(
                                                "~/.cache/patchsim/models).")] = None,
     fresh: Annotated[bool, typer.Option(help="Ignore a checkpoint and start over.")] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    net: Annotated[bool, typer.Option("--net", help="Train the value network of "
+                                      "mcts(eval=net) (net.json) instead of the linear "
+                                      "model.")] = False,
 ) -> None:
     """Train the evaluation of the search bot mcts(eval=learned) for a ruleset, from
     self-play (resumable: rerun the same command after Ctrl-C). Writes
-    <models>/<ruleset hash>/model.json, manifest.json and report.md."""
+    <models>/<ruleset hash>/model.json, manifest.json and report.md; with --net the value
+    network of mcts(eval=net): net.json, net-manifest.json and net-report.md."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
-    from patchsim.play.train import TrainError, check_arguments
+    from patchsim.play.train import TrainError, check_arguments, train_net
     from patchsim.play.train import train as run_train
 
     try:
@@ -62,13 +66,15 @@ def train(
         else:
             bar["bar"].update(done)
 
-    typer.echo(f"train: {rs.name} ({rs.content_hash()}), {n_jobs} worker(s), "
+    typer.echo(f"train{' --net' if net else ''}: {rs.name} ({rs.content_hash()}), "
+               f"{n_jobs} worker(s), "
                + (f"{generations} generations" if generations is not None
                   else f"{minutes:g} minutes"))
     stop_on_signals()
     try:
-        res = run_train(rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
-                        models=models, fresh=fresh, progress=show)
+        res = (train_net if net else run_train)(
+            rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
+            models=models, fresh=fresh, progress=show)
     except TrainError as e:
         # the library's problems name its parameters; here they are flags (common.FLAGS)
         raise fail(e) from None
@@ -85,4 +91,4 @@ def train(
     typer.echo(f"model: {res.model_path} (generation {res.generations}"
                + (f", resumed from {res.resumed_from}" if res.resumed_from else "")
                + f"; {rates})")
-    typer.echo(f"report: {res.model_path.parent / 'report.md'}")
+    typer.echo(f"report: {res.model_path.parent / ('net-report.md' if net else 'report.md')}")

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from patchsim.bots import policies, search
-from patchsim.bots.learned import ModelError, bind_bot
+from patchsim.bots.learned import ModelError, bind_bot, param_rows
 from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays, deal_seed
@@ -142,7 +142,7 @@ def play_batch(config: RunConfig, batch: Batch, run_id: str,
     pair_order = np.tile(np.array([0, 1], dtype=np.int8), len(deals))
     if isinstance(bot_a, CompiledBot) and isinstance(bot_b, CompiledBot):
         kinds = np.array([bot_a.kind, bot_b.kind], dtype=np.int64)
-        params = np.stack([bot_a.params, bot_b.params])
+        params = param_rows([bot_a.params, bot_b.params])  # a network bot's row is longer
         res, moves, ev, nev, bad = playout.play_deals(tables.tab, idx, streams, kinds, params,
                                                       max_plies(rs), max_events(rs), stop)
         if bad == playout.STOPPED:

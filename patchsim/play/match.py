@@ -18,7 +18,7 @@ from patchsim.bots.contract import (
     ask_move,
     seat_streams,
 )
-from patchsim.bots.learned import bind_bot
+from patchsim.bots.learned import bind_bot, param_rows
 from patchsim.bots.registry import Bot, CompiledBot, bot_spec
 from patchsim.engine import core
 from patchsim.engine.game import Game, decode_move, rules_reference
@@ -121,7 +121,7 @@ def play_game(ruleset: Ruleset | Tables, bots: tuple[Bot, Bot] | list[Bot],
     compiled = [b for b in bots if isinstance(b, CompiledBot)]
     if len(compiled) == len(bots):
         kinds = np.array([b.kind for b in compiled], dtype=np.int64)
-        params = np.stack([b.params for b in compiled])
+        params = param_rows([b.params for b in compiled])
         rng = streams.copy()
         ne = playout.play_game(tables.tab, game.state, kinds, params, rng, moves, ev, result)
         if result[playout.R_ERROR]:
