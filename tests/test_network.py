@@ -24,6 +24,7 @@ from patchsim.bots.learned import (
     model_path,
     param_rows,
 )
+from patchsim.bots.policies import N_PARAMS
 from patchsim.bots.registry import make_bot
 from patchsim.cli.main import app
 from patchsim.engine.deal import deal_arrays, deal_circle
@@ -114,7 +115,7 @@ def test_the_search_reads_the_network_of_its_row(small):
     for seed in (1, 2):
         row = np.concatenate([base, random_net(seed)])
         rows = param_rows([row, greedy.params])  # type: ignore[attr-defined]
-        assert rows.shape == (2, len(row)) and np.all(rows[1, 32:] == 0)
+        assert rows.shape == (2, len(row)) and np.all(rows[1, N_PARAMS:] == 0)
         kinds = np.array([5, greedy.kind], dtype=np.int64)  # type: ignore[attr-defined]
         res, moves, *_ , bad = playout.play_deals(
             tables.tab, circles, streams, kinds, rows, max_plies(small), max_events(small),
@@ -203,11 +204,11 @@ def test_a_linear_model_still_loads_beside_a_network(small, tmp_path):
     NetModel(random_net(0), {"ruleset_hash": small.content_hash()}).save(
         path.parent / NET_FILE)
     lin = bind_bot(make_bot(f"mcts(eval=learned, models={tmp_path})"), small)
-    assert lin.params.shape == (32,)  # the linear bot is exactly as before
+    assert lin.params.shape == (N_PARAMS,)  # the linear bot is exactly as before
     assert np.array_equal(lin.params[10:32], load_model(path).weights)
     net = bind_bot(make_bot(f"mcts(eval=net, models={tmp_path})"), small)
-    assert net.params.shape == (32 + len(random_net(0)),)
-    assert np.array_equal(net.params[32:], random_net(0))
+    assert net.params.shape == (N_PARAMS + len(random_net(0)),)
+    assert np.array_equal(net.params[N_PARAMS:], random_net(0))
 
 
 def test_shipped_linear_models_still_load():
