@@ -15,9 +15,9 @@ A network is ONE flat float64 array (``net``): a header (``H_*``: version, layer
 win-probability scale), the input standardisation (mean, sd) and the weights, layer by
 layer. The same array is what a model file stores, what the numpy reference
 (:func:`forward_numpy`) and training read, and what the compiled search reads: the bot's
-row handed to the compiled game loops is its parameter vector (``policies.N_PARAMS`` floats) followed by this
-array (the loops take rows of any width), so the network's size is not bounded by the
-parameter vector and no loop signature changed.
+row handed to the compiled game loops is its parameter vector (``policies.N_PARAMS``
+floats) followed by this array (the loops take rows of any width), so the network's size
+is not bounded by the parameter vector and no loop signature changed.
 """
 
 from __future__ import annotations
