@@ -249,7 +249,7 @@ def _unbuyable(game: Game) -> dict[str, str]:
         if pid in legal:
             continue
         k = tables.patch_index[pid]
-        first = int(tables.tab[tables.tab[core.O_PATCH_FIRST] + k])
+        first = int(core.patch_first(tables.tab, k))
         why = game.legality(first)
         if why is not None and why.name != "OVERLAP":
             out[pid] = why.describe(game.ruleset.offer_size)
