@@ -26,7 +26,15 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
+from patchsim.bots.tree import (
+    backup,
+    expand,
+    new_tree,
+    now_ms,
+    play_macro,
+    sample_by_visits,
+    uct_child,
+)
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -52,6 +60,9 @@ N_FEATURES = 22  # slots L_WEIGHTS .. L_WEIGHTS + 21
 # first L_SAMPLE_PLIES plies the root move is drawn by visits^(1 / L_TEMPERATURE)
 L_TEMPERATURE = L_WEIGHTS + N_FEATURES  # 32
 L_SAMPLE_PLIES = L_TEMPERATURE + 1
+# passing wars (see learned_tree): k > 0 values a node reached by k passes in a row within
+# the tree (the offer frozen) by the model's own one-ply player's playout to the end
+L_WAR_ROLLOUTS = L_SAMPLE_PLIES + 1
 
 FEATURE_NAMES = (
     "buttons",  # 0
@@ -189,6 +200,7 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
         margin = core.score(state, tab, 0) - core.score(state, tab, 1)
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
+    # the one place a leaf is judged: another evaluation plugs in here
     return 0.5 + 0.5 * np.tanh(predicted_margin(params, state, tab, scratch) / scale)
 
 
@@ -266,10 +278,50 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 
 
 @njit(cache=True)
+def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: np.ndarray,
+                  scratch: np.ndarray) -> None:
+    """Play ``work`` to the end in place, both seats the model's one-ply player (each move
+    the searched move whose position the model likes best for the mover; leather by the
+    leather heuristic): the learned search with one iteration, which plays no passing wars."""
+    child = np.empty(work.shape[0], dtype=np.int64)
+    while True:
+        pm = core.to_move(work, tab)
+        if pm < 0:
+            return
+        if work[core.S_PENDING] > 0:
+            core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
+            continue
+        na = search_actions(params, work, tab, acts)
+        best = acts[0]
+        best_v = -1.0
+        for a in range(na):
+            child[:] = work
+            play_macro(child, tab, acts[a])
+            v = value0(params, child, tab, scratch)
+            if pm == 1:
+                v = 1.0 - v
+            if v > best_v:
+                best_v = v
+                best = acts[a]
+        play_macro(work, tab, best)
+
+
+@njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
-    the search draws nothing from a random stream."""
+    the search draws nothing from a random stream.
+
+    With ``L_WAR_ROLLOUTS`` = k > 0, a node the tree reaches by k passes in a row (a
+    passing war: the offer frozen) backs up the result of :func:`model_rollout` from it
+    instead of the model's value. Why: the tree is deep only where the search already
+    likes a move. A line of passes keeps the model's margin steady (nobody buys, the
+    quilts stay empty, and the model prices an empty square mid-game at a fraction of its
+    end value), so it is followed deep, while a buy line stops right after the opponent's
+    answers, before the buyer's own; the search then drifts into passing wars that end with
+    both seats far below zero. The model's one-ply player, which wars never, plays the
+    war out to the end and shows what it is worth.
+    """
     iters = max(1, np.int64(params[L_ITERATIONS]))
     c = params[L_C]
     top_k = max(1, np.int64(params[L_TOP_K]))
@@ -277,6 +329,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     t_start = now_ms() if time_ms > 0 else 0.0
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
+    war = np.int64(params[L_WAR_ROLLOUTS])
+    work = np.empty(state.shape[0], dtype=np.int64)
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, 20000) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
@@ -318,6 +372,14 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 if v > best_v:
                     best_v = v
             v0 = best_v if pm == 0 else 1.0 - best_v
+            if war > 0 and depth >= war:
+                run = 0  # passes in a row that led here (within the tree)
+                while run < war and move[path[depth - run]] == core.PASS:
+                    run += 1
+                if run == war:
+                    work[:] = st
+                    model_rollout(params, work, tab, acts, scratch)
+                    v0 = value0(params, work, tab, scratch)
         backup(path, depth, visits, value, mover, v0, 1.0 - v0)
     return first_child, nchild, visits, value, move
 
