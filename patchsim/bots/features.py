@@ -90,6 +90,19 @@ FEATURE_NAMES = (
 )
 
 
+# The tree is sized for at most this many iterations' expansions (as the rollout search's):
+# a larger time budget decides with the full tree instead of asking for unbounded memory.
+TREE_ITERATIONS = 20000
+CLOCK_EVERY = 8  # iterations between two reads of the clock (time budgets)
+STOP_EVERY = 16  # iterations between two reads of the stop flag
+
+
+@njit(cache=True)
+def patch_size(tab: np.ndarray, patch: np.int64) -> np.int64:
+    """Squares a patch covers."""
+    return tab[tab[core.O_SIZE] + patch]
+
+
 @njit(cache=True)
 def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarray) -> None:
     """Per-player quantities (see FEATURE_NAMES) of player p into ``out``."""
@@ -114,8 +127,8 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     out[5] = bp if state[core.S_BONUS] == p else 0.0
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wl = tab[tab[core.O_WIN_LO]]
-        wh = tab[tab[core.O_WIN_HI]]
+        wl = core.window_lo(tab, 0)  # every window has the same size
+        wh = core.window_hi(tab, 0)
         wsize = core.popcount64(wl) + core.popcount64(wh)
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
@@ -142,14 +155,14 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        cost = tab[tab[core.O_COST] + patch]
+        cost = core.patch_cost(tab, patch)
         if cost > btn:
             continue
         n_aff += 1.0
-        t = tab[tab[core.O_TIME] + patch]
+        t = core.patch_time(tab, patch)
         if t > last - pos:
             t = last - pos
-        net = (pen * tab[tab[core.O_SIZE] + patch] + tab[tab[core.O_INCOME] + patch] * mk
+        net = (pen * patch_size(tab, patch) + core.patch_income(tab, patch) * mk
                - cost)
         if net > best_net:
             best_net = net
@@ -332,14 +345,15 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     war = np.int64(params[L_WAR_ROLLOUTS])
     work = np.empty(state.shape[0], dtype=np.int64)
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
-    cap = 1 + min(iters, 20000) * max_children
+    cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     scratch = np.empty(N_FEATURES, dtype=np.float64)
     nodes = 1
     for it in range(iters):
-        if time_ms > 0 and it % 8 == 7 and now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
-        if it % 16 == 15 and stop[0] != 0:  # the first iteration has expanded the root
+        # never before the first iteration has expanded the root
+        if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
         node = 0
         depth = 0

@@ -55,6 +55,7 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 # nodes, about 70 MB, at top_k=2), instead of asking for terabytes.
 TREE_ITERATIONS = 20000
 STOP_EVERY = 16  # iterations between two reads of the stop flag
+CLOCK_EVERY = 32  # iterations between two reads of the clock (time budgets)
 
 
 @njit(cache=True)
@@ -97,7 +98,7 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
     work = np.empty(state.shape[0], dtype=np.int64)
 
     for it in range(iters):
-        if time_ms > 0 and it % 32 == 31 and now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
         # never before the root is expanded (the first iteration): a move must come back
         if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
