@@ -27,6 +27,7 @@ from patchsim.bots.heuristics import (
     top_placements,
 )
 from patchsim.bots.tree import (
+    Int,
     backup,
     expand,
     new_tree,
@@ -98,13 +99,13 @@ STOP_EVERY = 16  # iterations between two reads of the stop flag
 
 
 @njit(cache=True)
-def patch_size(tab: np.ndarray, patch: np.int64) -> np.int64:
+def patch_size(tab: np.ndarray, patch: np.int64) -> Int:
     """Squares a patch covers."""
     return tab[tab[core.O_SIZE] + patch]
 
 
 @njit(cache=True)
-def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarray) -> None:
+def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -> None:
     """Per-player quantities (see FEATURE_NAMES) of player p into ``out``."""
     last = tab[core.T_LAST]
     pen = np.float64(tab[core.T_PENALTY])
@@ -116,7 +117,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     mk = np.float64(income_marks_left(tab, pos))
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
-    empty = np.float64(core.empty_squares(state, tab, p))
+    empty = np.float64(core.empty_squares(state, tab, np.int64(p)))
     holes = np.float64(count_holes(tab, qlo, qhi))
     out[0] = btn
     out[1] = inc * mk
@@ -127,8 +128,8 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     out[5] = bp if state[core.S_BONUS] == p else 0.0
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wl = core.window_lo(tab, 0)  # every window has the same size
-        wh = core.window_hi(tab, 0)
+        wl = core.window_lo(tab, np.int64(0))  # every window has the same size
+        wh = core.window_hi(tab, np.int64(0))
         wsize = core.popcount64(wl) + core.popcount64(wh)
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
@@ -144,7 +145,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     for i in range(nl):
         if state[core.S_LEATHER_TAKEN] & (np.int64(1) << np.int64(i)):
             continue
-        m = core.leather_mark(tab, i)
+        m = core.leather_mark(tab, np.int64(i))
         if m > pos:
             near += 0.75 ** (m - pos - 1)
     out[12] = near
@@ -152,7 +153,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     best_rate = 0.0
     n_aff = 0.0
     for k in range(min(3, tab[core.T_OFFER])):
-        patch = core.offer_patch(state, tab, k)
+        patch = core.offer_patch(state, tab, np.int64(k))
         if patch < 0:
             break
         cost = core.patch_cost(tab, patch)
@@ -210,7 +211,7 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
     scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
     if core.is_finished(state, tab):
         w = core.winner(state, tab)
-        margin = core.score(state, tab, 0) - core.score(state, tab, 1)
+        margin = core.score(state, tab, np.int64(0)) - core.score(state, tab, np.int64(1))
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
     # the one place a leaf is judged: another evaluation plugs in here
@@ -223,20 +224,20 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     """Pass, and for each affordable offered patch its ``top_k`` best placements by the
     packing heuristic (contact, holes, bonus window): the shared
     :func:`patchsim.bots.heuristics.top_placements` with the learned bot's weights."""
-    return top_placements(state, tab, out, max(1, np.int64(params[L_TOP_K])),
+    return top_placements(state, tab, out, np.int64(max(1, int(params[L_TOP_K]))),
                           params[L_CONTACT], params[L_HOLES], params[L_WINDOW], np.int64(-1))
 
 
 @njit(cache=True)
 def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                 buf: np.ndarray) -> np.int64:
+                 buf: np.ndarray) -> Int:
     """:func:`learned_search`, never stopped early."""
     return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
 
 
 @njit(cache=True)
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                   buf: np.ndarray, stop: np.ndarray) -> np.int64:
+                   buf: np.ndarray, stop: np.ndarray) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -261,7 +262,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
-    acts = np.empty(1 + tab[core.T_OFFER] * max(1, np.int64(params[L_TOP_K])), dtype=np.int64)
+    acts = np.empty(1 + tab[core.T_OFFER] * max(1, int(params[L_TOP_K])), dtype=np.int64)
     n_root = search_actions(params, state, tab, acts)
     if n_root == 1:
         return core.PASS
@@ -335,27 +336,27 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     both seats far below zero. The model's one-ply player, which wars never, plays the
     war out to the end and shows what it is worth.
     """
-    iters = max(1, np.int64(params[L_ITERATIONS]))
+    iters = max(1, int(params[L_ITERATIONS]))
     c = params[L_C]
-    top_k = max(1, np.int64(params[L_TOP_K]))
+    top_k = max(1, int(params[L_TOP_K]))
     time_ms = params[L_TIME_MS]
     t_start = now_ms() if time_ms > 0 else 0.0
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
-    war = np.int64(params[L_WAR_ROLLOUTS])
+    war = int(params[L_WAR_ROLLOUTS])
     work = np.empty(state.shape[0], dtype=np.int64)
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     scratch = np.empty(N_FEATURES, dtype=np.float64)
-    nodes = 1
+    nodes: Int = 1
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
         # never before the first iteration has expanded the root
         if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
-        node = 0
+        node: Int = 0
         depth = 0
         path[0] = 0
         # select: descend by UCT through expanded nodes (every child has been evaluated,
