@@ -29,7 +29,16 @@ from patchsim.bots.heuristics import (
 from patchsim.bots.network import H_VERSION, net_value0
 from patchsim.bots.network import HEADER as NET_HEADER
 from patchsim.bots.scripted import N_PARAMS
-from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
+from patchsim.bots.tree import (
+    Int,
+    backup,
+    expand,
+    new_tree,
+    now_ms,
+    play_macro,
+    sample_by_visits,
+    uct_child,
+)
 from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
@@ -55,6 +64,9 @@ N_FEATURES = 22  # slots L_WEIGHTS .. L_WEIGHTS + 21
 # first L_SAMPLE_PLIES plies the root move is drawn by visits^(1 / L_TEMPERATURE)
 L_TEMPERATURE = L_WEIGHTS + N_FEATURES  # 32
 L_SAMPLE_PLIES = L_TEMPERATURE + 1
+# passing wars (see learned_tree): k > 0 values a node reached by k passes in a row within
+# the tree (the offer frozen) by the model's own one-ply player's playout to the end
+L_WAR_ROLLOUTS = L_SAMPLE_PLIES + 1
 
 FEATURE_NAMES = (
     "buttons",  # 0
@@ -82,8 +94,21 @@ FEATURE_NAMES = (
 )
 
 
+# The tree is sized for at most this many iterations' expansions (as the rollout search's):
+# a larger time budget decides with the full tree instead of asking for unbounded memory.
+TREE_ITERATIONS = 20000
+CLOCK_EVERY = 8  # iterations between two reads of the clock (time budgets)
+STOP_EVERY = 16  # iterations between two reads of the stop flag
+
+
 @njit(cache=True)
-def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarray) -> None:
+def patch_size(tab: np.ndarray, patch: np.int64) -> Int:
+    """Squares a patch covers."""
+    return tab[tab[core.O_SIZE] + patch]
+
+
+@njit(cache=True)
+def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -> None:
     """Per-player quantities (see FEATURE_NAMES) of player p into ``out``."""
     last = tab[core.T_LAST]
     pen = np.float64(tab[core.T_PENALTY])
@@ -95,7 +120,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     mk = np.float64(income_marks_left(tab, pos))
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
-    empty = np.float64(core.empty_squares(state, tab, p))
+    empty = np.float64(core.empty_squares(state, tab, np.int64(p)))
     holes = np.float64(count_holes(tab, qlo, qhi))
     out[0] = btn
     out[1] = inc * mk
@@ -106,8 +131,8 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     out[5] = bp if state[core.S_BONUS] == p else 0.0
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wl = tab[tab[core.O_WIN_LO]]
-        wh = tab[tab[core.O_WIN_HI]]
+        wl = core.window_lo(tab, np.int64(0))  # every window has the same size
+        wh = core.window_hi(tab, np.int64(0))
         wsize = core.popcount64(wl) + core.popcount64(wh)
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
@@ -123,7 +148,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     for i in range(nl):
         if state[core.S_LEATHER_TAKEN] & (np.int64(1) << np.int64(i)):
             continue
-        m = core.leather_mark(tab, i)
+        m = core.leather_mark(tab, np.int64(i))
         if m > pos:
             near += 0.75 ** (m - pos - 1)
     out[12] = near
@@ -131,17 +156,17 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarr
     best_rate = 0.0
     n_aff = 0.0
     for k in range(min(3, tab[core.T_OFFER])):
-        patch = core.offer_patch(state, tab, k)
+        patch = core.offer_patch(state, tab, np.int64(k))
         if patch < 0:
             break
-        cost = tab[tab[core.O_COST] + patch]
+        cost = core.patch_cost(tab, patch)
         if cost > btn:
             continue
         n_aff += 1.0
-        t = tab[tab[core.O_TIME] + patch]
+        t = core.patch_time(tab, patch)
         if t > last - pos:
             t = last - pos
-        net = (pen * tab[tab[core.O_SIZE] + patch] + tab[tab[core.O_INCOME] + patch] * mk
+        net = (pen * patch_size(tab, patch) + core.patch_income(tab, patch) * mk
                - cost)
         if net > best_net:
             best_net = net
@@ -189,9 +214,10 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
     scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
     if core.is_finished(state, tab):
         w = core.winner(state, tab)
-        margin = core.score(state, tab, 0) - core.score(state, tab, 1)
+        margin = core.score(state, tab, np.int64(0)) - core.score(state, tab, np.int64(1))
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
+    # the one place a leaf is judged: another evaluation plugs in here
     return 0.5 + 0.5 * np.tanh(predicted_margin(params, state, tab, scratch) / scale)
 
 
@@ -217,20 +243,20 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     """Pass, and for each affordable offered patch its ``top_k`` best placements by the
     packing heuristic (contact, holes, bonus window): the shared
     :func:`patchsim.bots.heuristics.top_placements` with the learned bot's weights."""
-    return top_placements(state, tab, out, max(1, np.int64(params[L_TOP_K])),
+    return top_placements(state, tab, out, np.int64(max(1, int(params[L_TOP_K]))),
                           params[L_CONTACT], params[L_HOLES], params[L_WINDOW], np.int64(-1))
 
 
 @njit(cache=True)
 def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                 buf: np.ndarray) -> np.int64:
+                 buf: np.ndarray) -> Int:
     """:func:`learned_search`, never stopped early."""
     return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
 
 
 @njit(cache=True)
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                   buf: np.ndarray, stop: np.ndarray) -> np.int64:
+                   buf: np.ndarray, stop: np.ndarray) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -255,7 +281,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
-    acts = np.empty(1 + tab[core.T_OFFER] * max(1, np.int64(params[L_TOP_K])), dtype=np.int64)
+    acts = np.empty(1 + tab[core.T_OFFER] * max(1, int(params[L_TOP_K])), dtype=np.int64)
     n_root = search_actions(params, state, tab, acts)
     if n_root == 1:
         return core.PASS
@@ -285,28 +311,71 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 
 
 @njit(cache=True)
+def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: np.ndarray,
+                  scratch: np.ndarray) -> None:
+    """Play ``work`` to the end in place, both seats the model's one-ply player (each move
+    the searched move whose position the model likes best for the mover; leather by the
+    leather heuristic): the learned search with one iteration, which plays no passing wars."""
+    child = np.empty(work.shape[0], dtype=np.int64)
+    while True:
+        pm = core.to_move(work, tab)
+        if pm < 0:
+            return
+        if work[core.S_PENDING] > 0:
+            core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
+            continue
+        na = search_actions(params, work, tab, acts)
+        best = acts[0]
+        best_v = -1.0
+        for a in range(na):
+            child[:] = work
+            play_macro(child, tab, acts[a])
+            v = value0(params, child, tab, scratch)
+            if pm == 1:
+                v = 1.0 - v
+            if v > best_v:
+                best_v = v
+                best = acts[a]
+        play_macro(work, tab, best)
+
+
+@njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
-    the search draws nothing from a random stream."""
-    iters = max(1, np.int64(params[L_ITERATIONS]))
+    the search draws nothing from a random stream.
+
+    With ``L_WAR_ROLLOUTS`` = k > 0, a node the tree reaches by k passes in a row (a
+    passing war: the offer frozen) backs up the result of :func:`model_rollout` from it
+    instead of the model's value. Why: the tree is deep only where the search already
+    likes a move. A line of passes keeps the model's margin steady (nobody buys, the
+    quilts stay empty, and the model prices an empty square mid-game at a fraction of its
+    end value), so it is followed deep, while a buy line stops right after the opponent's
+    answers, before the buyer's own; the search then drifts into passing wars that end with
+    both seats far below zero. The model's one-ply player, which wars never, plays the
+    war out to the end and shows what it is worth.
+    """
+    iters = max(1, int(params[L_ITERATIONS]))
     c = params[L_C]
-    top_k = max(1, np.int64(params[L_TOP_K]))
+    top_k = max(1, int(params[L_TOP_K]))
     time_ms = params[L_TIME_MS]
     t_start = now_ms() if time_ms > 0 else 0.0
     max_children = 1 + tab[core.T_OFFER] * top_k
     acts = np.empty(max_children, dtype=np.int64)
+    war = int(params[L_WAR_ROLLOUTS])
+    work = np.empty(state.shape[0], dtype=np.int64)
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
-    cap = 1 + min(iters, 20000) * max_children
+    cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     scratch = np.empty(N_FEATURES, dtype=np.float64)
-    nodes = 1
+    nodes: Int = 1
     for it in range(iters):
-        if time_ms > 0 and it % 8 == 7 and now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
-        if it % 16 == 15 and stop[0] != 0:  # the first iteration has expanded the root
+        # never before the first iteration has expanded the root
+        if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
-        node = 0
+        node: Int = 0
         depth = 0
         path[0] = 0
         # select: descend by UCT through expanded nodes (every child has been evaluated,
@@ -337,6 +406,14 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 if v > best_v:
                     best_v = v
             v0 = best_v if pm == 0 else 1.0 - best_v
+            if war > 0 and depth >= war:
+                run = 0  # passes in a row that led here (within the tree)
+                while run < war and move[path[depth - run]] == core.PASS:
+                    run += 1
+                if run == war:
+                    work[:] = st
+                    model_rollout(params, work, tab, acts, scratch)
+                    v0 = value0(params, work, tab, scratch)
         backup(path, depth, visits, value, mover, v0, 1.0 - v0)
     return first_child, nchild, visits, value, move
 

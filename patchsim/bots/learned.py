@@ -51,6 +51,7 @@ from patchsim.bots import network as N
 from patchsim.bots.policies import N_PARAMS
 from patchsim.bots.registry import (
     SAMPLING_HELP,
+    WAR_ROLLOUTS_HELP,
     BotSpecError,
     CompiledBot,
     Param,
@@ -316,6 +317,7 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
                                            high=100)),
     "sample_plies": (F.L_SAMPLE_PLIES, Param(0, SAMPLING_HELP["sample_plies"], int, low=0,
                                              high=10**6)),
+    "war_rollouts": (F.L_WAR_ROLLOUTS, Param(0, WAR_ROLLOUTS_HELP, int, low=0, high=64)),
     "contact": (F.L_CONTACT, Param(1.0, "placement ranking: per side touching")),
     # holes and window off: they double the cost of a node, and at equal time the deeper
     # search wins (200 games: 57.5% for contact-only at twice the iterations)
@@ -324,7 +326,7 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
 }
 # what a spec may set (mcts's own names; the placement ranking stays at its defaults)
 LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
-                 "temperature", "sample_plies")
+                 "temperature", "sample_plies", "war_rollouts")
 
 
 class LearnedBot:

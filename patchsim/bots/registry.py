@@ -287,6 +287,10 @@ SAMPLING_HELP = {
 }
 
 
+WAR_ROLLOUTS_HELP = ("passing wars: k > 0 values a tree node reached by k passes in a row "
+                     "by the model's one-ply player's playout to the end (0: off)")
+
+
 def check_sampling(bot: str, values: dict[str, Any]) -> None:
     """BotSpecError if only one of ``temperature`` and ``sample_plies`` is set: alone,
     either one would silently change nothing."""
@@ -366,7 +370,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
-_EVALUATION_ONLY = ("models", "model", "epsilon")
+_EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -408,7 +412,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                          "a model file's path", str),
           "epsilon": Param(0.0, "eval=learned: probability of a random move among the "
                            "searched ones (0: deterministic; from the seat's random stream)",
-                           low=0, high=1)})(_mcts_factory)
+                           low=0, high=1),
+          "war_rollouts": Param(0, "eval=learned: " + WAR_ROLLOUTS_HELP, int, low=0,
+                                high=64)})(_mcts_factory)
 
 
 # --- specs ------------------------------------------------------------------------------------

@@ -9,7 +9,15 @@ from numba import njit
 
 from patchsim.bots.heuristics import leather_square, top_placements
 from patchsim.bots.scripted import P_CONTACT, P_HOLES, P_WINDOW, rollout_move
-from patchsim.bots.tree import backup, expand, new_tree, now_ms, sample_by_visits, uct_child
+from patchsim.bots.tree import (
+    Int,
+    backup,
+    expand,
+    new_tree,
+    now_ms,
+    sample_by_visits,
+    uct_child,
+)
 from patchsim.engine import core
 
 MCTS = 4  # policy id
@@ -37,7 +45,7 @@ ROLLOUT_OFFSET = 16
 
 @njit(cache=True)
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                   out: np.ndarray, root: np.int64 = -1) -> np.int64:
+                   out: np.ndarray, root: Int = -1) -> Int:
     """The moves the search considers: pass, and for each affordable offered patch its
     ``top_k`` best placements by the rollout policy's placement heuristic. When ``root``
     (the player the search runs for) is to move, its forbidden patch (``M_FORBID``) is left
@@ -45,7 +53,7 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     p = core.to_move(state, tab)
     forbid = np.int64(params[M_FORBID]) - 1 if p == root else np.int64(-1)
     r = ROLLOUT_OFFSET
-    return top_placements(state, tab, out, max(1, np.int64(params[M_TOP_K])),
+    return top_placements(state, tab, out, np.int64(max(1, int(params[M_TOP_K]))),
                           params[r + P_CONTACT], params[r + P_HOLES], params[r + P_WINDOW],
                           forbid)
 
@@ -55,11 +63,12 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 # nodes, about 70 MB, at top_k=2), instead of asking for terabytes.
 TREE_ITERATIONS = 20000
 STOP_EVERY = 16  # iterations between two reads of the stop flag
+CLOCK_EVERY = 32  # iterations between two reads of the clock (time budgets)
 
 
 @njit(cache=True)
 def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-              buf: np.ndarray) -> np.int64:
+              buf: np.ndarray) -> Int:
     """Monte Carlo tree search (UCT) over pass and the best few placements of each patch,
     with rollouts by a scripted policy; returns the most visited root move (in the first
     ``M_SAMPLE_PLIES`` plies with ``M_TEMPERATURE`` > 0: a root move drawn by visits)."""
@@ -68,16 +77,16 @@ def mcts_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.nd
 
 @njit(cache=True)
 def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                buf: np.ndarray, stop: np.ndarray) -> np.int64:
+                buf: np.ndarray, stop: np.ndarray) -> Int:
     """:func:`mcts_move`, cut short (the most visited root move so far) once another thread
     sets ``stop[0]``: it is read every ``STOP_EVERY`` iterations, so a run stops within a
     move's fraction, not after the move (a million-iteration move takes minutes)."""
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
-    iters = max(1, np.int64(params[M_ITERATIONS]))
+    iters = max(1, int(params[M_ITERATIONS]))
     c = params[M_C]
-    top_k = max(1, np.int64(params[M_TOP_K]))
+    top_k = max(1, int(params[M_TOP_K]))
     rkind = np.int64(params[M_ROLLOUT_KIND])
     rparams = params[ROLLOUT_OFFSET:]
     mw = params[M_MARGIN_WEIGHT]
@@ -93,16 +102,16 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
 
     cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
-    nodes = 1
+    nodes: Int = 1
     work = np.empty(state.shape[0], dtype=np.int64)
 
     for it in range(iters):
-        if time_ms > 0 and it % 32 == 31 and now_ms() - t_start > time_ms:
+        if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
         # never before the root is expanded (the first iteration): a move must come back
         if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
-        node = 0
+        node: Int = 0
         depth = 0
         path[depth] = node
         while True:

@@ -18,6 +18,10 @@ from numba import njit, objmode
 from patchsim.bots.heuristics import leather_square
 from patchsim.engine import core
 
+# An integer argument or result of the compiled searches: numba passes int64 whatever the
+# caller gave (a Python int or an np.int64), and the annotations say so to mypy.
+Int = int | np.int64
+
 
 @njit(cache=True)
 def now_ms() -> float:
@@ -28,17 +32,17 @@ def now_ms() -> float:
 
 
 @njit(cache=True)
-def play_macro(state: np.ndarray, tab: np.ndarray, code: np.int64) -> None:
+def play_macro(state: np.ndarray, tab: np.ndarray, code: Int) -> None:
     """Apply a move, then place any leather it claimed by the leather heuristic (the searches
     do not branch on leather squares)."""
-    core.apply_move(state, tab, code)
+    core.apply_move(state, tab, np.int64(code))
     while state[core.S_PENDING] > 0:
         p = state[core.S_PENDING_PLAYER]
         core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))
 
 
 @njit(cache=True)
-def new_tree(cap: np.int64, root: np.ndarray):
+def new_tree(cap: Int, root: np.ndarray):
     """Room for ``cap`` nodes, with the root's state in node 0: (states, first_child,
     nchild, visits, value, mover, move, path)."""
     states = np.empty((cap, root.shape[0]), dtype=np.int64)
@@ -55,8 +59,8 @@ def new_tree(cap: np.int64, root: np.ndarray):
 
 @njit(cache=True)
 def expand(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
-           mover: np.ndarray, move: np.ndarray, tab: np.ndarray, node: np.int64,
-           nodes: np.int64, acts: np.ndarray, na: np.int64, pm: np.int64) -> np.int64:
+           mover: np.ndarray, move: np.ndarray, tab: np.ndarray, node: Int,
+           nodes: Int, acts: np.ndarray, na: Int, pm: Int) -> Int:
     """Give ``node`` (``pm`` to move) one child per move in ``acts[:na]``, from node index
     ``nodes`` on, each with its state after the move (:func:`play_macro`); returns the new
     node count."""
@@ -74,7 +78,7 @@ def expand(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
 
 @njit(cache=True)
 def uct_child(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
-              value: np.ndarray, node: np.int64, c: float) -> np.int64:
+              value: np.ndarray, node: Int, c: float) -> Int:
     """The child of ``node`` to descend to: the first one never visited, else the one with
     the best UCT score (mean reward + c sqrt(ln(visits of node + 1) / visits of child));
     ties go to the first."""
@@ -93,7 +97,7 @@ def uct_child(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
 
 
 @njit(cache=True)
-def backup(path: np.ndarray, depth: np.int64, visits: np.ndarray, value: np.ndarray,
+def backup(path: np.ndarray, depth: Int, visits: np.ndarray, value: np.ndarray,
            mover: np.ndarray, reward0: float, reward1: float) -> None:
     """Count a visit on every node of ``path[:depth + 1]`` and add to each (but the root)
     the reward of the player who moved into it (``reward0`` for player 0, ``reward1`` for
@@ -107,7 +111,7 @@ def backup(path: np.ndarray, depth: np.int64, visits: np.ndarray, value: np.ndar
 
 @njit(cache=True)
 def sample_by_visits(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
-                     node: np.int64, temperature: float, rng: np.ndarray) -> np.int64:
+                     node: Int, temperature: float, rng: np.ndarray) -> Int:
     """A child of ``node`` drawn with probability proportional to its visit count to the
     power ``1 / temperature`` (AlphaZero's opening temperature: 1 follows the visit
     distribution, towards 0 the most visited child), from ``rng``; a child never visited is

@@ -1,0 +1,141 @@
+"""Degenerate self-play games of a bot (passing wars: 25+ passes, or a seat far below zero),
+found and traced: the share of such games, and for a few of them, move by move, what the
+learned evaluation made of the position and what the search weighed at its root.
+
+    python benchmarks/degenerate_games.py --games 1000 --show 2
+        (default bot: mcts(eval=learned, iterations=100, epsilon=0.05))
+    python benchmarks/degenerate_games.py --bots greedy --games 1000 --json
+
+Prints the share of degenerate games (``patchsim.analysis.degenerate``) with a 95% interval
+over deals, and per traced game a table: ply, seat, track position, buttons, income, empty
+squares, the move, the model's predicted final margin for the mover and its parts (buttons,
+empty squares, everything else), the root's pass and best-buy values and visits. ``--json``
+prints the figures as one JSON object instead (no traces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import pandas as pd
+
+import patchsim
+from patchsim.analysis.degenerate import degenerate_games
+from patchsim.bots import features as F
+from patchsim.bots.learned import bind_bot
+from patchsim.bots.registry import make_bot
+from patchsim.engine import core
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
+from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset
+
+# feature groups of the model's prediction, by name (the rest is "other")
+BUTTON_TERMS = ("buttons", "buttons_x_time_left")
+EMPTY_TERMS = ("empty_penalty", "empty_penalty_x_time_left", "empty_sq_share_penalty",
+               "holes_penalty", "holes_x_time_left")
+
+
+def share_with_interval(flags: pd.Series, deals: pd.Series) -> tuple[float, float, float]:
+    """The share of flagged games with a normal 95% interval over deal means (the games of
+    a deal are not independent: the deal is the unit)."""
+    per_deal = flags.astype(float).groupby(deals).mean()
+    m = float(per_deal.mean())
+    se = float(per_deal.std(ddof=1) / np.sqrt(len(per_deal))) if len(per_deal) > 1 else 0.0
+    return m, max(0.0, m - 1.96 * se), min(1.0, m + 1.96 * se)
+
+
+def trace(rules: str, spec: str, row: pd.Series) -> pd.DataFrame:
+    """One game replayed: per ply the position, the move, the model's view and the root."""
+    rs = load_ruleset(rules)
+    tab = compile_ruleset(rs).tab
+    model_bot = bind_bot(make_bot("mcts(eval=learned)"), rs)
+    searcher = bind_bot(make_bot(spec), rs)
+    learned = getattr(searcher, "kind", -1) == F.LEARNED
+    names = list(F.FEATURE_NAMES)
+    weights = model_bot.params[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES]
+    game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
+    feats = np.empty(F.N_FEATURES)
+    rows = []
+    for code in row["moves"]:
+        st = game.state
+        p = int(core.to_move(st, tab))
+        F.features(st, tab, feats)
+        sign = 1.0 if p == 0 else -1.0
+        part = sign * weights * feats
+        rec = {"ply": int(st[core.S_PLY]), "seat": p, "pos": int(st[core.S_POS + p]),
+               "opp_pos": int(st[core.S_POS + 1 - p]), "buttons": int(st[core.S_BTN + p]),
+               "income": int(st[core.S_INC + p]),
+               "empty": int(core.empty_squares(st, tab, p)),
+               "move": "pass" if code == core.PASS else "leather" if code <= core.LEATHER_BASE
+               else "buy",
+               "pred": round(float(part.sum()), 1),
+               "btn_terms": round(float(sum(part[names.index(n)] for n in BUTTON_TERMS)), 1),
+               "empty_terms": round(float(sum(part[names.index(n)] for n in EMPTY_TERMS)), 1)}
+        rec["other"] = round(rec["pred"] - rec["btn_terms"] - rec["empty_terms"], 1)
+        if learned and st[core.S_PENDING] == 0:
+            moves, visits, values = F.learned_root(searcher.params, st, tab)
+            if len(moves) > 1:
+                passing = moves == core.PASS
+                buys = np.flatnonzero(~passing)
+                best = buys[np.argmax(visits[buys])]
+                rec.update(pass_value=round(float(values[passing][0]), 3),
+                           pass_visits=int(visits[passing][0]),
+                           buy_value=round(float(values[best]), 3),
+                           buy_visits=int(visits[best]))
+        rows.append(rec)
+        game.apply(int(code))
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bots", default="mcts(eval=learned, iterations=100, epsilon=0.05)",
+                    help="the self-play bot")
+    ap.add_argument("--rules", default="edition2")
+    ap.add_argument("--games", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--show", type=int, default=1, help="degenerate games to trace")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON only")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    sim = patchsim.simulate(args.rules, [args.bots], games=args.games, seed=args.seed,
+                            pairings="self", jobs=args.jobs)
+    secs = time.perf_counter() - t0
+    g = sim.games
+    flags = degenerate_games(g)
+    passes = g["passes0"] + g["passes1"]
+    low = np.minimum(g["score0"], g["score1"])
+    share = share_with_interval(flags, g["deal"])
+    figures = {
+        "bot": args.bots, "rules": args.rules, "games": len(g), "seed": args.seed,
+        "seconds": round(secs, 1),
+        "degenerate_share": [round(x, 4) for x in share],
+        "passes_25_plus": round(float((passes >= 25).mean()), 4),
+        "seat_below_minus_20": round(float((low < -20).mean()), 4),
+        "lowest_score": int(low.min()),
+        "mean_passes": round(float(passes.mean()), 2),
+        "first_seat_wins": round(float((g["winner"] == 0).mean()), 4),
+        "mean_winner_score": round(float(np.maximum(g["score0"], g["score1"]).mean()), 2),
+    }
+    if args.json:
+        print(json.dumps(figures))
+        return
+    for k, v in figures.items():
+        print(f"{k:22s} {v}")
+    bad = g[flags]
+    for _, row in bad.head(args.show).iterrows():
+        print(f"\ngame {row['game_id']} (deal {row['deal']}, order {row['order']}): "
+              f"scores {row['score0']} / {row['score1']}, passes {row['passes0']} / "
+              f"{row['passes1']}, buys {row['buys0']} / {row['buys1']}")
+        with pd.option_context("display.width", 200, "display.max_rows", 200):
+            print(trace(args.rules, args.bots, row).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
