@@ -102,7 +102,7 @@ STOP_EVERY = 16  # iterations between two reads of the stop flag
 
 
 @njit(cache=True)
-def patch_size(tab: np.ndarray, patch: np.int64) -> Int:
+def patch_size(tab: np.ndarray, patch: int) -> Int:
     """Squares a patch covers."""
     return tab[tab[core.O_SIZE] + patch]
 
@@ -120,7 +120,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
     mk = np.float64(income_marks_left(tab, pos))
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
-    empty = np.float64(core.empty_squares(state, tab, np.int64(p)))
+    empty = np.float64(core.empty_squares(state, tab, int(p)))
     holes = np.float64(count_holes(tab, qlo, qhi))
     out[0] = btn
     out[1] = inc * mk
@@ -131,8 +131,8 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
     out[5] = bp if state[core.S_BONUS] == p else 0.0
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wl = core.window_lo(tab, np.int64(0))  # every window has the same size
-        wh = core.window_hi(tab, np.int64(0))
+        wl = core.window_lo(tab, 0)  # every window has the same size
+        wh = core.window_hi(tab, 0)
         wsize = core.popcount64(wl) + core.popcount64(wh)
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
@@ -148,7 +148,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
     for i in range(nl):
         if state[core.S_LEATHER_TAKEN] & (np.int64(1) << np.int64(i)):
             continue
-        m = core.leather_mark(tab, np.int64(i))
+        m = core.leather_mark(tab, int(i))
         if m > pos:
             near += 0.75 ** (m - pos - 1)
     out[12] = near
@@ -156,7 +156,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
     best_rate = 0.0
     n_aff = 0.0
     for k in range(min(3, tab[core.T_OFFER])):
-        patch = core.offer_patch(state, tab, np.int64(k))
+        patch = core.offer_patch(state, tab, int(k))
         if patch < 0:
             break
         cost = core.patch_cost(tab, patch)
@@ -214,7 +214,7 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
     scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
     if core.is_finished(state, tab):
         w = core.winner(state, tab)
-        margin = core.score(state, tab, np.int64(0)) - core.score(state, tab, np.int64(1))
+        margin = core.score(state, tab, 0) - core.score(state, tab, 1)
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
     # the one place a leaf is judged: another evaluation plugs in here
@@ -239,12 +239,12 @@ def leaf_value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 
 @njit(cache=True)
 def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                   out: np.ndarray) -> np.int64:
+                   out: np.ndarray) -> int:
     """Pass, and for each affordable offered patch its ``top_k`` best placements by the
     packing heuristic (contact, holes, bonus window): the shared
     :func:`patchsim.bots.heuristics.top_placements` with the learned bot's weights."""
-    return top_placements(state, tab, out, np.int64(max(1, int(params[L_TOP_K]))),
-                          params[L_CONTACT], params[L_HOLES], params[L_WINDOW], np.int64(-1))
+    return top_placements(state, tab, out, int(max(1, int(params[L_TOP_K]))),
+                          params[L_CONTACT], params[L_HOLES], params[L_WINDOW], (-1))
 
 
 @njit(cache=True)

@@ -271,7 +271,8 @@ def model_provenance(ruleset: Ruleset, root: str | os.PathLike[str] | None = Non
     return provenance_of(model_for(ruleset, root, model), ruleset, model)
 
 
-def provenance_of(m: Model, ruleset: Ruleset, model: str = "auto") -> dict[str, Any]:
+def provenance_of(m: Model | NetModel, ruleset: Ruleset, model: str = "auto"
+                  ) -> dict[str, Any]:
     """The provenance record (see :func:`model_provenance`) of a loaded model."""
     if m.path is None:
         raise ModelError("this model was not read from a file: it has no provenance")
@@ -480,7 +481,7 @@ class NetModel:
         """The network's predicted final margin (points) of the player to move in ``game``
         (the compiled forward pass the search uses)."""
         me = max(0, int(core.to_move(game.state, game.tab)))
-        return float(N.net_margin(self.net, game.state, game.tab, np.int64(me)))
+        return float(N.net_margin(self.net, game.state, game.tab, int(me)))
 
     def to_json(self) -> str:
         w = [float(x) for x in self.net]

@@ -63,17 +63,19 @@ def n_weights(n_in: int, h1: int, h2: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _shift_down(lo: np.int64, hi: np.int64, k: np.int64) -> tuple[np.int64, np.int64]:
+def _shift_down(lo: int, hi: int, k: int) -> tuple[int, int]:
     """The 128-bit board (lo, hi) shifted towards bit 0 by k (0 < k < 64), logically."""
     ulo = np.uint64(lo)
     uhi = np.uint64(hi)
     kk = np.uint64(k)
-    return (np.int64((ulo >> kk) | (uhi << (np.uint64(64) - kk))), np.int64(uhi >> kk))
+    # np.int64 of a uint64 reinterprets the bits (a board, not a number)
+    return (np.int64((ulo >> kk) | (uhi << (np.uint64(64) - kk))),  # type: ignore[return-value]
+            np.int64(uhi >> kk))
 
 
 @njit(cache=True)
-def _player_inputs(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndarray,
-                   at: np.int64) -> None:
+def _player_inputs(state: np.ndarray, tab: np.ndarray, p: int, out: np.ndarray,
+                   at: int) -> None:
     """Player p's N_PLAYER inputs into ``out[at:]`` (scaled to be of order one)."""
     last = tab[core.T_LAST]
     pen = np.float64(tab[core.T_PENALTY])
@@ -97,7 +99,7 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndar
             fill = best_window(tab, qlo, qhi) / wsize
     near = 0.0
     for i in range(tab[core.T_NLEATHER]):
-        if state[core.S_LEATHER_TAKEN] & (np.int64(1) << np.int64(i)):
+        if state[core.S_LEATHER_TAKEN] & (1 << int(i)):
             continue
         m = core.leather_mark(tab, i)
         if m > pos:
@@ -108,7 +110,7 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndar
     elo = ~qlo & tab[tab[core.O_FULL_LO]]
     ehi = ~qhi & tab[tab[core.O_FULL_HI]]
     b = tab[core.O_BORDER]
-    rlo, rhi = _shift_down(elo, ehi, np.int64(1))
+    rlo, rhi = _shift_down(elo, ehi, 1)
     hlo = elo & rlo & ~tab[b + 2]  # the right neighbour exists: not in the last column
     hhi = ehi & rhi & ~tab[b + 3]
     vlo, vhi = _shift_down(elo, ehi, cols)
@@ -151,7 +153,7 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: np.int64, out: np.ndar
 
 
 @njit(cache=True)
-def _fits_anywhere(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.int64) -> bool:
+def _fits_anywhere(state: np.ndarray, tab: np.ndarray, p: int, patch: int) -> bool:
     # fewer empty squares than the patch has: no placement to scan (the late game's case,
     # where a scan would find none after trying them all)
     if tab[tab[core.O_SIZE] + patch] > core.empty_squares(state, tab, p):
@@ -164,14 +166,14 @@ def _fits_anywhere(state: np.ndarray, tab: np.ndarray, p: np.int64, patch: np.in
 
 
 @njit(cache=True)
-def net_inputs(state: np.ndarray, tab: np.ndarray, me: np.int64, out: np.ndarray) -> None:
+def net_inputs(state: np.ndarray, tab: np.ndarray, me: int, out: np.ndarray) -> None:
     """The network's N_INPUTS inputs of a position seen from player ``me`` into ``out``."""
     opp = 1 - me
     _player_inputs(state, tab, me, out, 0)
     _player_inputs(state, tab, opp, out, N_PLAYER)
     at = 2 * N_PLAYER
     for k in range(N_OFFER):
-        patch = core.offer_patch(state, tab, k) if k < tab[core.T_OFFER] else np.int64(-1)
+        patch = core.offer_patch(state, tab, k) if k < tab[core.T_OFFER] else -1
         base = at + k * N_PER_OFFER
         if patch < 0:
             for j in range(N_PER_OFFER):
@@ -193,8 +195,8 @@ def net_inputs(state: np.ndarray, tab: np.ndarray, me: np.int64, out: np.ndarray
 
 
 @njit(cache=True, inline="always")
-def _dense(net: np.ndarray, w: np.int64, b: np.int64, n_src: np.int64, n_dst: np.int64,
-           work: np.ndarray, src: np.int64, dst: np.int64, relu: bool) -> None:
+def _dense(net: np.ndarray, w: int, b: int, n_src: int, n_dst: int,
+           work: np.ndarray, src: int, dst: int, relu: bool) -> None:
     """work[dst:dst + n_dst] = (relu of) bias + sum over i of work[src + i] * W[i, :], the
     sum taken in input order i = 0, 1, ... (W stored input-major: row i holds the weights
     from input i to every output, so the inner loop runs over contiguous outputs and
@@ -215,9 +217,9 @@ def _dense(net: np.ndarray, w: np.int64, b: np.int64, n_src: np.int64, n_dst: np
 
 
 @njit(cache=True)
-def work_size(net: np.ndarray) -> np.int64:
+def work_size(net: np.ndarray) -> int:
     """Floats of scratch :func:`forward` needs: inputs, hidden layers, output."""
-    return np.int64(net[H_INPUTS]) + np.int64(net[H_HIDDEN1]) + np.int64(net[H_HIDDEN2]) + 1
+    return int(net[H_INPUTS]) + int(net[H_HIDDEN1]) + int(net[H_HIDDEN2]) + 1
 
 
 @njit(cache=True)
@@ -225,9 +227,9 @@ def forward(net: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
     """The network's output (predicted margin of the mover, in points) for one input row
     ``x``; ``work`` holds :func:`work_size` floats. The one forward pass: the search, the
     Python API (:func:`predict`) and training use it; the tests hold it to a numpy reference."""
-    n_in = np.int64(net[H_INPUTS])
-    h1 = np.int64(net[H_HIDDEN1])
-    h2 = np.int64(net[H_HIDDEN2])
+    n_in = int(net[H_INPUTS])
+    h1 = int(net[H_HIDDEN1])
+    h2 = int(net[H_HIDDEN2])
     mu = HEADER
     sd = mu + n_in
     for i in range(n_in):
@@ -249,7 +251,7 @@ def forward(net: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def net_margin(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: np.int64) -> float:
+def net_margin(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: int) -> float:
     """The network's predicted final margin (points) of player ``me``."""
     x = np.empty(N_INPUTS, dtype=np.float64)
     work = np.empty(work_size(net), dtype=np.float64)
@@ -352,16 +354,16 @@ LOSS_POINTS = 20.0  # the squared error is taken on (prediction - target) / LOSS
 
 @njit(cache=True)
 def train_epoch(net: np.ndarray, x: np.ndarray, y: np.ndarray, order: np.ndarray,
-                batch: np.int64, lr: float, step: np.int64, m: np.ndarray,
-                v: np.ndarray, weight_decay: float) -> tuple[float, np.int64]:
+                batch: int, lr: float, step: int, m: np.ndarray,
+                v: np.ndarray, weight_decay: float) -> tuple[float, int]:
     """One pass over the rows ``order`` of (``x``, ``y``: targets in points) by minibatch
     Adam on the weights of ``net`` (in place; header and standardisation untouched), through
     :func:`forward`. ``m``/``v`` are Adam's moment arrays (the shape of ``net``) and ``step``
     its count; returns (mean squared error in points^2, new step count)."""
     b1_, b2_, eps = 0.9, 0.999, 1e-8
-    n_in = np.int64(net[H_INPUTS])
-    h1 = np.int64(net[H_HIDDEN1])
-    h2 = np.int64(net[H_HIDDEN2])
+    n_in = int(net[H_INPUTS])
+    h1 = int(net[H_HIDDEN1])
+    h2 = int(net[H_HIDDEN2])
     w1 = HEADER + 2 * n_in
     b1 = w1 + n_in * h1
     w2 = b1 + h1  # the second hidden layer, or the output layer when there is none

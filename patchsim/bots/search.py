@@ -51,9 +51,9 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     (the player the search runs for) is to move, its forbidden patch (``M_FORBID``) is left
     out."""
     p = core.to_move(state, tab)
-    forbid = np.int64(params[M_FORBID]) - 1 if p == root else np.int64(-1)
+    forbid = int(params[M_FORBID]) - 1 if p == root else -1
     r = ROLLOUT_OFFSET
-    return top_placements(state, tab, out, np.int64(max(1, int(params[M_TOP_K]))),
+    return top_placements(state, tab, out, int(max(1, int(params[M_TOP_K]))),
                           params[r + P_CONTACT], params[r + P_HOLES], params[r + P_WINDOW],
                           forbid)
 
@@ -87,7 +87,7 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
     iters = max(1, int(params[M_ITERATIONS]))
     c = params[M_C]
     top_k = max(1, int(params[M_TOP_K]))
-    rkind = np.int64(params[M_ROLLOUT_KIND])
+    rkind = int(params[M_ROLLOUT_KIND])
     rparams = params[ROLLOUT_OFFSET:]
     mw = params[M_MARGIN_WEIGHT]
     mscale = params[M_MARGIN_SCALE] if params[M_MARGIN_SCALE] > 0 else 20.0

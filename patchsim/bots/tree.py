@@ -18,9 +18,10 @@ from numba import njit, objmode
 from patchsim.bots.heuristics import leather_square
 from patchsim.engine import core
 
-# An integer argument or result of the compiled searches: numba passes int64 whatever the
-# caller gave (a Python int or an np.int64), and the annotations say so to mypy.
-Int = int | np.int64
+# An integer argument or result of the compiled searches. numba types scalars from the
+# values, not from annotations (every integer is an int64 there), so the annotations follow
+# the engine's: ``int``, for readers and for mypy.
+Int = int
 
 
 @njit(cache=True)
@@ -35,7 +36,7 @@ def now_ms() -> float:
 def play_macro(state: np.ndarray, tab: np.ndarray, code: Int) -> None:
     """Apply a move, then place any leather it claimed by the leather heuristic (the searches
     do not branch on leather squares)."""
-    core.apply_move(state, tab, np.int64(code))
+    core.apply_move(state, tab, int(code))
     while state[core.S_PENDING] > 0:
         p = state[core.S_PENDING_PLAYER]
         core.apply_move(state, tab, core.LEATHER_BASE - leather_square(state, tab, p))

@@ -102,9 +102,9 @@ class TrainSettings:
 
 
 @njit(cache=True, nogil=True)
-def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: np.int64,
+def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
              params: np.ndarray, epsilon: float, feats: np.ndarray, game_of: np.ndarray,
-             margins: np.ndarray, winners: np.ndarray) -> np.int64:
+             margins: np.ndarray, winners: np.ndarray) -> int:
     """Play one self-play game per circle with policy ``kind``/``params`` in both seats;
     record the features of every decision position (game index in ``game_of``) and each
     game's final margin and winner. Returns the number of rows written."""
@@ -161,7 +161,7 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
     else:
         bot = make_bot(settings.train_spec)
         kind = F.LEARNED
-        params = fill_params(bot.params, Model(weights, scale))
+        params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
     n = settings.games_per_generation
     nchunks = (n + CHUNK - 1) // CHUNK
     cap = max_plies(ruleset)
@@ -225,7 +225,7 @@ def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
     seat-swapped deals (the same deals at every generation, so curves compare)."""
     tables = compile_ruleset(ruleset)
     bot = make_bot(f"mcts(eval=learned, iterations={settings.eval_iterations})")
-    params = fill_params(bot.params, Model(weights, scale))
+    params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
     words = _streams(settings.seed, 1_000_000, 0, settings.eval_deals)
     seeds = (words[:settings.eval_deals] >> np.uint64(1)).astype(np.int64)
     circles, streams = deal_arrays(ruleset, seeds)
@@ -270,7 +270,7 @@ def _checkpoint_load(path: Path, meta_expected: dict) -> dict | None:
 
 def _checkpoint_save(path: Path, meta: dict, buffer: dict[str, np.ndarray]) -> None:
     raw = io.BytesIO()
-    np.savez(raw, meta=np.array(json.dumps(meta)), **buffer)
+    np.savez(raw, meta=np.array(json.dumps(meta)), **buffer)  # type: ignore[arg-type]  # stubs
     atomic_write(path, raw.getvalue())
 
 
@@ -488,9 +488,9 @@ class NetSettings:
 
 
 @njit(cache=True, nogil=True)
-def selfplay_net(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: np.int64,
+def selfplay_net(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
                  params: np.ndarray, epsilon: float, xs: np.ndarray, game_of: np.ndarray,
-                 mover: np.ndarray, margins: np.ndarray, winners: np.ndarray) -> np.int64:
+                 mover: np.ndarray, margins: np.ndarray, winners: np.ndarray) -> int:
     """:func:`selfplay`, recording the network's inputs of every decision position from the
     mover's side (and the mover) instead of the linear features."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from patchsim.document.format import num, pct
 from patchsim.document.model import Col, Document, Figure, Section, Table
 
@@ -26,7 +28,7 @@ def generations_table(history: Sequence[dict[str, Any]], opponents: Sequence[str
                   *[Col(f"vs {o}", f"vs {o}") for o in opponents]], rows)
 
 
-def weights_table(names: Sequence[str], weights: Sequence[float]) -> Table:
+def weights_table(names: Sequence[str], weights: Sequence[float] | np.ndarray) -> Table:
     rows = [{"feature": n, "weight": float(v)} for n, v in zip(names, weights, strict=True)]
     return Table([Col("feature", "feature", align="left"),
                   Col("weight", "weight", lambda x: num(x, 4, True))], rows)
@@ -34,7 +36,7 @@ def weights_table(names: Sequence[str], weights: Sequence[float]) -> Table:
 
 def training_document(man: dict[str, Any], history: Sequence[dict[str, Any]],
                       opponents: Sequence[str], feature_names: Sequence[str],
-                      weights: Sequence[float]) -> Document:
+                      weights: Sequence[float] | np.ndarray) -> Document:
     """The training report of a model (its manifest, per-generation history and weights);
     its figures are strength.png and loss.png beside it."""
     s = Section("Training")
