@@ -82,6 +82,21 @@ def test_the_default_line_up_follows_the_rulesets_models(no_user_models, e2) -> 
     assert make_run_config([e2, variant], games=2).bots == default_bots([e2, variant])
 
 
+def test_the_default_learned_line_up_plays_enough_deals_to_decide_its_headline(
+        no_user_models, e2) -> None:
+    """The main job's size: 600 deals with the default learned line-up (its headline verdict
+    is decided at a first-seat rate near 57%), 100 deals otherwise, and always what is asked."""
+    from patchsim.play.config import DEFAULT_GAMES, DEFAULT_GAMES_LEARNED
+
+    variant = e2.with_overrides({"starting_buttons": 6})  # no model: the rollout line-up
+    assert make_run_config([e2]).deals == DEFAULT_GAMES_LEARNED // 2 == 600
+    assert make_run_config([variant]).deals == DEFAULT_GAMES // 2
+    assert make_run_config([e2], ["greedy", "random"]).deals == DEFAULT_GAMES // 2
+    assert make_run_config([e2], games=10).deals == 5
+    assert load_run_config("edition2").deals == 600
+    assert load_run_config("edition2", games=4).deals == 2
+
+
 class _Planned(Exception):
     """Raised in place of playing: the test needs the configuration only."""
 

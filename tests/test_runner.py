@@ -909,6 +909,6 @@ def test_default_line_up_uses_the_learned_search_only_where_a_model_exists():
     """The shipped editions have trained models: the default line-up is greedy and the
     learned search. A changed ruleset has none, so it gets the rollout search (asking for the
     learned bot there explicitly is an error that names patchsim train)."""
-    assert load_run_config("edition2").bots == ["greedy", "mcts(eval=learned, iterations=100)"]
+    assert load_run_config("edition2").bots == DEFAULT_BOTS_LEARNED
     changed = load_run_config("edition2", overrides=["starting_buttons=6"])
     assert changed.bots == ["greedy", "mcts(iterations=200)"]

@@ -163,10 +163,13 @@ def run(
     config: Annotated[str | None, typer.Argument(
         help="A ruleset (shipped name or YAML) or an experiment YAML.")] = None,
     games: Annotated[int | None, typer.Option(help="Games per pairing and ruleset "
-                                              "(rounded up to seat-swapped pairs).")] = None,
+                                              "(rounded up to seat-swapped pairs; default "
+                                              "1200 with the default learned line-up, "
+                                              "else 200).")] = None,
     bots: Annotated[str | None, typer.Option(help=(
-        "Bot specs separated by ';' (default: greedy;mcts(eval=learned, iterations=100), or "
-        "greedy;mcts(iterations=200) for a ruleset without a trained model)."))] = None,
+        "Bot specs separated by ';' (default: greedy;mcts(eval=learned, iterations=100, "
+        "sample_plies=8, temperature=1), or greedy;mcts(iterations=200) for a ruleset "
+        "without a trained model)."))] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed (default 1).")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
     out: Annotated[str | None, typer.Option(help="Run folder (default "

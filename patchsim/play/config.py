@@ -29,9 +29,18 @@ from patchsim.play.match import MOVE_SECONDS
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
 # a minute. The learned search where every ruleset of the run has a trained model (the
 # shipped editions do); otherwise the rollout search (no model is trained implicitly).
-DEFAULT_BOTS_LEARNED = ["greedy", "mcts(eval=learned, iterations=100)"]
+# The learned search draws its first 8 plies by root visits (temperature 1): deterministic,
+# it would play one game per deal in self-play, and the first seat's figure would hang on
+# that one game (README, The skill trace).
+DEFAULT_BOTS_LEARNED = ["greedy", "mcts(eval=learned, iterations=100, sample_plies=8, "
+                                  "temperature=1)"]
 DEFAULT_BOTS = ["greedy", "mcts(iterations=200)"]
 DEFAULT_GAMES = 200
+# With the learned line-up and no number of games given, the main job plays 600 deals: at a
+# first-seat rate near 57% (its skill trace) that decides the headline verdict against the
+# +-2-point margin about 85% of the time (the power calculation of analysis.estimators), in
+# about a minute on 2 cores.
+DEFAULT_GAMES_LEARNED = 1200
 MAX_BOTS = 50  # bots of one run (all pairings: 1,275 of them)
 MAX_RULESETS = 1000  # rulesets of one run file
 MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
@@ -269,14 +278,15 @@ BotRef = str | dict[str, Any] | Bot
 
 
 def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None = None, *,
-                    games: int = DEFAULT_GAMES, seed: int = 1, pairings: str = "all",
+                    games: int | None = None, seed: int = 1, pairings: str = "all",
                     overrides: Sequence[Override] | Mapping[str, Any] = (),
                     batch_deals: int | None = None, name: str | None = None,
                     source: str = "<config>", bot_path: Sequence[str] = (),
                     allow_time_budgets: bool = False) -> RunConfig:
     """A run from values: rulesets (read from their files first), bots (specs, parsed once, or
     bot objects whose ``spec`` rebuilds them; default: the line-up for these rulesets, see
-    ``DEFAULT_BOTS_LEARNED``), games per ruleset and pairing, the master seed, the pairings
+    ``DEFAULT_BOTS_LEARNED``), games per ruleset and pairing (default ``DEFAULT_GAMES``, or
+    ``DEFAULT_GAMES_LEARNED`` with the default learned line-up), the master seed, the pairings
     (``all`` with self-play, ``cross``, ``self``) and ruleset overrides (each changed ruleset
     is named after what changed). Nothing is read or written. Every problem is a RunError
     whose problem names the argument (``key``) and the value, before anything runs.
@@ -303,6 +313,9 @@ def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None =
     if pairings not in ("all", "cross", "self"):
         raise RunError.about("pairings", f"{pairings!r} is not one of all, cross, self",
                              value=pairings)
+    if games is None:  # the default line-up's size decides its headline (DEFAULT_GAMES_LEARNED)
+        games = (DEFAULT_GAMES_LEARNED if not bots and default_bots(rulesets)
+                 == DEFAULT_BOTS_LEARNED else DEFAULT_GAMES)
     _whole(games, "games", 1)
     if games > MAX_GAMES:
         raise RunError.about("games", f"{games:,} games per ruleset and pairing is more than "
@@ -411,7 +424,7 @@ def load_run_config(ref: str, *, games: int | None = None,
         except RulesetError as e:
             raise RunError.wrapping(e) from None
         return make_run_config(
-            rulesets, bots, games=DEFAULT_GAMES if games is None else games,
+            rulesets, bots, games=games,
             seed=1 if seed is None else seed, pairings=pairings or "all", overrides=changes,
             batch_deals=batch_deals, name=rulesets[0].name if not path.exists() else path.stem,
             source=ref, bot_path=bot_path, allow_time_budgets=allow_time_budgets)
@@ -466,8 +479,8 @@ def load_run_config(ref: str, *, games: int | None = None,
         batch_deals = _whole(data["batch_deals"], "batch_deals", 1, ref)
     return make_run_config(
         rulesets, list(bots) if bots else file_bots,
-        games=games if games is not None else _whole(data.get("games", DEFAULT_GAMES),
-                                                     "games", 1, ref),
+        games=games if games is not None or "games" not in data
+        else _whole(data["games"], "games", 1, ref),
         seed=seed if seed is not None else _whole(data.get("seed", 1), "seed", 0, ref),
         pairings=mode, overrides=[*(Override.of(str(k), v, ref) for k, v in extra.items()),
                                   *changes],

@@ -26,7 +26,6 @@ from patchsim.analysis.summary import run_summary
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
 from patchsim.play.config import (
-    DEFAULT_GAMES,
     BotRef,
     RunConfig,
     RunError,
@@ -167,7 +166,7 @@ def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence
             raise RunError.wrapping(e, f"rulesets[{i}]: ") from None
     # the rulesets themselves, so that the default line-up is theirs (a variant without a
     # trained model plays the rollout search, as `patchsim run` would)
-    return make_run_config(resolved, specs, games=DEFAULT_GAMES if games is None else games,
+    return make_run_config(resolved, specs, games=games,
                            seed=1 if seed is None else seed, pairings=pairings or "all",
                            batch_deals=batch_deals, name=name, source="patchsim.simulate",
                            bot_path=bot_path)
