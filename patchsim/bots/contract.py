@@ -190,10 +190,27 @@ def check_bot(bot: str | dict[str, Any] | Bot, *, rulesets: Sequence[Ruleset | s
     report.checks += ["legal moves", "time per move", "reproducible"]
     for ruleset in rulesets:
         rs = ruleset if isinstance(ruleset, Ruleset) else load_ruleset(ruleset)
+        _warm(made, rs)
         for s in range(seed, seed + games):
             if not _check_deal(made, bot, other, rs, s, move_seconds, bot_path, report):
                 break
     return report
+
+
+def _warm(bot: Bot, rs: Ruleset) -> None:
+    """Compile a compiled bot's search for this ruleset before any move is timed: numba
+    compiles on the first call (tens of seconds with an empty cache), and compiling is not
+    choosing. A fault here is left to the timed games, which report it with its move."""
+    if not isinstance(bot, CompiledBot):
+        return
+    try:
+        tables = compile_ruleset(rs)
+        game = Game.new(rs, circle=deal_circle(rs, 0))
+        bound = bind_bot(bot, tables)
+        bound = bound.bind(tables) if isinstance(bound, CompiledBot) else bound
+        bound.choose(game.copy(), game.legal_moves(), np.random.default_rng(0))
+    except Exception:  # noqa: BLE001 - the checked games report what is wrong, with where
+        return
 
 
 def spec_text(bot: object) -> str:

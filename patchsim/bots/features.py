@@ -104,7 +104,7 @@ STOP_EVERY = 16  # iterations between two reads of the stop flag
 @njit(cache=True)
 def patch_size(tab: np.ndarray, patch: int) -> Int:
     """Squares a patch covers."""
-    return tab[tab[core.O_SIZE] + patch]
+    return core.patch_size(tab, patch)
 
 
 @njit(cache=True)

@@ -93,8 +93,8 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: int, out: np.ndarray,
     owned = 1.0 if state[core.S_BONUS] == p else 0.0
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wsize = (core.popcount64(tab[tab[core.O_WIN_LO]])
-                 + core.popcount64(tab[tab[core.O_WIN_HI]]))
+        wsize = (core.popcount64(core.window_lo(tab, 0))
+                 + core.popcount64(core.window_hi(tab, 0)))
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
     near = 0.0
@@ -107,12 +107,13 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: int, out: np.ndarray,
     # quilt shape: empty squares with an empty right neighbour, with an empty one below,
     # and empty 2x2 blocks (big patches need them; holes alone miss this)
     cols = tab[core.T_COLS]
-    elo = ~qlo & tab[tab[core.O_FULL_LO]]
-    ehi = ~qhi & tab[tab[core.O_FULL_HI]]
-    b = tab[core.O_BORDER]
+    full_lo, full_hi = core.full_quilt(tab)
+    elo = ~qlo & full_lo
+    ehi = ~qhi & full_hi
+    last_lo, last_hi = core.border_line(tab, core.BORDER_LAST_COL)
     rlo, rhi = _shift_down(elo, ehi, 1)
-    hlo = elo & rlo & ~tab[b + 2]  # the right neighbour exists: not in the last column
-    hhi = ehi & rhi & ~tab[b + 3]
+    hlo = elo & rlo & ~last_lo  # the right neighbour exists: not in the last column
+    hhi = ehi & rhi & ~last_hi
     vlo, vhi = _shift_down(elo, ehi, cols)
     pairs = (core.popcount64(hlo) + core.popcount64(hhi) + core.popcount64(elo & vlo)
              + core.popcount64(ehi & vhi))
@@ -124,11 +125,11 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: int, out: np.ndarray,
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
             break
-        cost = tab[tab[core.O_COST] + patch]
+        cost = core.patch_cost(tab, patch)
         if cost > btn:
             continue
         n_aff += 1.0
-        net = (pen * tab[tab[core.O_SIZE] + patch] + tab[tab[core.O_INCOME] + patch] * mk
+        net = (pen * core.patch_size(tab, patch) + core.patch_income(tab, patch) * mk
                - cost)
         if net > best_net:
             best_net = net
@@ -156,10 +157,10 @@ def _player_inputs(state: np.ndarray, tab: np.ndarray, p: int, out: np.ndarray,
 def _fits_anywhere(state: np.ndarray, tab: np.ndarray, p: int, patch: int) -> bool:
     # fewer empty squares than the patch has: no placement to scan (the late game's case,
     # where a scan would find none after trying them all)
-    if tab[tab[core.O_SIZE] + patch] > core.empty_squares(state, tab, p):
+    if core.patch_size(tab, patch) > core.empty_squares(state, tab, p):
         return False
-    first = tab[tab[core.O_PATCH_FIRST] + patch]
-    for g in range(first, first + tab[tab[core.O_PATCH_COUNT] + patch]):
+    first = core.patch_first(tab, patch)
+    for g in range(first, first + core.patch_count(tab, patch)):
         if core.fits(state, tab, p, g):
             return True
     return False
@@ -179,11 +180,11 @@ def net_inputs(state: np.ndarray, tab: np.ndarray, me: int, out: np.ndarray) -> 
             for j in range(N_PER_OFFER):
                 out[base + j] = 0.0
             continue
-        cost = tab[tab[core.O_COST] + patch]
+        cost = core.patch_cost(tab, patch)
         out[base + 0] = cost / 10.0
-        out[base + 1] = tab[tab[core.O_TIME] + patch] / 6.0
-        out[base + 2] = tab[tab[core.O_SIZE] + patch] / 8.0
-        out[base + 3] = tab[tab[core.O_INCOME] + patch] / 3.0
+        out[base + 1] = core.patch_time(tab, patch) / 6.0
+        out[base + 2] = core.patch_size(tab, patch) / 8.0
+        out[base + 3] = core.patch_income(tab, patch) / 3.0
         out[base + 4] = 1.0 if _fits_anywhere(state, tab, me, patch) else 0.0
         out[base + 5] = 1.0 if _fits_anywhere(state, tab, opp, patch) else 0.0
         out[base + 6] = 1.0 if cost <= state[core.S_BTN + me] else 0.0
