@@ -613,7 +613,7 @@ def test_a_one_sided_gate_decision_never_changes_after_it_was_made() -> None:
     from the spread of every deal played so far, so a check that held at step 1 could be
     re-judged with a later spread ("fails, decided at deal 58"). Now it comes from the first
     deals only: at every later step the first decision is the same."""
-    from patchsim.experiments.experiment import Tolerance
+    from patchsim.experiments.experiment_checks import Tolerance
     from patchsim.experiments.gate import RESOLUTION_DEALS, band_test
 
     tol = Tolerance("mean_score", 10.0, math.inf)

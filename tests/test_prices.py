@@ -229,7 +229,8 @@ def test_price_table_on_a_synthetic_study() -> None:
 def test_the_figure_draws_the_monotone_fit_the_fair_price_is_read_from() -> None:
     """The figure showed the least-squares line and the fair price at value 0, while the
     fair price is where the isotonic fit falls to the negligible value."""
-    from patchsim.experiments.prices import crossings, plot_prices
+    from patchsim.experiments.prices import crossings
+    from patchsim.experiments.prices_files import plot_prices
 
     rng = np.random.default_rng(1)
     study = PriceStudy(E2, "greedy", ["P19"], [-2, -1, 0, 1, 2], games=400, seed=2)

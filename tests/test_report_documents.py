@@ -123,8 +123,8 @@ def test_results_carry_their_document(cls: str) -> None:
     # the CLI prints sections of the document a study returns, never split Markdown
     import dataclasses
 
-    from patchsim.experiments import prices, sweep, tune
+    from patchsim.experiments import prices_files, sweep, tune
 
     result = {"sweep": sweep.SweepResult, "tune": tune.TuneResult,
-              "prices": prices.PricesResult}[cls]
+              "prices": prices_files.PricesResult}[cls]
     assert "document" in {f.name for f in dataclasses.fields(result)}

@@ -99,7 +99,7 @@ def _refuse_same_experiment(a: str, b: str) -> None:
 
 
 def _measure_prices(run_dir: str, bot: str | None, games: int, jobs: int) -> None:
-    from patchsim.experiments.prices import prices_for_run
+    from patchsim.experiments.prices_files import prices_for_run
 
     with prices_errors({"games": "--prices-games", "bots": "--prices-bot"}):
         res = prices_for_run(run_dir, bot, games=games, jobs=jobs_count(jobs, dask=False),

@@ -53,8 +53,9 @@ def prices(
     Writes prices.csv, patches.csv, prices.md, prices.html and prices.png into a new folder."""
     from patchsim.document.render import section_markdown
     from patchsim.engine.ruleset import RulesetError, load_ruleset
-    from patchsim.experiments.prices import measure_prices, write_prices
+    from patchsim.experiments.prices import measure_prices
     from patchsim.experiments.prices_document import PATCHES_TITLE
+    from patchsim.experiments.prices_files import write_prices
     from patchsim.play.storage import fresh_dir
 
     if ";" in bots:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from patchsim.analysis.metrics import ALIASES, METRICS, RANGES
+from patchsim.analysis.metrics import METRICS
 from patchsim.analysis.metrics import metric as find_metric
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.engine.ruleset import (
@@ -29,37 +29,26 @@ from patchsim.engine.ruleset import (
 )
 from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
 from patchsim.errors import PatchsimError
+from patchsim.experiments.experiment_checks import (
+    MAX_VARIANTS,
+    METRIC_RANGES,
+    Tolerance,
+    check_check,
+    check_trace,
+    check_tune,
+    draw_value,
+    is_number,
+    is_whole,
+    known_metric,
+)
 from patchsim.layout import NAME_RULE, folder_name, is_folder_name
 from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
             "batch_deals"}
-TUNE_KEYS = {"fields", "targets", "candidates", "rounds", "games", "finalists", "final_games",
-             "seed"}
-TARGET_KEYS = {"target", "tolerance"}
-CHECK_KEYS = {"tolerances", "max_games", "step_games", "alpha", "beta", "resolution"}
-TOLERANCE_KEYS = {"metric", "min", "max", "target", "margin", "pairing"}
 BASE_LABEL = "base"  # the base ruleset's label; no variant may take it
-
-# Metrics that say the same thing on shifted scales: (metric, scale metric, offset), meaning
-# metric = scale metric + offset. Ranges on both are compared on the common scale.
-LINKED_METRICS = {"first_player_edge": ("first_player_win", -0.5)}
-
-
 RULESET_KEY = "ruleset"  # in a variant: play this whole ruleset instead of the base
-
-# Far beyond any study on one machine; a few lines of YAML can otherwise ask for millions.
-MAX_VARIANTS = 1000
-
-# The range each metric's values lie in (a tolerance reaching beyond it cannot fail there).
-METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **RANGES, **{alias: RANGES[name] for alias, name in ALIASES.items()}}
-
-
-def _known(name: object) -> bool:
-    """A metric name or alias (old names stay accepted, see analysis.metrics)."""
-    return isinstance(name, str) and (name in METRICS or name in ALIASES)
 
 
 class ExperimentError(PatchsimError, ValueError):
@@ -78,34 +67,9 @@ def _read_yaml(p: Path, src: str) -> Any:
         raise ExperimentError(e.problems) from None
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _is_whole(v: Any, lo: int) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
-
-
-def _relation(metric: str) -> str:
-    """How a linked metric follows from its scale metric, e.g. "a = b - 0.5"."""
-    scale, offset = LINKED_METRICS[metric]
-    return f"{metric} = {scale} {'-' if offset < 0 else '+'} {abs(offset):g}"
-
-
 def pairing_names(bots: list[str], mode: str) -> list[str]:
     """The pairings a run of ``bots`` in ``mode`` plays, named as in its tables."""
     return [f"{bots[a]} vs {bots[b]}" for a, b in all_pairings(len(bots), mode)]
-
-
-def canonical_pairing(text: str) -> str | None:
-    """"<bot> vs <bot>" with both bots' canonical specs, or None if it is not one."""
-    parts = text.split(" vs ")
-    if len(parts) != 2:
-        return None
-    try:
-        return " vs ".join(make_bot(part.strip()).spec for part in parts)
-    except BotSpecError:
-        return None
 
 
 @dataclass
@@ -114,17 +78,6 @@ class Variant:
     overrides: dict[str, Any]
     ruleset: Ruleset
     coords: dict[str, Any] = field(default_factory=dict)  # grid coordinates, for heatmaps
-
-
-@dataclass
-class Tolerance:
-    metric: str
-    low: float
-    high: float
-    pairing: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.metric} within [{self.low:g}, {self.high:g}]"
 
 
 @dataclass
@@ -217,7 +170,7 @@ def load_experiment(path: str | Path) -> Experiment:
 
     def ints(key: str, default: int, lo: int) -> int:
         v = data.get(key, default)
-        if not _is_whole(v, lo):
+        if not is_whole(v, lo):
             bad(key, f"expected a whole number >= {lo}, got {quote(v)}")
             return default
         return v
@@ -263,7 +216,7 @@ def load_experiment(path: str | Path) -> Experiment:
     n_problems = len(problems)
     trace = None
     if isinstance(data.get("skill"), dict):  # a skill trace, not a list of levels
-        trace = _check_trace(data["skill"], bad)
+        trace = check_trace(data["skill"], bad)
     skill = [] if trace is not None else bot_list("skill")
     given = bot_list("bots")
     bots_ok = len(problems) == n_problems
@@ -279,15 +232,15 @@ def load_experiment(path: str | Path) -> Experiment:
     names = (pairing_names(skill or bots, "self" if skill else pairings)
              if bots_ok and pairings in ("self", "all", "cross") else None)
     metric = str(data.get("metric", "first_player_win"))
-    if not _known(metric):
+    if not known_metric(metric):
         bad("metric", f"unknown metric {quote(metric)} (metrics: {', '.join(METRICS)})")
     else:
         metric = find_metric(metric).name  # an old name: the table column is the new one
     # the equivalence margin of the primary metric: +-2 points for rates, 1 unit otherwise
-    margin = data.get("margin", find_metric(metric).default_margin if _known(metric)
+    margin = data.get("margin", find_metric(metric).default_margin if known_metric(metric)
                       else 1.0)
     low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
-    if not _is_number(margin) or not 0 < margin < math.inf:
+    if not is_number(margin) or not 0 < margin < math.inf:
         bad("margin", f"expected a number above 0 (0.02: +-2 points), got {quote(margin)}")
         margin = 0.02
     elif margin >= (high - low) / 2:
@@ -347,76 +300,17 @@ def load_experiment(path: str | Path) -> Experiment:
                 cells.append((coords, seen[h]))
     tune = data.get("tune")
     if tune is not None:
-        _check_tune(tune, base, bad)
+        check_tune(tune, base, bad)
     check = data.get("check")
     tolerances: list[Tolerance] = []
     if check is not None:
-        tolerances = _check_check(check, bad, names)
+        tolerances = check_check(check, bad, names)
     if problems:
         raise ExperimentError(problems)
     assert base is not None
     return Experiment(name, str(data.get("description", "")), p, base, variants, bots,
                       pairings, games, seed, metric, skill, grid_fields, cells, tune, check,
                       batch_deals, tolerances, float(margin), trace)
-
-
-TRACE_KEYS = {"levels", "bots", "search", "deals", "seed", "timed", "diversity", "compare",
-              "margin"}
-
-
-def _check_trace(spec: dict[str, Any], bad: Any) -> dict[str, Any]:
-    """The ``skill:`` mapping (a skill trace for ``patchsim skill``), checked key by key:
-    levels (increasing budgets), bots (the scripted foot of the ladder), search (a bot
-    spec), deals, seed, timed, diversity, compare, margin."""
-    out: dict[str, Any] = {}
-    for k in sorted(set(spec) - TRACE_KEYS, key=str):
-        bad(f"skill.{k}", f"unknown key (known: {', '.join(sorted(TRACE_KEYS))})")
-    levels = spec.get("levels")
-    if levels is not None:
-        if not (isinstance(levels, list) and levels
-                and all(_is_number(v) and v > 0 for v in levels)):
-            bad("skill.levels", f"expected a list of budgets above 0, got {quote(levels)}")
-        elif levels != sorted(set(levels)):
-            bad("skill.levels", f"budgets must increase, got {quote(levels)}")
-        else:
-            out["levels"] = levels
-    for key, check, want in (("deals", lambda v: _is_whole(v, 2), "a whole number >= 2"),
-                             ("seed", lambda v: _is_whole(v, 0), "a whole number >= 0"),
-                             ("timed", lambda v: isinstance(v, bool), "true or false"),
-                             ("compare", lambda v: isinstance(v, bool), "true or false"),
-                             ("margin", lambda v: _is_number(v) and 0 < v < 0.5,
-                              "a number between 0 and 0.5 (0.02: +-2 points)"),
-                             ("diversity", lambda v: v in ("auto", "temperature", "epsilon",
-                                                           "none"),
-                              "auto, temperature, epsilon or none")):
-        if key in spec:
-            if check(spec[key]):
-                out[key] = spec[key]
-            else:
-                bad(f"skill.{key}", f"expected {want}, got {quote(spec[key])}")
-    for key in ("bots", "search"):
-        if key not in spec:
-            continue
-        v = spec[key]
-        items = [v] if isinstance(v, str) else v
-        if key == "search" and not isinstance(v, str) or not isinstance(items, list) \
-                or not items:
-            bad(f"skill.{key}", f"expected a bot spec{' or a list of them' * (key == 'bots')},"
-                                f" got {quote(v)}")
-            continue
-        specs = []
-        for i, item in enumerate(items):
-            where = f"skill.{key}" + (f"[{i}]" if key == "bots" else "")
-            try:
-                specs.append(make_bot(item).spec if isinstance(item, str) else None)
-            except BotSpecError as e:
-                bad(where, str(e))
-                continue
-            if specs[-1] is None:
-                bad(where, f"expected a bot spec such as greedy, got {quote(item)}")
-        if all(specs) and len(specs) == len(items):
-            out[key] = specs[0] if key == "search" else specs
-    return out
 
 
 def _may_repeat(key: str, first_label: str, first_key: str) -> bool:
@@ -498,7 +392,7 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
                                 f"{quote(n)}")
                 n = 0
             sample_seed = sample.get("seed", 0)
-            if not _is_whole(sample_seed, 0):
+            if not is_whole(sample_seed, 0):
                 bad("sample.seed", f"expected a whole number >= 0, got {quote(sample_seed)}")
                 sample_seed = 0
             rng = np.random.default_rng(sample_seed)
@@ -515,229 +409,3 @@ def _variant_specs(data: dict[str, Any], src: str, bad) -> list[tuple[str, str, 
     return out
 
 
-def draw_value(domain: Any, rng: np.random.Generator) -> Any:
-    """One value from a field's domain (a list of choices or a numeric range)."""
-    if isinstance(domain, list) and domain:
-        return domain[int(rng.integers(len(domain)))]
-    if isinstance(domain, dict) and {"min", "max"} <= set(domain):
-        lo, hi = domain["min"], domain["max"]
-        if not isinstance(lo, int | float) or not isinstance(hi, int | float) or lo > hi:
-            return None
-        if isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool):
-            return int(rng.integers(lo, hi + 1))
-        if isinstance(lo, int | float) and isinstance(hi, int | float):
-            return float(rng.uniform(lo, hi))
-    return None
-
-
-def _check_tune(tune: Any, base: Ruleset | None, bad) -> None:
-    if not isinstance(tune, dict):
-        bad("tune", "expected a mapping with fields and targets")
-        return
-    for k in sorted(set(tune) - TUNE_KEYS):
-        bad(f"tune.{k}", f"unknown key (known: {', '.join(sorted(TUNE_KEYS))})")
-    fields = tune.get("fields")
-    if not isinstance(fields, dict) or not fields:
-        bad("tune.fields", "expected a mapping of ruleset fields to [choices] or {min, max}")
-    else:
-        rng = np.random.default_rng(0)
-        for k, dom in fields.items():
-            v = draw_value(dom, rng)
-            if isinstance(dom, dict) and {"min", "max"} <= set(dom) and \
-                    isinstance(dom["min"], int | float) and isinstance(dom["max"], int | float) \
-                    and dom["min"] > dom["max"]:
-                bad(f"tune.fields.{k}", f"min {dom['min']} is above max {dom['max']}")
-            elif v is None:
-                bad(f"tune.fields.{k}", "expected a non-empty list of choices or {min, max}")
-            elif base is not None:
-                try:
-                    base.with_overrides({k: v})
-                except RulesetError as e:
-                    bad(f"tune.fields.{k}", "; ".join(e.problems))
-    targets = tune.get("targets")
-    ranges: dict[str, tuple[float, float]] = {}
-    if not isinstance(targets, dict) or not targets:
-        bad("tune.targets", "expected {metric: {target: x, tolerance: t}, ...}")
-    else:
-        for m, t in targets.items():
-            key = f"tune.targets.{m}"
-            if not _known(m):
-                bad(key, f"unknown metric (metrics: {', '.join(METRICS)})")
-            if not isinstance(t, dict):
-                bad(key, "expected {target: x, tolerance: t}")
-                continue
-            for k in sorted(set(t) - TARGET_KEYS, key=str):
-                bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TARGET_KEYS))})")
-            ok = True
-            if "target" not in t:
-                bad(f"{key}.target", "required: the value to aim for")
-                ok = False
-            elif not _is_number(t["target"]) or not np.isfinite(t["target"]):
-                bad(f"{key}.target", f"expected a number, got {quote(t['target'])}")
-                ok = False
-            elif m in METRIC_RANGES and not (
-                    METRIC_RANGES[m][0] <= t["target"] <= METRIC_RANGES[m][1]):
-                lo_m, hi_m = METRIC_RANGES[m]
-                bad(f"{key}.target", f"{t['target']:g} is outside the range of {m} "
-                                     f"[{lo_m:g}, {hi_m:g}]")
-                ok = False
-            if "tolerance" not in t:
-                bad(f"{key}.tolerance", "required: how far from the target is close enough "
-                                        "(the loss measures distances in tolerances)")
-                ok = False
-            elif not _is_number(t["tolerance"]) or not 0 < t["tolerance"] < np.inf:
-                bad(f"{key}.tolerance", f"must be a positive number, got {quote(t['tolerance'])}")
-                ok = False
-            if ok and _known(m):
-                ranges[find_metric(m).name] = (t["target"] - t["tolerance"],
-                                               t["target"] + t["tolerance"])
-    for m, (scale, offset) in LINKED_METRICS.items():
-        if m in ranges and scale in ranges:
-            (lo1, hi1), (lo2, hi2) = ranges[scale], ranges[m]
-            if max(lo1, lo2 - offset) >= min(hi1, hi2 - offset):
-                bad("tune.targets", f"contradictory: {scale} in [{lo1:g}, {hi1:g}] and {m} in "
-                                    f"[{lo2:g}, {hi2:g}] cannot both hold "
-                                    f"({_relation(m)})")
-    # rounds double the games: 30 rounds already ask for 2**30 times tune.games
-    limits = {"candidates": MAX_VARIANTS, "rounds": 30, "games": MAX_GAMES,
-              "finalists": MAX_VARIANTS, "final_games": MAX_GAMES}
-    for k, most in limits.items():
-        v = tune.get(k)
-        if v is not None and not (_is_whole(v, 1) and v <= most):
-            bad(f"tune.{k}", f"expected a whole number from 1 to {most:,}, got {quote(v)}")
-    if tune.get("seed") is not None and not _is_whole(tune["seed"], 0):
-        bad("tune.seed", f"expected a whole number >= 0, got {quote(tune['seed'])}")
-
-
-def _check_check(check: Any, bad, pairings: list[str] | None) -> list[Tolerance]:
-    """The tolerances of a check section. ``pairings``: the names of the pairings the gate
-    plays (None when the bots are invalid: pairings are then not checked)."""
-    out: list[Tolerance] = []
-    if not isinstance(check, dict):
-        bad("check", "expected a mapping with tolerances")
-        return out
-    for k in sorted(set(check) - CHECK_KEYS, key=str):
-        bad(f"check.{k}", f"unknown key (known: {', '.join(sorted(CHECK_KEYS))})")
-    tols = check.get("tolerances")
-    keys: list[str] = []
-    if not isinstance(tols, list) or not tols:
-        bad("check.tolerances", "expected a list of {metric, min, max} or "
-                                "{metric, target, margin}")
-        tols = []
-    for i, t in enumerate(tols):
-        key = f"check.tolerances[{i}]"
-        if not isinstance(t, dict):
-            bad(key, "expected a mapping")
-            continue
-        for k in sorted(set(t) - TOLERANCE_KEYS, key=str):
-            bad(f"{key}.{k}", f"unknown key (known: {', '.join(sorted(TOLERANCE_KEYS))})")
-        m = t.get("metric")
-        if not isinstance(m, str) or not _known(m):
-            bad(f"{key}.metric", f"unknown metric {quote(m)} (metrics: {', '.join(METRICS)})")
-            continue
-        m = find_metric(m).name
-        numbers_ok = True
-        for k in ("min", "max", "target", "margin"):
-            if k in t and not _is_number(t[k]):
-                bad(f"{key}.{k}", f"expected a number, got {quote(t[k])}")
-                numbers_ok = False
-        if not numbers_ok:
-            continue
-        if "target" in t and ("min" in t or "max" in t):
-            bad(key, "give min and/or max, or target and margin, not both")
-            continue
-        if "target" in t:
-            margin = t.get("margin")
-            if margin is None or not margin > 0:
-                bad(f"{key}.margin", "a positive number is needed with target")
-                continue
-            lo, hi = t["target"] - margin, t["target"] + margin
-        else:
-            if "margin" in t:
-                bad(f"{key}.margin", "a margin needs a target (or give min and/or max)")
-                continue
-            if "min" not in t and "max" not in t:
-                bad(key, "give min and/or max, or target and margin")
-                continue
-            lo, hi = t.get("min", -np.inf), t.get("max", np.inf)
-        if not lo < hi:
-            bad(key, f"the interval [{lo}, {hi}] is empty: contradictory tolerance")
-            continue
-        outside = _outside_range(str(m), lo, hi, "target" in t)
-        if outside:
-            bad(key, outside)
-            continue
-        pairing = t.get("pairing")
-        if pairing is not None:
-            if not isinstance(pairing, str):
-                bad(f"{key}.pairing", f"expected \"<bot> vs <bot>\", got {quote(pairing)}")
-                continue
-            canon = canonical_pairing(pairing)
-            if pairings is not None and canon not in pairings:
-                bad(f"{key}.pairing", f"{quote(pairing)} is none of this experiment's pairings "
-                                      f"({', '.join(pairings)})")
-                continue
-            pairing = canon or pairing
-        out.append(Tolerance(str(m), float(lo), float(hi), pairing))
-        keys.append(key)
-    _contradictions(out, keys, bad)
-    for name in ("alpha", "beta"):
-        value = check.get(name, 0.05)
-        if not isinstance(value, float) or not 0 < value < 0.5:
-            bad(f"check.{name}", f"expected a number between 0 and 0.5, got {quote(value)}")
-    res = check.get("resolution")
-    if res is not None and (not _is_number(res) or not res > 0):
-        bad("check.resolution", f"expected a number above 0 (how far inside a one-sided "
-                                f"bound a value must lie to pass), got {quote(res)}")
-    for k in ("max_games", "step_games"):
-        v = check.get(k)
-        if v is not None and not (_is_whole(v, 2) and v <= MAX_GAMES):
-            bad(f"check.{k}", f"expected a whole number from 2 to {MAX_GAMES:,}, got "
-                              f"{quote(v)}")
-    return out
-
-
-def _outside_range(metric: str, lo: float, hi: float, centred: bool) -> str | None:
-    """Why a tolerance [lo, hi] on ``metric`` is no test, or None: a bound beyond the range of
-    the metric's values (a gate that cannot fail there), or a band that covers the whole range
-    or none of it."""
-    a, b = METRIC_RANGES.get(metric, (-math.inf, math.inf))
-    where = f"{metric} lies in [{a:g}, {b:g}]"
-    given = (f"target +- margin gives [{lo:g}, {hi:g}]" if centred
-             else f"[{lo:g}, {hi:g}]")
-    if lo >= b or hi <= a:
-        return f"{given} cannot hold: {where}"
-    if (math.isfinite(lo) and lo < a) or (math.isfinite(hi) and hi > b):
-        side = "lower" if math.isfinite(lo) and lo < a else "upper"
-        return (f"{given} leaves the range of the metric ({where}): its {side} edge could "
-                "never be crossed; give bounds inside the range (min or max alone for a "
-                "one-sided check)")
-    if lo <= a and hi >= b:
-        return f"{given} covers every value ({where}): a check that cannot fail"
-    return None
-
-
-def _contradictions(tols: list[Tolerance], keys: list[str], bad) -> None:
-    """Tolerances that cannot all hold: on one metric (or linked metrics, e.g. the first-seat
-    edge and win rate) and a pairing they share, with ranges that do not overlap."""
-
-    def on_scale(t: Tolerance) -> tuple[str, float, float]:
-        scale, offset = LINKED_METRICS.get(t.metric, (t.metric, 0.0))
-        return scale, t.low - offset, t.high - offset
-
-    for i, ti in enumerate(tols):
-        scale_i, lo_i, hi_i = on_scale(ti)
-        for j in range(i):
-            tj = tols[j]
-            scale_j, lo_j, hi_j = on_scale(tj)
-            shared = ti.pairing is None or tj.pairing is None or ti.pairing == tj.pairing
-            if scale_i != scale_j or not shared or max(lo_i, lo_j) < min(hi_i, hi_j):
-                continue
-            note = ""
-            if ti.metric != tj.metric:
-                linked = ti.metric if ti.metric in LINKED_METRICS else tj.metric
-                note = f" ({_relation(linked)})"
-            where = f" on {ti.pairing or tj.pairing}" if ti.pairing or tj.pairing else ""
-            bad(keys[i], f"contradictory: {ti.describe()} and {keys[j]} ({tj.describe()}) "
-                         f"cannot both hold{where}{note}")
-            break

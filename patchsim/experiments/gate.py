@@ -31,7 +31,8 @@ import numpy as np
 from patchsim.analysis.estimators import FAIL, MIN_DEALS, PASS, BandTest, anytime_estimate
 from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
-from patchsim.experiments.experiment import Experiment, Tolerance
+from patchsim.experiments.experiment import Experiment
+from patchsim.experiments.experiment_checks import Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import play_in_steps
 from patchsim.play.storage import fresh_dir

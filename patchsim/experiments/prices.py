@@ -31,20 +31,14 @@ says the bot buys X when it should not (X is a trap for this bot at this price).
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
 from patchsim.analysis.comparison import decide
 from patchsim.analysis.estimators import (
     DEFAULT_MARGIN,
@@ -55,213 +49,34 @@ from patchsim.analysis.estimators import (
     mean_estimate,
 )
 from patchsim.bots.registry import REGISTRY, BotSpecError, make_bot, parse_spec, resolve_patch_id
-from patchsim.document.format import num, pts
+from patchsim.document.format import pts
 from patchsim.document.model import Document
-from patchsim.document.render import to_markdown, write
+from patchsim.document.render import to_markdown
 from patchsim.engine.ruleset import MAX_VALUE, Ruleset, load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.engine.yamlfile import quote
 from patchsim.errors import PatchsimError
+from patchsim.experiments.price_fit import (
+    BOOTSTRAP,
+    NEGLIGIBLE,
+    Crossing,
+    fit_crossing,
+    isotonic_decreasing,
+    widen_costs,
+)
+from patchsim.experiments.price_fit import price_num as _num
 from patchsim.experiments.prices_document import prices_document
-from patchsim.layout import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
 from patchsim.play.config import MAX_GAMES
 from patchsim.play.simulate import simulate
-from patchsim.play.storage import read_manifest
-from patchsim.reporting.plots import new_figure, png_bytes
 
 DEFAULT_DELTAS = (-2, -1, 0, 1, 2)
-BOOTSTRAP = RESAMPLES  # the one resample count of a bootstrap over deals
 VALUE_BOUNDS = (-0.5, 0.5)  # a value is 0.5 minus a win rate
 MAX_DELTAS = 50  # cost changes per patch: each one plays the study's games again
-NEGLIGIBLE = DEFAULT_MARGIN / 4  # a value this small (0.5 points) is worth nothing to speak of
 
 
 class PricesError(PatchsimError, ValueError):
     """A prices study that cannot run as asked (unknown patch, bot that cannot be
     restricted, bad deltas); the message says what to give instead."""
-
-
-# --- the price response fit ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Crossing:
-    """The price response of a patch: the monotone (isotonic) fit of value against cost
-    (``fitted``), the fair price ``fair`` where it falls to a negligible value with its
-    bootstrap interval, and for context the least-squares line through the per-cost means
-    (``intercept``, ``slope`` with its bootstrap interval). ``in_range``: the fair price lies
-    within the costs measured; ``side`` says where it lies otherwise ("above": the value is
-    still worth something at the highest cost, "below": negligible even at the lowest)."""
-
-    intercept: float
-    slope: float
-    slope_lo: float
-    slope_hi: float
-    fair: float
-    fair_lo: float
-    fair_hi: float
-    in_range: bool
-    costs: tuple[int, ...]
-    fitted: tuple[float, ...] = ()  # the monotone fit at each cost
-    means: tuple[float, ...] = ()
-    cheapest_lo: float = math.nan  # lower bootstrap bound of the fitted value at min(costs)
-    negligible: float = NEGLIGIBLE
-
-    @property
-    def flat(self) -> bool:
-        """No measurable price response in the range: the line's slope interval holds 0
-        and the fitted value at the cheapest cost is not shown above the negligible
-        level."""
-        sloped = self.slope_hi < 0 or self.slope_lo > 0
-        return not (sloped or self.cheapest_lo > self.negligible)
-
-    @property
-    def side(self) -> str:
-        """'in range', 'above' (the value stays above negligible over the range) or
-        'below' (it is negligible already at the cheapest cost)."""
-        if self.in_range or not math.isfinite(self.fair) or not self.costs:
-            return "in range" if self.in_range else ""
-        return "above" if self.fair > max(self.costs) else "below"
-
-    def text(self) -> str:
-        if len(self.costs) < 2:
-            return "one price only: no price response"
-        span = f"{min(self.costs)}..{max(self.costs)}"
-        if self.flat and self.in_range:
-            return (f"not identified: value flat over {span} (fit crosses at {self.fair:.1f} "
-                    f"[{_num(self.fair_lo)}, {_num(self.fair_hi)}])")
-        if not self.in_range:
-            where = {"above": "the value is still positive at the highest cost",
-                     "below": "the value is negligible even at the lowest cost"}
-            return (f"not found in {span}"
-                    + (f" ({where[self.side]})" if self.side in where else ""))
-        return f"{self.fair:.1f} [{_num(self.fair_lo)}, {_num(self.fair_hi)}]"
-
-
-def _num(x: float) -> str:
-    return num(x, 1)  # the one set of formatters: "+∞" as in every other document
-
-
-def _line(costs: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares intercepts and slopes of ``means`` (rows: replicates) on ``costs``."""
-    xc = costs - costs.mean()
-    slope = (means - means.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
-    return means.mean(axis=-1) - slope * costs.mean(), slope
-
-
-def isotonic_decreasing(means: np.ndarray) -> np.ndarray:
-    """The non-increasing least-squares fit of each row of ``means`` (per-cost means in
-    order of cost, equal weights): pool-adjacent-violators, row by row."""
-    y = np.atleast_2d(np.asarray(means, dtype=float))
-    out = np.empty_like(y)
-    for r, row in enumerate(y):
-        level: list[float] = []
-        size: list[int] = []
-        for v in row:
-            level.append(float(v))
-            size.append(1)
-            # a later block above an earlier one violates "non-increasing": pool them
-            while len(level) > 1 and level[-1] > level[-2]:
-                n = size[-1] + size[-2]
-                merged = (level[-1] * size[-1] + level[-2] * size[-2]) / n
-                level[-2:] = [merged]
-                size[-2:] = [n]
-        out[r] = np.repeat(level, size)
-    return out
-
-
-def _falls_to(costs: np.ndarray, fitted: np.ndarray, floor: float) -> np.ndarray:
-    """Per row, the cost at which the non-increasing ``fitted`` values first fall to
-    ``floor`` or below, linear between measured costs; -inf when the first already does,
-    +inf when none does (so that percentiles of many replicates stay ordered)."""
-    out = np.full(len(fitted), np.inf)
-    for r, f in enumerate(fitted):
-        below = np.flatnonzero(f <= floor)
-        if len(below) == 0:
-            continue
-        j = int(below[0])
-        if j == 0:
-            out[r] = -np.inf
-            continue
-        a, b = f[j - 1], f[j]
-        out[r] = costs[j - 1] + (a - floor) / (a - b) * (costs[j] - costs[j - 1])
-    return out
-
-
-def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
-                 boot: int = BOOTSTRAP, level: float = 0.95,
-                 negligible: float = NEGLIGIBLE) -> Crossing:
-    """The fair price from per-deal values: ``values[i, j]`` is deal i's value at
-    ``costs[j]`` (the same deals at every cost).
-
-    The value falls with the cost and flattens at 0 where the bot stops buying the patch
-    (often after a dip below 0, where the bot still buys it at a loss), so the fit is
-    monotone: the non-increasing least-squares (isotonic) fit of the per-cost means, and the
-    fair price is the cost at which it falls to a negligible value (``negligible``, a
-    quarter of the verdict margin: 0.5 points), linear between measured costs. (A tail of
-    tiny values where the bot still buys it now and then would put a crossing of exactly 0
-    several buttons later.) Its interval is the percentile interval over a bootstrap over
-    deals seeded by ``seed`` (a deal is resampled with all its costs, so each replicate is a
-    whole curve, refitted). A fair price beyond the costs measured is not found
-    (``in_range`` False): widen the scan. The least-squares line is kept for its slope (the
-    value of one button)."""
-    x = np.asarray(costs, dtype=float)
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 2 or v.shape[1] != len(x):
-        raise ValueError(f"values: expected (deals, {len(x)}) per-deal values, got {v.shape}")
-    v = v[np.isfinite(v).all(axis=1)]
-    order = np.argsort(x, kind="stable")
-    x, v = x[order], v[:, order]
-    costs_t = tuple(int(c) for c in x)
-    if len(x) < 2 or len(v) == 0:
-        nan = math.nan
-        return Crossing(nan, nan, nan, nan, nan, nan, nan, False, costs_t)
-    means = v.mean(axis=0)
-    a, b = _line(x, means)
-    fitted = isotonic_decreasing(means[None, :])
-    fair = float(_falls_to(x, fitted, negligible)[0])
-
-    def curves(sample: np.ndarray) -> np.ndarray:
-        # per-cost means of each resampled set of deals: one curve per replicate (a cost's
-        # column made contiguous first, so that its sums are those of a plain 2-d mean)
-        return np.stack([np.ascontiguousarray(sample[:, :, j]).mean(axis=1)
-                         for j in range(len(x))], axis=1)
-
-    boot_means = bootstrap_over_deals(v, curves, resamples=boot, seed=seed).replicates
-    _ba, bb = _line(x, boot_means)
-    boot_fit = isotonic_decreasing(boot_means)
-    zeros = _falls_to(x, boot_fit, negligible)
-    q = ((1 - level) / 2, (1 + level) / 2)
-    # "lower"/"higher" pick replicate values: no interpolation between infinities
-    f_lo = float(np.quantile(zeros, q[0], method="lower"))
-    f_hi = float(np.quantile(zeros, q[1], method="higher"))
-    s_lo, s_hi = (float(z) for z in np.quantile(bb, q))
-    in_range = bool(math.isfinite(fair))
-    if not in_range:  # where it lies: just past the range, on the side it stays
-        fair = float(x.max() + 1) if fair > 0 else float(x.min() - 1)
-    return Crossing(float(a), float(b), s_lo, s_hi, fair, f_lo, f_hi, in_range, costs_t,
-                    tuple(float(m) for m in fitted[0]), tuple(float(m) for m in means),
-                    float(np.quantile(boot_fit[:, 0], q[0])), negligible)
-
-
-def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,
-                step: int = 2) -> list[int]:
-    """The costs a scan adds when its fit found no fair price in range: below the lowest
-    (down to 0) when the value is not positive there or flat over the range (the bot never
-    gains from the patch: look for the price at which it starts to), above the highest (up
-    to ``max_cost``) when it is still positive. Two costs, ``step`` and ``2 * step``
-    buttons beyond; none when the fair price is in range or the scan is at its limits."""
-    lo, hi = min(costs), max(costs)
-    if crossing.in_range and not crossing.flat:
-        return []
-    down = crossing.flat or crossing.side == "below"
-    if down:
-        new = [c for c in (lo - step, lo - 2 * step) if c >= 0]
-        if not new and lo > 0:
-            new = [0]
-    else:
-        new = [c for c in (hi + step, hi + 2 * step) if c <= max_cost]
-        if not new and hi < max_cost:
-            new = [max_cost]
-    return sorted(set(new) - set(costs))
 
 
 # --- the study ------------------------------------------------------------------------------------
@@ -580,124 +395,7 @@ def prices_markdown(study: PriceStudy, table: pd.DataFrame | None = None,
     return to_markdown(prices_document_of(study, table, summary))
 
 
-def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
-                fits: dict[str, Crossing] | None = None):
-    """Value against cost per patch: per-cost intervals, the monotone fit the fair price is
-    read from (solid), the negligible value it must fall to (dashed), the printed cost
-    (dotted) and the fair price with its interval (shaded). A matplotlib Figure."""
-    table = price_table(study) if table is None else table
-    fits = crossings(study) if fits is None else fits
-    n = len(study.patches)
-    cols = min(4, n)
-    nrows = math.ceil(n / cols)
-    fig = new_figure(3.2 * cols, 2.6 * nrows)
-    axes = fig.subplots(nrows, cols, squeeze=False, sharey=True)
-    for k, pid in enumerate(study.patches):
-        ax = axes[k // cols][k % cols]
-        t = table[table["patch"] == pid]
-        x = t["cost"].to_numpy(dtype=float)
-        y = 100 * t["value"].to_numpy(dtype=float)
-        err = np.nan_to_num(100 * np.vstack([t["value"] - t["value_lo"],
-                                             t["value_hi"] - t["value"]]), nan=0.0)
-        ax.axhline(0, color="#888", lw=0.8)
-        ax.axvline(study.base_cost(pid), color="#888", lw=0.8, ls=":")
-        ax.errorbar(x, y, yerr=err, fmt="o", color="#1f77b4", capsize=3)
-        c = fits[pid]
-        if c.fitted:
-            # the curve the fair price is read from, not the least-squares line
-            ax.plot(c.costs, [100 * f for f in c.fitted], color="#d62728", lw=1.2)
-            ax.axhline(100 * c.negligible, color="#d62728", lw=0.6, ls="--")
-        if c.in_range and not c.flat:  # a flat fit falls nowhere: draw no fair price
-            lo = max(c.fair_lo, x.min() - 1)
-            hi = min(c.fair_hi, x.max() + 1)
-            ax.axvspan(lo, hi, color="#d62728", alpha=0.12)
-            ax.plot([c.fair], [100 * c.negligible], marker="x", color="#d62728", ms=8)
-        ax.set_title(f"{pid} (cost {study.base_cost(pid)})", fontsize=10)
-        ax.set_xlabel("cost (buttons)")
-        if k % cols == 0:
-            ax.set_ylabel("value (points of win rate)")
-    for k in range(n, nrows * cols):
-        axes[k // cols][k % cols].axis("off")
-    return fig
-
-
-# --- writing --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PricesResult:
-    folder: Path
-    table: pd.DataFrame
-    summary: pd.DataFrame
-    markdown: str
-    document: Document | None = None  # the report itself: the CLI shows sections of it
-
-
-STUDY_FILE = PRICES_STUDY  # what a prices folder measured: ruleset, bot, games, seed
-
-
-def study_header(study: PriceStudy) -> dict[str, Any]:
-    """What a study measured, for whoever reads its folder later (e.g. a report)."""
-    return {"ruleset": study.ruleset.name, "ruleset_hash": study.ruleset.content_hash(),
-            "bot": study.bot, "games": study.games, "seed": study.seed,
-            "deltas": list(study.deltas), "margin": study.margin,
-            "patches": list(study.patches),
-            # a widened scan measured more costs than were asked for
-            "measured_deltas": {p: study.deltas_of(p) for p in study.patches}}
-
-
-def prices_for_run(run_dir: str | os.PathLike[str], bot: str | None = None, *,
-                   games: int = 400, deltas: Sequence[int] = DEFAULT_DELTAS, jobs: int = 1,
-                   echo: Callable[[str], None] | None = None) -> PricesResult:
-    """A prices study for a run, written to ``run_dir/prices`` where its report finds it:
-    the run's first ruleset, ``bot`` (default the run's first bot), the run's seed. Raises
-    PricesError when the folder already holds a study (it is kept, never overwritten)."""
-    _, config = read_manifest(Path(run_dir))
-    target = Path(run_dir) / PRICES_FOLDER
-    if target.exists():
-        raise PricesError(f"{target} already holds a prices study; the report shows it (remove "
-                          "the folder to measure again)")
-    study = measure_prices(config.rulesets[0], bot or config.bots[0], deltas=deltas,
-                           games=games, seed=config.seed, jobs=jobs, echo=echo)
-    return write_prices(study, target)
-
-
-
-
-def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesResult:
-    """Write prices.csv (every patch and cost), patches.csv (one row per patch), prices.md,
-    prices.html, prices.png and study.json (what was measured) into ``out_dir``, a folder
-    that must not exist yet: the files are written into a temporary folder beside it, which
-    is renamed into place when complete, so the folder appears whole or not at all."""
-    target = Path(out_dir)
-    if target.exists():
-        raise PricesError(f"{target} already exists; write the study to a new folder")
-    table = price_table(study)
-    fits = crossings(study)
-    summary = patch_summary(study, table, fits)
-    doc = prices_document_of(study, table, summary,
-                             png_bytes(plot_prices(study, table, fits)))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        table.to_csv(tmp / PRICES_TABLE, index=False)
-        summary.to_csv(tmp / PRICES_SUMMARY, index=False)  # its columns: layout.PriceRow
-        write(doc, tmp, "prices")  # prices.html, prices.md and the picture, prices.png
-        (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),
-                                      encoding="utf-8")
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp leaves 0700
-        os.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return PricesResult(target, table, summary, to_markdown(doc), doc)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-__all__ = ["Crossing", "PriceStudy", "PricesError", "PricesResult", "crossings", "fit_crossing",
-           "measure_prices", "patch_summary", "plot_prices", "price_table", "prices_for_run",
-           "prices_document_of", "prices_markdown", "restricted_spec", "study_header",
-           "write_prices"]
+__all__ = ["BOOTSTRAP", "NEGLIGIBLE", "Crossing", "PriceStudy", "PricesError", "crossings",
+           "fit_crossing", "isotonic_decreasing", "measure_prices", "patch_summary",
+           "price_table", "prices_document_of", "prices_markdown", "restricted_spec",
+           "widen_costs"]

@@ -34,7 +34,8 @@ from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
 from patchsim.document.render import write
-from patchsim.experiments.experiment import Experiment, draw_value, variant_label
+from patchsim.experiments.experiment import Experiment, variant_label
+from patchsim.experiments.experiment_checks import draw_value
 from patchsim.experiments.tune_document import tune_document
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
