@@ -2,7 +2,7 @@
 nothing, then play it against today's linear ``mcts(eval=learned)`` at equal iterations and
 (optionally) at equal time per move. Prints one JSON object.
 
-1. ``patchsim.play.train.train_net`` for ``--minutes`` (or ``--generations``) with ``--jobs``
+1. ``patchsim.play.train_net.train_net`` for ``--minutes`` (or ``--generations``) with ``--jobs``
    workers into ``--models`` (a fresh folder by default, so the shipped models are not
    replaced); the JSON gives the generations, games, minutes and held-out figures.
 2. ``--games`` seat-swapped games on common deals (half as many deals) of
@@ -65,7 +65,7 @@ def main() -> None:
     from patchsim.engine.tables import compile_ruleset
     from patchsim.play.loops import R_PLIES, R_WINNER, play_deals
     from patchsim.play.match import max_events, max_plies
-    from patchsim.play.train import NetSettings, train_net
+    from patchsim.play.train_net import NetSettings, train_net
 
     rs = load_ruleset(args.rules)
     models = args.models or tempfile.mkdtemp(prefix="patchsim-net-")

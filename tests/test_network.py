@@ -33,7 +33,7 @@ from patchsim.engine.ruleset import ruleset_from_dict
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
 from patchsim.play.match import max_events, max_plies, play_game
-from patchsim.play.train import NetSettings, train_net
+from patchsim.play.train_net import NetSettings, train_net
 
 TINY = NetSettings(seed=5, games_per_generation=16, hidden=(8, 4), epochs=2, eval_deals=2,
                    eval_iterations=4)

@@ -35,8 +35,9 @@ def train(
     <models>/<ruleset hash>/model.json, manifest.json and report.md; with --net the value
     network of mcts(eval=net): net.json, net-manifest.json and net-report.md."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
-    from patchsim.play.train import TrainError, check_arguments, train_net
+    from patchsim.play.train import TrainError, check_arguments
     from patchsim.play.train import train as run_train
+    from patchsim.play.train_net import train_net
 
     try:
         rs = load_ruleset(ruleset)
