@@ -43,6 +43,7 @@ from numba import njit
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write
 from patchsim.bots import features as F
+from patchsim.bots import network as NET
 from patchsim.bots.learned import (
     MODEL_FILE,
     Model,
@@ -94,16 +95,25 @@ class TrainSettings:
     window: int = WINDOW
 
 
+# what a self-play position records: the linear model's features (from seat 0's side) or
+# the value network's inputs (from the mover's side)
+RECORD_FEATURES = 0
+RECORD_NET_INPUTS = 1
+
+
 @njit(cache=True, nogil=True)
 def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
-             params: np.ndarray, epsilon: float, feats: np.ndarray, game_of: np.ndarray,
-             margins: np.ndarray, winners: np.ndarray) -> int:
+             params: np.ndarray, epsilon: float, record: int, rows_out: np.ndarray,
+             game_of: np.ndarray, mover: np.ndarray, margins: np.ndarray,
+             winners: np.ndarray) -> int:
     """Play one self-play game per circle with policy ``kind``/``params`` in both seats;
-    record the features of every decision position (game index in ``game_of``) and each
-    game's final margin and winner. Returns the number of rows written."""
+    record every decision position (``record``: ``RECORD_FEATURES`` or
+    ``RECORD_NET_INPUTS`` into ``rows_out``; its game index in ``game_of``, its mover in
+    ``mover``) and each game's final margin and winner. Returns the number of rows written.
+    The one self-play loop of both trainings: they differ only in what a position records."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     acts = np.empty(1 + tab[core.T_OFFER] * 64, dtype=np.int64)
-    explore = params.copy()
+    explore = params[:F.N_PARAMS].copy()  # a network bot's row carries its network after
     explore[F.L_TOP_K] = 2.0
     explore[F.L_CONTACT] = 1.0
     explore[F.L_HOLES] = 0.5
@@ -122,9 +132,13 @@ def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: in
             if state[core.S_PENDING] > 0:
                 code = choose_move(kind, params, state, tab, r, buf)
             else:
-                if rows < feats.shape[0]:
-                    F.features(state, tab, feats[rows])
+                if rows < rows_out.shape[0]:
+                    if record == RECORD_NET_INPUTS:
+                        NET.net_inputs(state, tab, p, rows_out[rows])
+                    else:
+                        F.features(state, tab, rows_out[rows])
                     game_of[rows] = i
+                    mover[rows] = p
                     rows += 1
                 if core.rng_unit(r) < epsilon:
                     n = F.search_actions(explore, state, tab, acts)
@@ -168,10 +182,11 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
         streams = words[m:3 * m].reshape(m, 2).copy()
         feats = np.zeros((m * cap, F.N_FEATURES))
         game_of = np.zeros(m * cap, dtype=np.int64)
+        mover = np.zeros(m * cap, dtype=np.int64)
         margins = np.zeros(m, dtype=np.int64)
         winners = np.zeros(m, dtype=np.int64)
-        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, feats, game_of,
-                        margins, winners)
+        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, RECORD_FEATURES,
+                        feats, game_of, mover, margins, winners)
         if progress is not None:
             progress(m)
         return feats[:rows], game_of[:rows] + c * CHUNK, margins, winners

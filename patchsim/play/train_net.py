@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_write
@@ -33,9 +32,8 @@ from patchsim.bots.learned import (
     param_rows,
     user_model_root,
 )
-from patchsim.bots.policies import SCRIPTED, choose_move
+from patchsim.bots.policies import SCRIPTED
 from patchsim.bots.registry import make_bot
-from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
@@ -44,6 +42,7 @@ from patchsim.play.match import max_events, max_plies
 from patchsim.play.train import (
     CHUNK,
     EPSILON,
+    RECORD_NET_INPUTS,
     WINDOW,
     TrainError,
     TrainResult,
@@ -52,6 +51,7 @@ from patchsim.play.train import (
     checkpoint_save,
     fit_scale,
     seed_streams,
+    selfplay,
 )
 
 # Expert iteration with game outcomes as targets: generation 0 plays greedy self-play, every
@@ -89,49 +89,6 @@ class NetSettings:
     window: int = WINDOW
 
 
-@njit(cache=True, nogil=True)
-def selfplay_net(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
-                 params: np.ndarray, epsilon: float, xs: np.ndarray, game_of: np.ndarray,
-                 mover: np.ndarray, margins: np.ndarray, winners: np.ndarray) -> int:
-    """:func:`selfplay`, recording the network's inputs of every decision position from the
-    mover's side (and the mover) instead of the linear features."""
-    buf = np.empty(core.max_moves(tab), dtype=np.int64)
-    acts = np.empty(1 + tab[core.T_OFFER] * 64, dtype=np.int64)
-    explore = params[:F.N_PARAMS].copy()
-    explore[F.L_TOP_K] = 2.0
-    explore[F.L_CONTACT] = 1.0
-    explore[F.L_HOLES] = 0.5
-    explore[F.L_WINDOW] = 0.3
-    rng = np.zeros(2, dtype=np.uint64)
-    rows = 0
-    for i in range(circles.shape[0]):
-        state = core.new_state(tab, circles[i])
-        rng[0] = streams[i, 0]
-        rng[1] = streams[i, 1]
-        while True:
-            p = core.to_move(state, tab)
-            if p < 0:
-                break
-            r = rng[p:p + 1]
-            if state[core.S_PENDING] > 0:
-                code = choose_move(kind, params, state, tab, r, buf)
-            else:
-                if rows < xs.shape[0]:
-                    NET.net_inputs(state, tab, p, xs[rows])
-                    game_of[rows] = i
-                    mover[rows] = p
-                    rows += 1
-                if core.rng_unit(r) < epsilon:
-                    n = F.search_actions(explore, state, tab, acts)
-                    code = acts[core.rng_below(r, n)]
-                else:
-                    code = choose_move(kind, params, state, tab, r, buf)
-            core.apply_move(state, tab, code)
-        margins[i] = core.score(state, tab, 0) - core.score(state, tab, 1)
-        winners[i] = core.winner(state, tab)
-    return rows
-
-
 def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: int,
                          net: np.ndarray | None, jobs: int,
                          progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
@@ -161,8 +118,8 @@ def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: in
         mover = np.zeros(m * cap, dtype=np.int64)
         margins = np.zeros(m, dtype=np.int64)
         winners = np.zeros(m, dtype=np.int64)
-        rows = selfplay_net(tab, circles, streams, kind, params, settings.epsilon, xs,
-                            game_of, mover, margins, winners)
+        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon,
+                        RECORD_NET_INPUTS, xs, game_of, mover, margins, winners)
         if progress is not None:
             progress(m)
         return xs[:rows], game_of[:rows] + c * CHUNK, mover[:rows], margins, winners
