@@ -26,7 +26,7 @@ from patchsim.bots.heuristics import (
     leather_square,
     top_placements,
 )
-from patchsim.bots.network import H_VERSION, net_value0
+from patchsim.bots.network import H_VERSION, net_value0, scratch_size
 from patchsim.bots.network import HEADER as NET_HEADER
 from patchsim.bots.scripted import N_PARAMS
 from patchsim.bots.tree import (
@@ -108,8 +108,11 @@ def patch_size(tab: np.ndarray, patch: int) -> Int:
 
 
 @njit(cache=True)
-def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -> None:
-    """Per-player quantities (see FEATURE_NAMES) of player p into ``out``."""
+def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray,
+                  sign: float) -> None:
+    """Per-player quantities (see FEATURE_NAMES) of player p, times ``sign``, added to
+    ``out`` (so the difference of two players needs no buffer of its own: a leaf is
+    judged without allocating)."""
     last = tab[core.T_LAST]
     pen = np.float64(tab[core.T_PENALTY])
     nsq = np.float64(tab[core.T_NSQ])
@@ -122,13 +125,13 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
     qhi = state[core.S_QHI + p]
     empty = np.float64(core.empty_squares(state, tab, int(p)))
     holes = np.float64(count_holes(tab, qlo, qhi))
-    out[0] = btn
-    out[1] = inc * mk
-    out[2] = -pen * empty
-    out[3] = -pen * empty * tl
-    out[4] = -pen * holes
+    out[0] += sign * (btn)
+    out[1] += sign * (inc * mk)
+    out[2] += sign * (-pen * empty)
+    out[3] += sign * (-pen * empty * tl)
+    out[4] += sign * (-pen * holes)
     bp = np.float64(tab[core.T_BONUS_POINTS]) if tab[core.T_HAS_BONUS] == 1 else 0.0
-    out[5] = bp if state[core.S_BONUS] == p else 0.0
+    out[5] += sign * (bp if state[core.S_BONUS] == p else 0.0)
     fill = 0.0
     if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
         wl = core.window_lo(tab, 0)  # every window has the same size
@@ -136,13 +139,13 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
         wsize = core.popcount64(wl) + core.popcount64(wh)
         if wsize > 0:
             fill = best_window(tab, qlo, qhi) / wsize
-    out[6] = bp * fill * fill
-    out[7] = np.float64(last - pos)
-    out[8] = inc
-    out[9] = btn * tl
+    out[6] += sign * (bp * fill * fill)
+    out[7] += sign * (np.float64(last - pos))
+    out[8] += sign * (inc)
+    out[9] += sign * (btn * tl)
     to_move = core.to_move(state, tab)
-    out[10] = 1.0 if to_move == p else 0.0
-    out[11] = -pen * empty * empty / nsq if nsq > 0 else 0.0
+    out[10] += sign * (1.0 if to_move == p else 0.0)
+    out[11] += sign * (-pen * empty * empty / nsq if nsq > 0 else 0.0)
     near = 0.0
     nl = tab[core.T_NLEATHER]
     for i in range(nl):
@@ -151,7 +154,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
         m = core.leather_mark(tab, int(i))
         if m > pos:
             near += 0.75 ** (m - pos - 1)
-    out[12] = near
+    out[12] += sign * (near)
     best_net = 0.0
     best_rate = 0.0
     n_aff = 0.0
@@ -173,27 +176,26 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray) -
         rate = net / (t + 1.0)
         if rate > best_rate:
             best_rate = rate
-    out[13] = best_net
-    out[14] = best_rate
-    out[15] = mk
-    out[16] = -pen * holes * tl
-    out[17] = inc * mk * tl
-    out[18] = bp * fill
-    out[19] = bp * fill * fill * tl
-    out[20] = (last - pos) * (last - pos) / last if last > 0 else 0.0
-    out[21] = n_aff
+    out[13] += sign * (best_net)
+    out[14] += sign * (best_rate)
+    out[15] += sign * (mk)
+    out[16] += sign * (-pen * holes * tl)
+    out[17] += sign * (inc * mk * tl)
+    out[18] += sign * (bp * fill)
+    out[19] += sign * (bp * fill * fill * tl)
+    out[20] += sign * ((last - pos) * (last - pos) / last if last > 0 else 0.0)
+    out[21] += sign * (n_aff)
 
 
 @njit(cache=True)
 def features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
     """The feature vector of a position (player 0's terms minus player 1's) into ``out``
     (``N_FEATURES`` floats)."""
-    a = np.empty(N_FEATURES, dtype=np.float64)
-    b = np.empty(N_FEATURES, dtype=np.float64)
-    _player_terms(state, tab, 0, a)
-    _player_terms(state, tab, 1, b)
+    # 0 + a - b in IEEE arithmetic is exactly a - b: the same features as two buffers gave
     for i in range(N_FEATURES):
-        out[i] = a[i] - b[i]
+        out[i] = 0.0
+    _player_terms(state, tab, 0, out, 1.0)
+    _player_terms(state, tab, 1, out, -1.0)
 
 
 @njit(cache=True)
@@ -229,11 +231,24 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
 def leaf_value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                 scratch: np.ndarray) -> float:
     """:func:`value0`, or the network's value of an unfinished position when ``params``
-    carries one."""
-    if (params.shape[0] > N_PARAMS + NET_HEADER and params[N_PARAMS + H_VERSION] > 0
-            and not core.is_finished(state, tab)):
-        return net_value0(params[N_PARAMS:], state, tab)
+    carries one (``scratch``: :func:`leaf_scratch` floats)."""
+    if carries_net(params) and not core.is_finished(state, tab):
+        return net_value0(params[N_PARAMS:], state, tab, scratch)
     return value0(params, state, tab, scratch)
+
+
+@njit(cache=True)
+def carries_net(params: np.ndarray) -> bool:
+    """Whether a bot row carries a value network after its parameter vector."""
+    return params.shape[0] > N_PARAMS + NET_HEADER and params[N_PARAMS + H_VERSION] > 0
+
+
+@njit(cache=True)
+def leaf_scratch(params: np.ndarray) -> int:
+    """Floats of scratch :func:`leaf_value0` needs for this bot row."""
+    if carries_net(params):
+        return max(N_FEATURES, scratch_size(params[N_PARAMS:]))
+    return N_FEATURES
 # --- end of the value network's branch ------------------------------------------------------
 
 
@@ -367,7 +382,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
     cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
-    scratch = np.empty(N_FEATURES, dtype=np.float64)
+    scratch = np.empty(leaf_scratch(params), dtype=np.float64)
     nodes: Int = 1
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:

@@ -252,22 +252,36 @@ def forward(net: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def net_margin(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: int) -> float:
-    """The network's predicted final margin (points) of player ``me``."""
-    x = np.empty(N_INPUTS, dtype=np.float64)
-    work = np.empty(work_size(net), dtype=np.float64)
-    net_inputs(state, tab, me, x)
-    return forward(net, x, work)
+def scratch_size(net: np.ndarray) -> int:
+    """Floats of scratch :func:`net_margin_into` needs: the inputs, then :func:`forward`'s."""
+    return N_INPUTS + work_size(net)
 
 
 @njit(cache=True)
-def net_value0(net: np.ndarray, state: np.ndarray, tab: np.ndarray) -> float:
+def net_margin_into(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: int,
+                    buf: np.ndarray) -> float:
+    """:func:`net_margin` with the caller's scratch (:func:`scratch_size` floats): the
+    search judges its leaves without allocating."""
+    x = buf[:N_INPUTS]
+    net_inputs(state, tab, me, x)
+    return forward(net, x, buf[N_INPUTS:])
+
+
+@njit(cache=True)
+def net_margin(net: np.ndarray, state: np.ndarray, tab: np.ndarray, me: int) -> float:
+    """The network's predicted final margin (points) of player ``me``."""
+    return net_margin_into(net, state, tab, me, np.empty(scratch_size(net), dtype=np.float64))
+
+
+@njit(cache=True)
+def net_value0(net: np.ndarray, state: np.ndarray, tab: np.ndarray, buf: np.ndarray) -> float:
     """Player 0's expected reward in [0, 1] of an unfinished position by the network:
-    its prediction for the player to move, squashed, seen from player 0."""
+    its prediction for the player to move, squashed, seen from player 0 (``buf``: scratch
+    of :func:`scratch_size` floats)."""
     me = core.to_move(state, tab)
     if me < 0:
         me = 0
-    v = 0.5 + 0.5 * np.tanh(net_margin(net, state, tab, me) / net[H_SCALE])
+    v = 0.5 + 0.5 * np.tanh(net_margin_into(net, state, tab, me, buf) / net[H_SCALE])
     return v if me == 0 else 1.0 - v
 
 
