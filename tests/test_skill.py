@@ -20,7 +20,13 @@ from patchsim.document.model import Document
 from patchsim.document.render import to_html, to_markdown
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.skill import SkillError, level_spec, skill_trace, write_trace
-from patchsim.reporting.skill_section import headline_line, headline_section, report_sections
+from patchsim.reporting.skill_plot import skill_figure
+from patchsim.reporting.skill_section import (
+    headline_line,
+    headline_section,
+    report_sections,
+    rule_change_lines,
+)
 
 
 def _levels(per_level: list[np.ndarray], bots: list[str] | None = None) -> pd.DataFrame:
@@ -395,6 +401,62 @@ def test_a_run_without_self_play_has_no_skill_sections() -> None:
     assert report_sections(games[games["bot0"] != games["bot1"]], None) == []
 
 
+def test_a_run_whose_levels_never_met_shows_no_made_up_strength() -> None:
+    # self-play only: no step rows of zero deals, a sentence instead, and a figure whose
+    # levels stand in ladder order (not all at a cumulative Elo of zero)
+    games = _lopsided_run()
+    games = games[(games["bot0"] == games["bot1"]).to_numpy()]
+    (t,) = sk.run_traces(games, None)
+    assert len(t.levels) == 2 and t.duels_table.empty
+    sections = report_sections(games, None)
+    trace = sections[1]
+    tables = [b for b in trace.blocks if hasattr(b, "columns")]
+    assert len(tables) == 1  # the levels, no table of steps
+    text = " ".join(b for b in trace.blocks if isinstance(b, str))
+    assert "played no games against each other" in text
+    fig = skill_figure(t.levels_table, t.duels_table, t.metric, t.margin)
+    ax = fig.axes[0]
+    assert len(fig.axes) == 1  # no cost panel: nothing measured it
+    assert [x.get_text() for x in ax.get_xticklabels()] == t.levels
+    assert "not measured" in ax.get_xlabel()
+    played = sk.run_traces(_lopsided_run(), None)[0]
+    fig = skill_figure(played.levels_table, played.duels_table, played.metric, played.margin)
+    assert "cumulative Elo" in fig.axes[0].get_xlabel()
+
+
+class _Comparison:
+    """The two things rule_change_lines reads from a Comparison."""
+
+    def __init__(self, kinds: dict[str, tuple[str, float]]) -> None:
+        self.label_a, self.label_b = "r", "r2"
+        self.kinds = kinds
+
+    def metric(self, name: str, group: str | None = None) -> pd.Series | None:
+        assert name == "first-seat win rate"
+        k = self.kinds.get(str(group))
+        return None if k is None else pd.Series({"verdict_kind": k[0], "diff": k[1]})
+
+
+def test_a_runs_change_of_rules_is_stated_per_level_from_its_own_verdicts() -> None:
+    games = _lopsided_run()
+    games = games[(games["bot0"] == games["bot1"]).to_numpy()]
+    traces = sk.run_traces(games, None)
+    (line,) = rule_change_lines(traces, [_Comparison({"weak vs weak": ("equivalent", 0.0),
+                                                      "strong vs strong": ("equivalent", 0.01)})])
+    assert line.startswith("**r2** against r") and "holds at every level" in line
+    (line,) = rule_change_lines(traces, [_Comparison({"weak vs weak": ("equivalent", 0.0),
+                                                      "strong vs strong": ("undecided", 0.02)})])
+    assert "not decided at every level (open at strong)" in line
+    assert "decided: weak: equivalent" in line
+    # a comparison against another reference, or one level only: nothing to say
+    assert rule_change_lines(traces, [_Comparison({"weak vs weak": ("equivalent", 0.0)})]) == []
+    text = " ".join(" ".join(b.items) for b in headline_section(
+        traces, None, [_Comparison({"weak vs weak": ("differs", 0.05),
+                                    "strong vs strong": ("differs", 0.04)})]).blocks
+        if hasattr(b, "items"))
+    assert "holds at every level: the metric moves up beyond the margin" in text
+
+
 # --- a change of rules at every level ------------------------------------------------------------
 def _two_rulesets(shift: list[float], n: int = 3000, seed: int = 9) -> pd.DataFrame:
     """Per-deal first-seat values of a base and a variant at each level: the variant moved
@@ -429,6 +491,9 @@ def test_a_change_of_rules_not_decided_at_a_level_says_which() -> None:
     t = sk.change_by_level(_two_rulesets([0.1, 0.1], n=40), "base")
     assert "undecided" in set(t["verdict_kind"])
     assert sk.holds_at_every_level(t)["variant"].startswith("not decided at every level")
+    # the open levels by name (a label function shortens them)
+    assert "(open at L" in sk.holds_at_every_level(t)["variant"]
+    assert "(open at l" in sk.holds_at_every_level(t, str.lower)["variant"]
 
 
 def test_an_experiments_variants_get_a_trace_each_and_the_change_at_every_level(

@@ -21,7 +21,7 @@ as the unit and the intervals and verdicts of :mod:`patchsim.analysis.estimators
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -465,7 +465,8 @@ def run_traces(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None =
         ld = level_deals(sp, ev, levels)
         dd = duel_deals(g, levels)
         lt = level_table(ld, levels)
-        dt = duel_table(dd, levels, budgets)
+        # a run whose levels never met has no steps to show (not steps of zero deals)
+        dt = duel_table(dd, levels, budgets) if len(dd) else duel_table(dd, [])
         v = (convergence_verdict(ld, "first_player_win", margin, duels=dd, budgets=budgets)
              if len(levels) >= 2 else None)
         out.append(RunTrace(str(ruleset), levels, budgets, ld, dd, lt, dt, v,
@@ -531,10 +532,12 @@ def change_by_level(deals: pd.DataFrame, base: str, metric: str = "first_player_
     return out
 
 
-def holds_at_every_level(changes: pd.DataFrame) -> dict[str, str]:
-    """Per ruleset of :func:`change_by_level`: whether its change from the base holds at
-    every level ("holds at every level: ..."), changes with the level, or is not decided
-    at some level yet."""
+def holds_at_every_level(changes: pd.DataFrame,
+                         label: Callable[[str], str] | None = None) -> dict[str, str]:
+    """Per ruleset of :func:`change_by_level` (rows with ``ruleset``, ``level``,
+    ``verdict_kind`` and ``diff``; ``bot`` names a level, through ``label`` when given):
+    whether its change from the base holds at every level ("holds at every level: ..."),
+    changes with the level, or is not decided at some level yet (naming those levels)."""
     out = {}
     for ruleset, t in changes.groupby("ruleset", sort=False):
         kinds = set(t["verdict_kind"])
@@ -545,9 +548,19 @@ def holds_at_every_level(changes: pd.DataFrame) -> dict[str, str]:
             side = "up" if signs == {1.0} else "down"
             out[str(ruleset)] = f"holds at every level: the metric moves {side} beyond the margin"
         elif "undecided" in kinds or "undefined" in kinds:
-            open_levels = ", ".join(str(x) for x in t.loc[t["verdict_kind"].isin(
-                ["undecided", "undefined"]), "level"])
-            out[str(ruleset)] = f"not decided at every level (open at level {open_levels})"
+            open_rows = t[t["verdict_kind"].isin(["undecided", "undefined"])]
+            if "bot" in t.columns:
+                names = [label(str(b)) if label else str(b) for b in open_rows["bot"]]
+            else:
+                names = [f"level {x}" for x in open_rows["level"]]
+            decided = t[~t["verdict_kind"].isin(["undecided", "undefined"])]
+            text = f"not decided at every level (open at {', '.join(names)})"
+            if len(decided):
+                shown = [f"{label(str(b)) if label else b}: {k}" for b, k in zip(
+                    decided["bot"] if "bot" in t.columns else decided["level"],
+                    decided["verdict_kind"], strict=True)]
+                text += f"; decided: {', '.join(shown)}"
+            out[str(ruleset)] = text
         else:
             out[str(ruleset)] = "changes with the level: the verdict differs between levels"
     return out

@@ -128,7 +128,7 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
 
     sections = [
         # the headline first: the first seat under the strongest level, and its skill trace
-        *report_sections(run.games, run.events, margin),
+        *report_sections(run.games, run.events, margin, comparisons),
         verdict_section(run, fpa, skill, leather, bonus, comparisons, margin, few),
         overview_section(run, summary),
         seats_section(pairings, fpa, skill, margin),

@@ -32,16 +32,32 @@ def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
                  title: str = "") -> Figure:
     """Left: ``metric`` per level (95% band over deals) against the cumulative Elo of the
     level over the first (its band: the Elo interval); for a rate, the 50% line and the
-    margin around it. Right: each level's cost in games per second (log scale)."""
-    fig = new_figure(10, 4.2)
-    left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    margin around it. Right: each level's cost in games per second (log scale), when the
+    levels carry it. Without games between the levels (a run's own self-play) the levels
+    stand in ladder order: their strength was not measured."""
+    cost = (levels["games_per_s"].to_numpy(dtype=float) if "games_per_s" in levels
+            else np.full(len(levels), np.nan))
+    has_cost = bool(np.isfinite(cost).any())
+    fig = new_figure(10 if has_cost else 7, 4.2)
+    if has_cost:
+        left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    else:  # a run's own trace: nothing measured its cost, so no empty panel
+        left, right = fig.subplots(1, 1), None
     cum = np.zeros(len(levels))
     cum_lo, cum_hi = np.zeros(len(levels)), np.zeros(len(levels))
-    by_level = duels.set_index("level") if len(duels) else None
+    played = duels[duels["deals"] > 0] if "deals" in duels.columns else duels
+    by_level = played.set_index("level") if len(played) else None
+    measured = by_level is not None and all(
+        lv in by_level.index for lv in levels["level"].iloc[1:])
     for k, lv in enumerate(levels["level"]):
-        if by_level is not None and lv in by_level.index:
-            r = by_level.loc[lv]
+        if measured and lv in by_level.index:  # type: ignore[union-attr]
+            r = by_level.loc[lv]  # type: ignore[union-attr]
             cum[k], cum_lo[k], cum_hi[k] = r["cum_elo"], r["cum_elo_lo"], r["cum_elo_hi"]
+    if not measured:
+        # no games between the levels: their strength is unknown, so the levels stand in
+        # ladder order instead of at a made-up Elo of zero
+        cum = np.arange(len(levels), dtype=float)
+        cum_lo, cum_hi = cum.copy(), cum.copy()
     scale = 100.0 if metric in RATE_LIKE else 1.0
     y = levels[metric].to_numpy(dtype=float) * scale
     lo = levels[f"{metric}_lo"].to_numpy(dtype=float) * scale
@@ -59,15 +75,19 @@ def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
         if margin:
             left.axhspan(50 - margin * 100, 50 + margin * 100, color="#ddd", alpha=0.6,
                          lw=0, label=f"50% +- {margin * 100:g}")
-    left.set_xlabel("strength: cumulative Elo over the first level")
+    if measured:
+        left.set_xlabel("strength: cumulative Elo over the first level")
+    else:
+        left.set_xticks(cum, [short_label(str(b)) for b in levels["bot"]], fontsize=8)
+        left.set_xlabel("ladder level (strength not measured: no games between the levels)")
     unit = " (%)" if scale == 100 else ""
     left.set_ylabel(LEVEL_METRICS[metric][0] + unit)
     left.legend(fontsize=8, loc="best")
     left.grid(alpha=0.3)
     if title:
         left.set_title(title, fontsize=10)
-    cost = (levels["games_per_s"].to_numpy(dtype=float) if "games_per_s" in levels
-            else np.full(len(levels), np.nan))
+    if right is None:
+        return fig
     names = [short_label(str(b)) for b in levels["bot"]]
     pos = np.arange(len(levels))
     right.barh(pos, np.nan_to_num(cost, nan=0.0), color=SEAT_COLOURS[1], alpha=0.8)

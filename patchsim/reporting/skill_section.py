@@ -65,12 +65,40 @@ def lopsided_line(r: Any) -> str:
             "seat figures tell nothing about the seats, whatever a verdict on them says.")
 
 
+def rule_change_lines(traces: Sequence[TraceLike], comparisons: Sequence[Any]) -> list[str]:
+    """For each comparison of a run's rulesets (:class:`patchsim.analysis.compare.Comparison`,
+    B against the reference A), whether the change of the first seat's win rate holds at
+    every level of A's trace, read off the comparison's own verdicts (the ones the report's
+    verdict states, in their family), so the two never disagree."""
+    out = []
+    for c in comparisons:
+        ref = next((t for t in traces if t.ruleset == c.label_a), None)
+        if ref is None or len(ref.levels) < 2:
+            continue
+        rows = []
+        for level, bot in enumerate(ref.levels):
+            m = c.metric("first-seat win rate", f"{bot} vs {bot}")
+            if m is None or not isinstance(m.get("verdict_kind"), str):
+                continue
+            rows.append({"ruleset": c.label_b, "level": level, "bot": bot,
+                         "verdict_kind": m["verdict_kind"], "diff": m["diff"]})
+        if len(rows) < 2:
+            continue
+        text = sk.holds_at_every_level(pd.DataFrame(rows), short_label)[c.label_b]
+        out.append(f"**{c.label_b}** against {c.label_a}, the first seat's win rate at each "
+                   f"level of the ladder: {text} (the verdicts below).")
+    return out
+
+
 def headline_section(traces: Sequence[TraceLike],
-                     lopsided: pd.DataFrame | None = None) -> Section:
+                     lopsided: pd.DataFrame | None = None,
+                     comparisons: Sequence[Any] = ()) -> Section:
     """The section that opens a report: one line per ruleset; with ``lopsided``
-    (:func:`patchsim.analysis.skill.lopsided_pairings`) the pairings the skill gap decides."""
+    (:func:`patchsim.analysis.skill.lopsided_pairings`) the pairings the skill gap decides;
+    with ``comparisons`` (a run's rulesets against its first) whether each change of rules
+    holds at every level."""
     s = Section(HEADLINE)
-    s.bullets(headline_line(t) for t in traces)
+    s.bullets([headline_line(t) for t in traces] + rule_change_lines(traces, comparisons))
     if lopsided is not None and len(lopsided):
         s.p("Pairings that say nothing about the seats:")
         s.bullets(lopsided_line(r) for r in lopsided.to_dict("records"))
@@ -160,26 +188,34 @@ def trace_section(trace: TraceLike, figure: str | None = FIGURE, png: bytes | No
     s.table(levels_table(trace))
     if len(trace.duels_table):
         s.table(duels_table(trace))
+    elif len(trace.levels) >= 2:
+        s.p("These levels played no games against each other, so how much stronger each one "
+            "is was not measured here; `patchsim skill` on the same file plays each level "
+            "against the one below (Elo per doubling of the budget).")
     if diversity is not None and len(diversity):
         s.table(diversity_table(diversity, trace.metric))
     if figure:
         if png is None:
             png = png_bytes(skill_figure(trace.levels_table, trace.duels_table, trace.metric,
                                          trace.margin, trace.ruleset))
-        s.figure(figure, png, f"{sk.LEVEL_METRICS[trace.metric][0]} against strength "
-                 "(cumulative Elo), with 95% bands; each level's cost beside it")
+        against = ("against strength (cumulative Elo), with 95% bands; each level's cost "
+                   "beside it" if len(trace.duels_table) else
+                   "at each level of the ladder, with 95% bands")
+        s.figure(figure, png, f"{sk.LEVEL_METRICS[trace.metric][0]} {against}")
     return s
 
 
 def report_sections(games: pd.DataFrame, events: pd.DataFrame | None = None,
-                    margin: float = est.DEFAULT_MARGIN) -> list[Section]:
+                    margin: float = est.DEFAULT_MARGIN,
+                    comparisons: Sequence[Any] = ()) -> list[Section]:
     """The sections a run's report opens with: the headline (one line per ruleset with
-    self-play, and the pairings the skill gap decides), then the skill trace of every
-    ruleset whose run has two levels or more. Empty for a run without self-play."""
+    self-play, the pairings the skill gap decides, and with ``comparisons`` whether each
+    change of rules holds at every level), then the skill trace of every ruleset whose run
+    has two levels or more. Empty for a run without self-play."""
     traces = sk.run_traces(games, events, margin)
     if not traces:
         return []
-    out = [headline_section(traces, sk.lopsided_pairings(games))]
+    out = [headline_section(traces, sk.lopsided_pairings(games), comparisons)]
     for t in traces:
         if len(t.levels) >= 2:
             out.append(trace_section(t, f"figures/skill-{slug(t.ruleset)}.png"))
@@ -233,7 +269,7 @@ def traces_document(traces: Sequence[TraceLike], changes: pd.DataFrame, method: 
                             f"to `{traces[0].levels[-1]}`, on the same deals")
     doc.sections.append(headline_section(traces))
     s = Section("The change of rules at every level")
-    holds = sk.holds_at_every_level(changes)
+    holds = sk.holds_at_every_level(changes, short_label)
     s.bullets(f"**{r}** against {traces[0].ruleset}: {text}." for r, text in holds.items())
     s.table(change_table(changes, traces[0].metric))
     doc.sections.append(s)
