@@ -5,12 +5,17 @@ learned evaluation made of the position and what the search weighed at its root.
     python benchmarks/degenerate_games.py --games 1000 --show 2
         (default bot: mcts(eval=learned, iterations=100, epsilon=0.05))
     python benchmarks/degenerate_games.py --bots greedy --games 1000 --json
+    python benchmarks/degenerate_games.py --run RUN_DIR
+        (a played run's games: what the degenerate games cost, per pairing)
 
 Prints the share of degenerate games (``patchsim.analysis.degenerate``) with a 95% interval
 over deals, and per traced game a table: ply, seat, track position, buttons, income, empty
 squares, the move, the model's predicted final margin for the mover and its parts (buttons,
 empty squares, everything else), the root's pass and best-buy values and visits. ``--json``
-prints the figures as one JSON object instead (no traces).
+prints the figures as one JSON object instead (no traces). ``--run`` plays nothing: it reads
+a run folder's games and prints ``patchsim.analysis.degenerate.war_summary`` (per ruleset
+and pairing, the degenerate games against the others: the two seats' scores summed, the
+winner's lead, the first seat's win rate).
 """
 
 from __future__ import annotations
@@ -101,7 +106,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--show", type=int, default=1, help="degenerate games to trace")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON only")
+    ap.add_argument("--run", default="", help="a run folder: summarise its games instead")
     args = ap.parse_args()
+    if args.run:
+        from patchsim.analysis.degenerate import war_summary
+        from patchsim.play.reader import read_run
+
+        table = war_summary(read_run(args.run).games)
+        with pd.option_context("display.width", 250, "display.max_columns", 30):
+            print(table.round(3).to_string(index=False))
+        return
 
     t0 = time.perf_counter()
     sim = patchsim.simulate(args.rules, [args.bots], games=args.games, seed=args.seed,

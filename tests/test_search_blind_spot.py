@@ -14,6 +14,7 @@ from patchsim.analysis.degenerate import (
     collapsed_seat,
     degenerate_games,
     passing_war,
+    war_summary,
 )
 from patchsim.bots import features as F
 from patchsim.bots.learned import bind_bot
@@ -49,6 +50,22 @@ def test_degenerate_games_flags_passing_wars_and_collapsed_seats():
     assert PASSING_WAR_PASSES == 25 and COLLAPSE_SCORE == -20  # the definition
     with pytest.raises(KeyError, match="passes1"):
         degenerate_games(games.drop(columns="passes1"))
+
+
+def test_war_summary_sets_what_a_war_costs_beside_the_other_games():
+    # pairing a: one war (both seats low, lead 4) and two others; pairing b: no war
+    games = pd.DataFrame({
+        "ruleset": ["r"] * 5, "pairing": ["a", "a", "a", "b", "b"],
+        "passes0": [14, 3, 2, 1, 1], "passes1": [13, 3, 2, 1, 1],
+        "score0": [-30, 20, 10, 5, 6], "score1": [-34, 12, 14, 1, 2],
+        "winner": [0, 0, 1, 0, 1]})
+    t = war_summary(games).set_index("pairing")
+    a, b = t.loc["a"], t.loc["b"]
+    assert a["games"] == 3 and a["war_games"] == 1 and a["other_games"] == 2
+    assert a["degenerate_share"] == pytest.approx(1 / 3)
+    assert a["war_total"] == -64 and a["war_lead"] == 4 and a["war_first_wins"] == 1.0
+    assert a["other_total"] == 28 and a["other_lead"] == 6 and a["other_first_wins"] == 0.5
+    assert b["war_games"] == 0 and np.isnan(b["war_lead"]) and b["other_lead"] == 4
 
 
 # --- war rollouts -----------------------------------------------------------------------------

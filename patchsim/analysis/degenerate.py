@@ -9,6 +9,7 @@ self-play on edition 2 has 0.0% of the first and under 1% of the second.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 PASSING_WAR_PASSES = 25  # passes of both seats together
@@ -34,3 +35,29 @@ def degenerate_games(games: pd.DataFrame) -> pd.Series:
     if missing:
         raise KeyError(f"degenerate_games needs the games table's columns {', '.join(missing)}")
     return (passing_war(games) | collapsed_seat(games)).rename("degenerate")
+
+
+def war_summary(games: pd.DataFrame) -> pd.DataFrame:
+    """What a degenerate game costs, per ruleset and pairing: for the degenerate games and
+    for the others, how many, the two seats' scores summed, the winner's lead (|score
+    margin|) and the first seat's win rate (ties: the tie-break's winner, as the games
+    table's ``winner`` says). A war that lowers both seats' points alike leaves the lead
+    where it was: a player who maximises its chance of winning sees nothing to avoid."""
+    flags = degenerate_games(games)
+    keys = [k for k in ("ruleset", "pairing") if k in games.columns]
+    g = games.assign(degenerate=flags.to_numpy(),
+                     total=(games["score0"] + games["score1"]).to_numpy(),
+                     lead=np.abs(games["score0"] - games["score1"]).to_numpy(),
+                     first_wins=(games["winner"] == 0).to_numpy(dtype=float))
+    rows = []
+    for key, part in (g.groupby(keys, sort=False, observed=True) if keys else [((), g)]):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key, strict=True))
+        row.update({"games": len(part), "degenerate_share": float(part["degenerate"].mean())})
+        for flag, name in ((True, "war"), (False, "other")):
+            sub = part[part["degenerate"] == flag]
+            row[f"{name}_games"] = len(sub)
+            for col in ("total", "lead", "first_wins"):
+                row[f"{name}_{col}"] = float(sub[col].mean()) if len(sub) else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
