@@ -168,7 +168,7 @@ def test_epsilon_spec_and_errors():
     assert bot.params[F.L_EPSILON] == 0.05
     with pytest.raises(BotSpecError, match="epsilon=1.5 must be between 0 and 1"):
         make_bot("mcts(eval=learned, epsilon=1.5)")
-    with pytest.raises(BotSpecError, match="epsilon= applies only with eval=learned"):
+    with pytest.raises(BotSpecError, match="epsilon= applies only with eval=learned or eval=net"):
         make_bot("mcts(epsilon=0.1)")
     with pytest.raises(BotSpecError, match="model= has no value"):
         make_bot("mcts(eval=learned, model=)")

@@ -76,7 +76,8 @@ def test_war_rollouts_spec_and_errors():
     assert make_bot("mcts(eval=learned)").params[F.L_WAR_ROLLOUTS] == 0  # off by default
     with pytest.raises(BotSpecError, match="war_rollouts=1.5 must be a whole number"):
         make_bot("mcts(eval=learned, war_rollouts=1.5)")
-    with pytest.raises(BotSpecError, match="war_rollouts= applies only with eval=learned"):
+    with pytest.raises(BotSpecError,
+                       match="war_rollouts= applies only with eval=learned or eval=net"):
         make_bot("mcts(war_rollouts=4)")
 
 

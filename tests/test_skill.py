@@ -286,6 +286,25 @@ def test_level_specs_carry_the_budget_and_the_diversity() -> None:
         "mcts(epsilon=0.05, eval=learned, iterations=50)"
     assert level_spec("mcts(eval=learned)", 20, "none", timed=True) == \
         "mcts(eval=learned, iterations=1000000, time_ms=20)"
+    # the method decides the diversity, whatever the search spec carries: "none" is the
+    # deterministic search and "epsilon" epsilon alone (a search given with sampled
+    # openings, as the main job's line-up is, once made every method sample them)
+    sampled = "mcts(eval=learned, sample_plies=8, temperature=1)"
+    assert level_spec(sampled, 400, "none") == "mcts(eval=learned, iterations=400)"
+    assert level_spec(sampled, 400, "epsilon") == \
+        "mcts(epsilon=0.05, eval=learned, iterations=400)"
+    assert level_spec("mcts(eval=learned, epsilon=0.2)", 9, "temperature") == \
+        level_spec("mcts(eval=learned)", 9, "temperature")
+
+
+def test_the_default_search_carries_no_diversity_knobs() -> None:
+    from patchsim.engine.ruleset import load_ruleset
+    from patchsim.experiments.skill import default_search
+    from patchsim.play.config import default_bots
+
+    rs = load_ruleset("edition2")
+    assert "sample_plies" in default_bots([rs])[-1]  # the main job samples its openings
+    assert default_search(rs) == "mcts(eval=learned)"
 
 
 # --- command, experiment file, headline ----------------------------------------------------------

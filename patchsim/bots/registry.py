@@ -388,8 +388,9 @@ def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str |
             if k in _EVALUATION_ONLY and v is not None]
     if only:
         # the rollout search varies already: its rollouts draw from the seat's stream
+        evals = " or ".join(f"eval={name}" for name in sorted(EVALUATIONS) or ["learned"])
         raise BotSpecError(f"mcts: {', '.join(k + '=' for k in only)} "
-                           f"appl{'ies' if len(only) == 1 else 'y'} only with eval=learned")
+                           f"appl{'ies' if len(only) == 1 else 'y'} only with {evals}")
     return MCTSBot(**given)
 
 

@@ -112,6 +112,7 @@ def skill(
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.match import BotError
     from patchsim.play.storage import fresh_dir
+    from patchsim.reporting.skill_plot import short_label
 
     spec: dict = {}
     try:
@@ -180,7 +181,7 @@ def skill(
         if trace.verdict is not None:
             typer.echo(f"{head}skill trace: {trace.verdict.text()}")
     if len(traces) > 1:
-        for name, text in holds_at_every_level(rule_change(traces)).items():
+        for name, text in holds_at_every_level(rule_change(traces), short_label).items():
             typer.echo(f"{name} against {traces[0].ruleset}: {text}")
     typer.echo(f"written: {folder}/ (levels.csv, duels.csv, trace.json, skill.png, "
                "skill.html, skill.md)")

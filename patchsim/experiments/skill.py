@@ -80,14 +80,20 @@ def diversity_params(method: str) -> dict[str, Any]:
     raise SkillError(f"diversity: {method!r} is not one of {', '.join(METHODS)} (or auto)")
 
 
+# the knobs a diversity method sets: the method decides them, whatever the search spec says
+DIVERSITY_KNOBS = ("temperature", "sample_plies", "epsilon")
+
+
 def level_spec(search: str, budget: float, method: str, timed: bool = False) -> str:
     """The canonical spec of the search ``search`` at ``budget`` iterations (or ms per move
-    under ``timed``), made diverse by ``method``."""
+    under ``timed``), made diverse by ``method`` (which replaces any diversity knobs of
+    ``search``: "none" is the deterministic search, "epsilon" epsilon alone)."""
     try:
         name, params = parse_spec(search)
     except BotSpecError as e:
         raise SkillError(f"search: {e}") from None
-    params = {k: v for k, v in params.items() if k not in ("iterations", "time_ms")}
+    params = {k: v for k, v in params.items()
+              if k not in ("iterations", "time_ms", *DIVERSITY_KNOBS)}
     if timed:
         params.update(time_ms=float(budget), iterations=TIMED_ITERATIONS)
     else:
@@ -116,11 +122,15 @@ def resolve_method(search: str, method: str) -> str:
 
 
 def default_search(ruleset: Ruleset | Sequence[Ruleset]) -> str:
-    """The run's default search for these rulesets, without its budget (the learned search
-    where a model is trained for every one of them, else the rollout search)."""
+    """The run's default search for these rulesets, without its budget and its diversity
+    knobs (the learned search where a model is trained for every one of them, else the
+    rollout search)."""
     rulesets = [ruleset] if isinstance(ruleset, Ruleset) else list(ruleset)
     name, params = parse_spec(default_bots(rulesets)[-1])
-    params.pop("iterations", None)
+    # the budget is the ladder's, the diversity the trace's method (the main job's line-up
+    # samples its openings; the trace's deterministic comparison must not)
+    for key in ("iterations", *DIVERSITY_KNOBS):
+        params.pop(key, None)
     return canonical_spec(name, params)
 
 
