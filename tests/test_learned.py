@@ -62,6 +62,21 @@ def trained(small, tmp_path_factory):
     return root, res
 
 
+def test_the_one_strength_check_plays_common_deals_seat_swapped(small, trained):
+    from patchsim.play.train import strength_against, validation_figures
+
+    root, res = trained
+    row = bind_bot(make_bot(f"mcts(eval=learned, iterations=4, models={root})"), small).params
+    rates = strength_against(small, row, ["greedy", "random"], seed=3, deals=4, jobs=2)
+    assert list(rates) == ["greedy", "random"]
+    assert all(r in {k / 8 for k in range(9)} for r in rates.values())  # 8 games each
+    assert strength_against(small, row, ["greedy", "random"], seed=3, deals=4, jobs=1) == rates
+    fig = validation_figures(np.array([2.0, -1.0, 3.0]), np.array([1.0, -1.0, -3.0]),
+                             np.array([1.0, 0.0, 0.0]))
+    assert fig["rows"] == 3 and fig["winner_sign_accuracy"] == pytest.approx(2 / 3)
+    assert fig["rmse"] == pytest.approx(np.sqrt((1 + 0 + 36) / 3))
+
+
 def write_model(rs, root: Path, seed: int = 0) -> Path:
     """A model with random weights for ``rs`` (legality does not depend on the weights)."""
     w = np.random.default_rng(seed).normal(size=F.N_FEATURES)

@@ -31,7 +31,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,8 +48,10 @@ from patchsim.bots.learned import (
     MODEL_FILE,
     Model,
     NetModel,
+    bind_bot,
     fill_params,
     load_model,
+    param_rows,
     user_model_root,
 )
 from patchsim.bots.policies import SCRIPTED, choose_move
@@ -227,38 +229,53 @@ def fit_scale(pred: np.ndarray, win: np.ndarray) -> float:
     return 2.0 / a
 
 
-def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
-                      settings: TrainSettings, generation: int, jobs: int) -> dict[str, float]:
-    """Win rate of ``mcts(eval=learned, iterations=eval_iterations)`` against each fixed opponent on
-    seat-swapped deals (the same deals at every generation, so curves compare)."""
+def strength_against(ruleset: Ruleset, row: np.ndarray, opponents: Sequence[str], seed: int,
+                     deals: int, jobs: int) -> dict[str, float]:
+    """Win rate of the learned search whose bot row is ``row`` (its parameter vector, with a
+    value network after it or not) against each of ``opponents`` on ``deals`` seat-swapped
+    deals drawn from ``seed`` (the same deals at every generation, so curves compare): the
+    one strength check of both trainings."""
     tables = compile_ruleset(ruleset)
-    bot = make_bot(f"mcts(eval=learned, iterations={settings.eval_iterations})")
-    params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
-    words = seed_streams(settings.seed, 1_000_000, 0, settings.eval_deals)
-    seeds = (words[:settings.eval_deals] >> np.uint64(1)).astype(np.int64)
+    words = seed_streams(seed, 1_000_000, 0, deals)
+    seeds = (words[:deals] >> np.uint64(1)).astype(np.int64)
     circles, streams = deal_arrays(ruleset, seeds)
 
     def one(spec: str) -> float:
-        opp = make_bot(spec)
-        kinds = np.array([F.LEARNED, opp.kind], dtype=np.int64)  # type: ignore[attr-defined]
-        pp = np.stack([params, opp.params])  # type: ignore[attr-defined]
+        opp = bind_bot(make_bot(spec), ruleset)
+        kinds = np.array([F.LEARNED, opp.kind], dtype=np.int64)
+        pp = param_rows([row, opp.params])
         res, *_ = play_deals(tables.tab, circles, streams, kinds, pp, max_plies(ruleset),
                              max_events(ruleset), np.zeros(1, dtype=np.int64))
-        learned_seat = np.tile([0, 1], settings.eval_deals)
-        return float(np.mean(res[:, R_WINNER] == learned_seat))
+        seat = np.tile([0, 1], deals)
+        return float(np.mean(res[:, R_WINNER] == seat))
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        rates = list(ex.map(one, OPPONENTS))
-    return dict(zip(OPPONENTS, rates, strict=True))
+        rates = list(ex.map(one, opponents))
+    return dict(zip(opponents, rates, strict=True))
 
 
-def _validation(x: np.ndarray, y: np.ndarray, win: np.ndarray, w: np.ndarray) -> dict:
-    pred = x @ w
+def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
+                      settings: TrainSettings, generation: int, jobs: int) -> dict[str, float]:
+    """Win rate of ``mcts(eval=learned, iterations=eval_iterations)`` with these weights
+    against each fixed opponent (:func:`strength_against`)."""
+    bot = make_bot(f"mcts(eval=learned, iterations={settings.eval_iterations})")
+    params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
+    return strength_against(ruleset, params, OPPONENTS, settings.seed, settings.eval_deals,
+                            jobs)
+
+
+def validation_figures(pred: np.ndarray, y: np.ndarray, win: np.ndarray) -> dict:
+    """How well predicted margins ``pred`` match the final margins ``y`` (and the winners
+    ``win``, 1 for the mover): rows, RMSE, R^2, the share of winners the sign predicts."""
     resid = y - pred
     var = float(np.var(y)) or 1.0
     return {"rows": int(len(y)), "rmse": float(np.sqrt(np.mean(resid ** 2))),
             "r2": float(1.0 - np.mean(resid ** 2) / var),
             "winner_sign_accuracy": float(np.mean((pred > 0) == (win > 0.5)))}
+
+
+def _validation(x: np.ndarray, y: np.ndarray, win: np.ndarray, w: np.ndarray) -> dict:
+    return validation_figures(x @ w, y, win)
 
 
 def checkpoint_load(path: Path, meta_expected: dict) -> dict | None:

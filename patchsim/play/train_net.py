@@ -29,7 +29,6 @@ from patchsim.bots.learned import (
     bind_bot,
     load_net,
     net_row,
-    param_rows,
     user_model_root,
 )
 from patchsim.bots.policies import SCRIPTED
@@ -37,8 +36,7 @@ from patchsim.bots.registry import make_bot
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
-from patchsim.play.loops import R_WINNER, play_deals
-from patchsim.play.match import max_events, max_plies
+from patchsim.play.match import max_plies
 from patchsim.play.train import (
     CHUNK,
     EPSILON,
@@ -52,6 +50,8 @@ from patchsim.play.train import (
     fit_scale,
     seed_streams,
     selfplay,
+    strength_against,
+    validation_figures,
 )
 
 # Expert iteration with game outcomes as targets: generation 0 plays greedy self-play, every
@@ -175,13 +175,9 @@ def _net_strength(ruleset: Ruleset, net: np.ndarray, settings: NetSettings,
                   jobs: int) -> dict[str, float]:
     """Win rate of ``mcts(eval=net, iterations=eval_iterations)`` against greedy and, where
     the ruleset has a linear model, ``mcts(eval=learned)`` at the same iterations (else
-    ``mcts(iterations=100)``), seat-swapped, the same deals at every generation."""
-    tables = compile_ruleset(ruleset)
+    ``mcts(iterations=100)``): :func:`patchsim.play.train.strength_against`."""
     bot = make_bot(f"mcts(eval=net, iterations={settings.eval_iterations})")
     row = net_row(bot.params, NetModel(net))  # type: ignore[attr-defined]
-    words = seed_streams(settings.seed, 1_000_000, 0, settings.eval_deals)
-    seeds = (words[:settings.eval_deals] >> np.uint64(1)).astype(np.int64)
-    circles, streams = deal_arrays(ruleset, seeds)
     opponents = ["greedy"]
     try:
         linear = f"mcts(eval=learned, iterations={settings.eval_iterations})"
@@ -189,28 +185,11 @@ def _net_strength(ruleset: Ruleset, net: np.ndarray, settings: NetSettings,
         opponents.append(linear)
     except ModelError:
         opponents.append("mcts(iterations=100)")
-
-    def one(spec: str) -> float:
-        opp = bind_bot(make_bot(spec), ruleset)
-        kinds = np.array([F.LEARNED, opp.kind], dtype=np.int64)
-        pp = param_rows([row, opp.params])
-        res, *_ = play_deals(tables.tab, circles, streams, kinds, pp, max_plies(ruleset),
-                             max_events(ruleset), np.zeros(1, dtype=np.int64))
-        seat = np.tile([0, 1], settings.eval_deals)
-        return float(np.mean(res[:, R_WINNER] == seat))
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        rates = list(ex.map(one, opponents))
-    return dict(zip(opponents, rates, strict=True))
+    return strength_against(ruleset, row, opponents, settings.seed, settings.eval_deals, jobs)
 
 
 def _net_validation(net: np.ndarray, x: np.ndarray, y: np.ndarray, win: np.ndarray) -> dict:
-    pred = NET.predict(net, x)
-    resid = y - pred
-    var = float(np.var(y)) or 1.0
-    return {"rows": int(len(y)), "rmse": float(np.sqrt(np.mean(resid ** 2))),
-            "r2": float(1.0 - np.mean(resid ** 2) / var),
-            "winner_sign_accuracy": float(np.mean((pred > 0) == (win > 0.5)))}
+    return validation_figures(NET.predict(net, x), y, win)
 
 
 NET_CHECKPOINT = "net-checkpoint.npz"
