@@ -38,6 +38,7 @@ import math
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -123,25 +124,42 @@ class Model:
         return path
 
 
-def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) -> Model:
-    """Read and check a model file; ModelError naming the file and the problem."""
-    path = Path(path)
+def _read_file(path: Path, kind: str, fmt: str, what: str, retrain: str
+               ) -> tuple[dict, str, Callable[[str], ModelError]]:
+    """The checked JSON of a model or network file (``kind`` names it in messages, ``fmt``
+    its format, ``what`` what the format is), its sha256 digest, and the ModelError maker
+    for what is wrong inside it (naming the file and the command that retrains it): the one
+    reader under :func:`load_model` and :func:`load_net`."""
 
-    def bad(what: str) -> ModelError:
-        return ModelError(f"model file {path}: {what}; retrain it with `patchsim train "
-                          f"RULESET` (or delete it)")
+    def bad(problem: str) -> ModelError:
+        return ModelError(f"{kind} file {path}: {problem}; retrain it with `{retrain}` "
+                          f"(or delete it)")
 
     try:
         raw = path.read_bytes()
     except OSError as e:
-        raise ModelError(f"model file {path}: cannot read it ({e.strerror})") from None
+        raise ModelError(f"{kind} file {path}: cannot read it ({e.strerror})") from None
     digest = hashlib.sha256(raw).hexdigest()
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise bad(f"not valid JSON, corrupt or truncated ({e})") from None
-    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
-        raise bad(f"not a patchsim model (format is not {MODEL_FORMAT!r})")
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise bad(f"not a patchsim {what} (format is not {fmt!r})")
+    return data, digest, bad
+
+
+def _check_trained_for(man: dict, ruleset_hash: str | None,
+                       bad: Callable[[str], ModelError]) -> None:
+    if ruleset_hash is not None and man.get("ruleset_hash") != ruleset_hash:
+        raise bad(f"trained for ruleset hash {man.get('ruleset_hash')}, not {ruleset_hash}")
+
+
+def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) -> Model:
+    """Read and check a model file; ModelError naming the file and the problem."""
+    path = Path(path)
+    data, digest, bad = _read_file(path, "model", MODEL_FORMAT, "model",
+                                   "patchsim train RULESET")
     man = data.get("manifest")
     w = data.get("weights")
     scale = data.get("scale")
@@ -158,8 +176,7 @@ def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) ->
         raise bad(f"scale must be a positive number, got {scale!r}")
     if data.get("checksum") != _checksum([float(x) for x in w], float(scale)):
         raise bad("checksum mismatch (the weights were changed or damaged)")
-    if ruleset_hash is not None and man.get("ruleset_hash") != ruleset_hash:
-        raise bad(f"trained for ruleset hash {man.get('ruleset_hash')}, not {ruleset_hash}")
+    _check_trained_for(man, ruleset_hash, bad)
     return Model(np.array(w, dtype=np.float64), float(scale), man, path.resolve(), digest)
 
 
@@ -506,22 +523,8 @@ def load_net(path: str | os.PathLike[str], ruleset_hash: str | None = None) -> N
     """Read and check a network file; ModelError naming the file and the problem (an
     unknown network version names the version)."""
     path = Path(path)
-
-    def bad(what: str) -> ModelError:
-        return ModelError(f"network file {path}: {what}; retrain it with `patchsim train "
-                          f"RULESET --net` (or delete it)")
-
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ModelError(f"network file {path}: cannot read it ({e.strerror})") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise bad(f"not valid JSON, corrupt or truncated ({e})") from None
-    if not isinstance(data, dict) or data.get("format") != NET_FORMAT:
-        raise bad(f"not a patchsim value network (format is not {NET_FORMAT!r})")
+    data, digest, bad = _read_file(path, "network", NET_FORMAT, "value network",
+                                   "patchsim train RULESET --net")
     version = data.get("net_version")
     if version != N.NET_VERSION:
         raise bad(f"made for network version {version!r}, this patchsim reads version "
@@ -545,8 +548,7 @@ def load_net(path: str | os.PathLike[str], ruleset_hash: str | None = None) -> N
     if man.get("shape") != [n_in, h1, h2]:
         raise bad(f"the manifest's shape {man.get('shape')} is not the network's "
                   f"{[n_in, h1, h2]}")
-    if ruleset_hash is not None and man.get("ruleset_hash") != ruleset_hash:
-        raise bad(f"trained for ruleset hash {man.get('ruleset_hash')}, not {ruleset_hash}")
+    _check_trained_for(man, ruleset_hash, bad)
     return NetModel(net, man, path.resolve(), digest)
 
 
