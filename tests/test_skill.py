@@ -156,6 +156,8 @@ def test_degenerate_games_are_counted_per_level() -> None:
     assert a.loc[1, "many_passes"] == 0.5 and a.loc[1, "deep_negative"] == 0.5
     assert a.loc[1, "degenerate"] == 1.0 and a.loc[0, "degenerate"] == 0.0
     assert a.loc[0, "first_player_win"] == 0.5 and a.loc[0, "score_diff"] == 10
+    # deal 1's two games differ (their passes and scores do), deal 0's too (the winner)
+    assert (a["two_games"] == 1.0).all()
     t = sk.level_table(d, ["a", "b"], seconds=[2.0, 4.0], games=[4, 4])
     assert list(t["bot"]) == ["a", "b"]
     assert t.loc[0, "degenerate"] == 0.5 and t.loc[1, "degenerate"] == 0.0
@@ -169,6 +171,21 @@ def test_a_deterministic_levels_copies_count_once() -> None:
     games = pd.DataFrame([_game(k, o, "a", winner=0) for k in range(3) for o in (0, 1)])
     d = sk.level_deals(games, None, ["a"])
     assert len(d) == 3 and (d["first_player_win"] == 1.0).all()
+    assert (d["two_games"] == 0.0).all()  # one game per deal: no diversity at all
+    t = sk.level_table(d, ["a"])
+    assert t.loc[0, "two_games"] == 0.0
+
+
+def test_two_different_games_compares_the_move_records() -> None:
+    from patchsim.analysis.selfplay import two_different_games
+
+    rows = [_game(0, 0, "a"), _game(0, 1, "a"), _game(1, 0, "a"), _game(1, 1, "a")]
+    games = pd.DataFrame(rows).assign(moves=[np.array([1, 2, 3]), np.array([1, 2, 3]),
+                                             np.array([1, 2, 3]), np.array([1, 4, 3])])
+    two = two_different_games(games)
+    assert two.tolist() == [False, True]  # the same end, yet deal 1's games differ
+    d = sk.level_deals(games, None, ["a"])
+    assert d["two_games"].tolist() == [0.0, 1.0]
 
 
 def test_duels_give_the_win_rate_elo_and_elo_per_doubling() -> None:

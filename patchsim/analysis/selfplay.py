@@ -11,6 +11,7 @@ self-play pairing and every deal's two games end identically.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 # what every table, the report and the run summary say about a pairing whose copies count once
@@ -34,6 +35,20 @@ def duplicated_pairings(games: pd.DataFrame) -> list[str]:
         if len(first) and first.index.equals(second.index) and first.equals(second):
             out.append(str(pairing))
     return out
+
+
+def two_different_games(games: pd.DataFrame) -> pd.Series:
+    """Per (ruleset, pairing, deal) of self-play games: whether the deal's two games (one per
+    seat order) are different games: by their move records where the table has them, else
+    by how they ended (``_SAME``). A deal with one game left (its copy dropped) has none."""
+    keys = ["ruleset", "pairing", "deal"]
+    if "moves" in games.columns:  # an array of move codes per game: compared as bytes
+        games = games[keys].assign(moves=[np.asarray(m).tobytes() for m in games["moves"]])
+        cols = ["moves"]
+    else:
+        cols = [c for c in _SAME if c in games.columns]
+    variety = games.groupby(keys, sort=False, observed=True)[cols].nunique()
+    return (variety.max(axis=1) >= 2).rename("two_games")
 
 
 def distinct_games(games: pd.DataFrame) -> pd.DataFrame:

@@ -30,7 +30,7 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis.metrics import deal_metrics
 from patchsim.analysis.seats import seat_information
-from patchsim.analysis.selfplay import distinct
+from patchsim.analysis.selfplay import distinct, two_different_games
 from patchsim.analysis.tables import EventSummary
 
 # A game no human would play: one of these and it is counted as degenerate (issue 20: the
@@ -52,6 +52,9 @@ LEVEL_METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "degenerate": ("degenerate games", est.WIN_BOUNDS),
     "many_passes": (f"{DEGENERATE_PASSES}+ passes", est.WIN_BOUNDS),
     "deep_negative": (f"a seat below {DEGENERATE_SCORE}", est.WIN_BOUNDS),
+    # how diverse the self-play is: a deal whose two games (one per seat order) are the same
+    # game tells the first-seat question once, not twice (a deterministic player: none)
+    "two_games": ("deals with two different games", est.WIN_BOUNDS),
 }
 RATE_LIKE = tuple(m for m, (_, b) in LEVEL_METRICS.items() if b == est.WIN_BOUNDS)
 
@@ -73,6 +76,7 @@ def level_deals(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None,
     cols = ["level", "bot", "deal", *LEVEL_METRICS]
     if g.empty:
         return pd.DataFrame(columns=cols)
+    two = two_different_games(g)  # before the copies of a deterministic level are dropped
     g = distinct(g.copy())
     ev = None
     if isinstance(events, pd.DataFrame) and len(events):
@@ -98,6 +102,8 @@ def level_deals(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None,
     per = own.groupby(["ruleset", "pairing", "deal"], sort=False).mean().reset_index()
     per = per.merge(base[["ruleset", "pairing", "deal", "leather_useful",
                           "first_leather_useful"]], on=["ruleset", "pairing", "deal"],
+                    how="left")
+    per = per.merge(two.astype(float).reset_index(), on=["ruleset", "pairing", "deal"],
                     how="left")
     per["level"] = _level_of(per["pairing"], levels)
     per["bot"] = [levels[i] for i in per["level"]]

@@ -175,8 +175,9 @@ class SkillTrace:
 
     def figures(self) -> dict[str, Any]:
         """The trace's figures as plain data (what the benchmark prints as JSON and the
-        trace folder stores): per level its budget, cost, metric, strength gain and
-        degenerate share, the verdict and the diversity check."""
+        trace folder stores): per level its budget, cost, metric, strength gain,
+        degenerate share and share of deals with two different games, the verdict and the
+        diversity check."""
         rows = []
         duels = self.duels_table.set_index("level")
         for r in self.levels_table.itertuples():
@@ -186,7 +187,7 @@ class SkillTrace:
                    self.metric: [_num(getattr(r, self.metric)),
                                  _num(getattr(r, f"{self.metric}_lo")),
                                  _num(getattr(r, f"{self.metric}_hi"))],
-                   "degenerate": _num(r.degenerate)}
+                   "degenerate": _num(r.degenerate), "two_games": _num(r.two_games)}
             if i in duels.index:
                 d = duels.loc[i]
                 row.update({"win_vs_below": [_num(d["win"]), _num(d["win_lo"]),

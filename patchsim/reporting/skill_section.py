@@ -128,15 +128,18 @@ def levels_table(trace: TraceLike) -> Table:
             "leather": _rate(r, "leather_useful"),
             "first_leather": _rate(r, "first_leather_useful"),
             "degenerate": _rate(r, "degenerate"),
+            "two": _rate(r, "two_games"),
             "cost": fm.num(r.get("games_per_s"), 1)})
     cols = [Col("level", "level", align="left"), Col("deals", "deals"),
             Col("first", "first seat wins"), Col("margin", "first seat's margin"),
             Col("tie", "tie-break"), Col("bonus_rate", "7x7 bonus"),
             Col("leather", "leather filled a hole"),
             Col("first_leather", "first leather filled a hole"),
-            Col("degenerate", "degenerate games")]
+            Col("degenerate", "degenerate games"),
+            Col("two", "deals with two different games")]
     note = (f"Degenerate: {sk.DEGENERATE_PASSES} or more passes in the game, or a seat below "
-            f"{sk.DEGENERATE_SCORE} points.")
+            f"{sk.DEGENERATE_SCORE} points. Two different games: the deal's games from the two "
+            "seat orders are not the same game (how diverse the self-play is).")
     if "games_per_s" in trace.levels_table.columns:  # a played trace knows its cost
         cols.append(Col("cost", "games/s"))
         note += " Cost: games per second of the level's self-play, as played."
