@@ -39,6 +39,16 @@ class TraceLike(Protocol):
     margin: float
 
 
+class ComparisonLike(Protocol):
+    """What the headline reads of a comparison of two rulesets
+    (:class:`patchsim.analysis.compare.Comparison`)."""
+
+    label_a: str
+    label_b: str
+
+    def metric(self, name: str, group: str | None = None) -> pd.Series | None: ...
+
+
 def headline_line(trace: TraceLike) -> str:
     """'edition2: the first seat wins 57.0% [54.2%, 59.8%] under the strongest level
     (`mcts(...)`, 300 deals): differs by ...; skill trace: still moving: ...'."""
@@ -65,7 +75,8 @@ def lopsided_line(r: Any) -> str:
             "seat figures tell nothing about the seats, whatever a verdict on them says.")
 
 
-def rule_change_lines(traces: Sequence[TraceLike], comparisons: Sequence[Any]) -> list[str]:
+def rule_change_lines(traces: Sequence[TraceLike],
+                      comparisons: Sequence[ComparisonLike]) -> list[str]:
     """For each comparison of a run's rulesets (:class:`patchsim.analysis.compare.Comparison`,
     B against the reference A), whether the change of the first seat's win rate holds at
     every level of A's trace, read off the comparison's own verdicts (the ones the report's
@@ -92,7 +103,7 @@ def rule_change_lines(traces: Sequence[TraceLike], comparisons: Sequence[Any]) -
 
 def headline_section(traces: Sequence[TraceLike],
                      lopsided: pd.DataFrame | None = None,
-                     comparisons: Sequence[Any] = ()) -> Section:
+                     comparisons: Sequence[ComparisonLike] = ()) -> Section:
     """The section that opens a report: one line per ruleset; with ``lopsided``
     (:func:`patchsim.analysis.skill.lopsided_pairings`) the pairings the skill gap decides;
     with ``comparisons`` (a run's rulesets against its first) whether each change of rules
@@ -210,7 +221,7 @@ def trace_section(trace: TraceLike, figure: str | None = FIGURE, png: bytes | No
 
 def report_sections(games: pd.DataFrame, events: pd.DataFrame | None = None,
                     margin: float = est.DEFAULT_MARGIN,
-                    comparisons: Sequence[Any] = ()) -> list[Section]:
+                    comparisons: Sequence[ComparisonLike] = ()) -> list[Section]:
     """The sections a run's report opens with: the headline (one line per ruleset with
     self-play, the pairings the skill gap decides, and with ``comparisons`` whether each
     change of rules holds at every level), then the skill trace of every ruleset whose run
