@@ -213,15 +213,19 @@ def plan(
     halfwidth: Annotated[float, typer.Option(
         help="Target half-width of the 95% interval (0.01: +-1 point).")] = 0.01,
     difference: Annotated[float, typer.Option(
-        help="A true difference to detect (0.02: 2 points).")] = 0.02,
+        help="A true difference to show as \"differs, beyond +-margin\" (0.04: 4 points; "
+             "planned on its distance from the margin).")] = 0.04,
     margin: Annotated[float, typer.Option(
-        help="Equivalence margin to show (0.02: +-2 points).")] = 0.02,
+        help="The verdicts' margin (0.02: +-2 points).")] = 0.02,
+    equivalence: Annotated[float, typer.Option(
+        help="A true change to show as \"equivalent within +-margin\" (0: none).")] = 0.0,
     power: Annotated[float, typer.Option(help="Power of the tests (0.8: 80%).")] = 0.8,
 ) -> None:
-    """How many deals a question needs for a precision, to detect a difference and to show
-    equivalence, from a pilot run's per-deal spread, for the designs the runner plays."""
-    from patchsim.analysis.compare import format_plan
-    from patchsim.analysis.compare import plan as plan_deals
+    """How many deals a question needs for a precision, for the verdict "differs, beyond
+    +-margin" at a true difference and for "equivalent within +-margin" at a true change,
+    from a pilot run's per-deal spread, with and without pairing."""
+    from patchsim.analysis.planning import format_plan
+    from patchsim.analysis.planning import plan as plan_deals
     from patchsim.reporting.report import ReportError, load_run
 
     for name, value in (("--halfwidth", halfwidth), ("--difference", difference),
@@ -229,6 +233,9 @@ def plan(
         if not 0 < value < 0.5:
             raise fail(f"{name} must be a proportion between 0 and 0.5 (0.01 is 1 point), "
                         f"got {value}")
+    if not abs(equivalence) < margin:
+        raise fail(f"--equivalence must lie inside the margin (+-{margin:g}), got "
+                   f"{equivalence}")
     if not 0.5 <= power < 1:
         raise fail(f"--power must be between 0.5 and 1, got {power}")
     try:
@@ -236,4 +243,5 @@ def plan(
     except ReportError as e:
         raise fail(e) from None
     typer.echo(format_plan(plan_deals(run.games, target_halfwidth=halfwidth, margin=margin,
-                                      difference=difference, power=power)))
+                                      difference=difference, power=power,
+                                      equivalence=equivalence)))
