@@ -79,10 +79,23 @@ class Estimate:
     deals: int
     sd: float
     level: float = 0.95
+    bounds: tuple[float, float] | None = None  # a bounded metric's interval is clipped to these
 
     @property
     def halfwidth(self) -> float:
         return (self.hi - self.lo) / 2
+
+
+def at_level(e: Estimate, level: float) -> Estimate:
+    """The same estimate with its t-interval at another ``level`` (a family's adjusted
+    level): the interval the p-values of this module are dual to, clipped to the bounds."""
+    if level == e.level or e.deals < 1 or not np.isfinite(e.se):
+        return e
+    q = float(t_ppf(0.5 + level / 2, max(e.deals - 1, 1)))
+    lo, hi = e.value - q * e.se, e.value + q * e.se
+    if e.bounds is not None:
+        lo, hi = float(np.clip(lo, *e.bounds)), float(np.clip(hi, *e.bounds))
+    return Estimate(e.value, e.se, lo, hi, e.deals, e.sd, level, e.bounds)
 
 
 def deal_values(values: np.ndarray | pd.Series, deal: np.ndarray | pd.Series) -> np.ndarray:
@@ -115,7 +128,7 @@ def mean_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
         q = float(t_ppf(0.5 + level / 2, max(n - 1, 1)))
         lo, hi = bounds
         return Estimate(m, se, float(np.clip(m - q * se, lo, hi)),
-                        float(np.clip(m + q * se, lo, hi)), n, sd, level)
+                        float(np.clip(m + q * se, lo, hi)), n, sd, level, bounds)
     if n < 2:
         return Estimate(m, NAN, NAN, NAN, n, NAN, level)
     los, his = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
@@ -252,17 +265,20 @@ def beyond_pvalue(est: Estimate, margin: float, center: float = 0.0) -> float:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict on a change (or on a value against ``center``), read off its 95% interval
-    ``estimate`` after the family's multiplicity adjustment.
+    """The verdict on a change (or on a value against ``center``), read off the interval
+    ``shown`` (the 95% interval ``estimate`` for a question asked alone; in a family, the
+    interval at the family's adjusted level, see :func:`verdicts`).
 
     ``kind`` is one of
 
-    - ``equivalent``: the change lies within ``center +- margin`` (``nonzero`` when it is also
-      detectably different from no change: a real but negligible change);
-    - ``differs``: the change lies outside the margin (with a margin of 0: differs from 0);
-    - ``undecided``: neither yet (``nonzero`` when the change is detectably non-zero but may
-      lie on either side of the margin); ``more_deals`` says how many more deals would likely
-      decide it, ``too_close`` that no practical number would;
+    - ``equivalent``: the shown interval lies within ``center +- margin`` (``nonzero`` when
+      it also excludes ``center``: a real but negligible change);
+    - ``differs``: the shown interval lies beyond the margin (with a margin of 0: excludes 0);
+    - ``undecided``: neither (``nonzero`` when the shown interval excludes ``center`` but
+      crosses an edge of the margin); ``more_deals`` says how many more deals would decide it
+      with a chance of ``chance`` (about the power asked for), ``too_close`` that the change
+      lies too near the margin (or no change) for any practical number, and then ``tried``
+      more deals would decide it with a chance of ``chance``;
     - ``undefined``: no deal to measure the change on (a metric that does not apply, such as
       the first leather patch of a track without leather): more deals would not help.
 
@@ -283,6 +299,14 @@ class Verdict:
     too_close: bool = False
     family: str = "none"
     family_size: int = 1
+    shown: Estimate | None = None
+    chance: float = NAN
+    tried: int = 0
+
+    @property
+    def interval(self) -> Estimate:
+        """The interval the verdict is read off and printed with."""
+        return self.shown if self.shown is not None else self.estimate
 
     @property
     def negligible(self) -> bool:
@@ -295,16 +319,23 @@ class Verdict:
             return ""
         return f"{FAMILY_WORDS[self.family]} over {self.family_size}"
 
+    def tag(self) -> str:
+        """'Holm over 8: 99.4% interval', naming the level of the printed interval; '' for a
+        question asked alone (its interval is the 95% one)."""
+        adj = self.adjustment()
+        if not adj:
+            return ""
+        return f"{adj}: {level_words(self.interval.level)} interval"
+
     def text(self, scale: float = 100.0, unit: str = " points", digits: int = 1) -> str:
-        e = self.estimate
+        e = self.interval
         if self.kind == "undefined":
             return "not defined: no deal where the metric applies"
         x = f"{(e.value - self.center) * scale:+.{digits}f}"
         lo, hi = (e.lo - self.center) * scale, (e.hi - self.center) * scale
         ci = f"[{lo:+.{digits}f}, {hi:+.{digits}f}]"
         m = f"+-{self.margin * scale:.{digits}f}"
-        adj = self.adjustment()
-        tag = f" ({adj})" if adj else ""
+        tag = f" ({self.tag()})" if self.tag() else ""
         if self.kind == "differs":
             beyond = f", beyond {m}{unit}" if self.margin > 0 else ""
             return f"differs by {x}{unit} {ci}{beyond}{tag}"
@@ -317,11 +348,33 @@ class Verdict:
                     f"{m}{unit}{tag}")
         else:
             head = f"undecided: {x}{unit} {ci}{tag}"
+        return head + "; " + self.advice()
+
+    def advice(self) -> str:
+        """What more deals would do for an undecided verdict, in words."""
         if self.too_close:
             near = "the margin" if self.margin > 0 else "no change"
-            return (f"{head}; the change is too close to {near} to decide with any practical "
-                    "number of deals")
-        return f"{head}; about {self.more_deals:,} more deals would likely decide it"
+            buys = (f": {self.tried:,} more deals would decide it with a chance of about "
+                    f"{_percent(self.chance)}" if self.tried > 0 and np.isfinite(self.chance)
+                    else "")
+            return (f"the change is too close to {near} to decide with a practical number of "
+                    f"deals{buys}; a sequential test (a check, or a run until decided) goes "
+                    "on until it is decided")
+        return (f"about {self.more_deals:,} more deals would likely decide it (a chance of "
+                f"about {_percent(self.chance)} on the data so far)")
+
+
+def _percent(p: float) -> str:
+    return f"{100 * p:.0f}%" if np.isfinite(p) else "—"
+
+
+def level_words(level: float) -> str:
+    """'95%', '99.4%', '99.95%': enough digits that a level below 100% never reads 100%."""
+    for digits in (0, 1, 2, 3):
+        text = f"{100 * level:.{digits}f}"
+        if float(text) < 100 and abs(float(text) - 100 * level) < 0.05:
+            return f"{text}%"
+    return f"{100 * level:.4f}%"
 
 
 def _as_list(x: float | Sequence[float] | np.ndarray | None, n: int) -> list[float | None]:
@@ -330,6 +383,40 @@ def _as_list(x: float | Sequence[float] | np.ndarray | None, n: int) -> list[flo
     out = list(x)  # type: ignore[arg-type]
     if len(out) != n:
         raise ValueError(f"verdicts: {len(out)} values for {n} estimates")
+    return out
+
+
+def decision_levels(pvalues: np.ndarray | Sequence[float], family: str,
+                    alpha: float = 0.05) -> np.ndarray:
+    """The level each question of a family is tested at by ``family``'s procedure: a
+    rejected question's raw p-value lies below it, so the interval at one minus it shows the
+    claim. Holm (step-down): alpha / (k - r + 1) for the question of rank r that is
+    rejected; Benjamini-Hochberg (step-up): R alpha / k for every rejected question (the
+    false-coverage-rate level of Benjamini and Yekutieli); a question not rejected gets
+    alpha / k (Bonferroni), at which its interval shows nothing, since both procedures
+    reject whatever Bonferroni does. NaN for a NaN p-value; ``none``: alpha."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(len(p), np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    k = len(ok)
+    if k == 0:
+        return out
+    if family == "none":
+        out[ok] = alpha
+        return out
+    out[ok] = alpha / k
+    order = ok[np.argsort(p[ok], kind="stable")]
+    if family == "holm":
+        for r, i in enumerate(order, start=1):
+            step = alpha / (k - r + 1)
+            if p[i] > step:
+                break  # Holm stops at its first acceptance
+            out[i] = step
+    else:
+        below = np.flatnonzero(p[order] <= np.arange(1, k + 1) * alpha / k)
+        if len(below):
+            rejected = int(below[-1]) + 1
+            out[order[:rejected]] = rejected * alpha / k
     return out
 
 
@@ -349,22 +436,34 @@ def verdicts(estimates: Sequence[Estimate],
     first: a change inside the margin is ``equivalent`` (and negligible when also non-zero)
     however significant, and ``differs`` needs the change beyond the margin (or, with a
     margin of 0, away from 0). ``margin`` and ``center`` may be one value for all or one per
-    estimate. An undecided verdict gets the number of further deals that would decide it
-    with ``power`` (see :func:`more_deals_to_decide`), at alpha / k in a family of k."""
+    estimate.
+
+    Every verdict is read off the interval it prints (``Verdict.shown``): in a family, the
+    interval at the level its claim was tested at (:func:`decision_levels`: a claim of
+    equivalence at its equivalence test's level, of a change beyond the margin at that
+    test's), and for an undecided question the Bonferroni level 1 - alpha / k, at which it
+    shows neither claim. "Non-zero" is said exactly when that interval excludes ``center``.
+    So no row's words contradict its own printed interval. An undecided verdict gets the
+    number of further deals that would decide it with ``power`` (see
+    :func:`decision_advice`), at alpha / k in a family of k."""
     if family not in FAMILIES:
         raise ValueError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
     n = len(estimates)
     margins = [float(m) for m in _as_list(margin, n)]  # type: ignore[arg-type]
     centers = [float(c) for c in _as_list(center, n)]  # type: ignore[arg-type]
-    p_diff = np.array([difference_pvalue(e, c) for e, c in zip(estimates, centers, strict=True)])
-    p_eq = np.array([equivalence_pvalue(e, m, c) if m > 0 else NAN
-                     for e, m, c in zip(estimates, margins, centers, strict=True)])
-    p_out = np.array([beyond_pvalue(e, m, c) if m > 0 else NAN
-                      for e, m, c in zip(estimates, margins, centers, strict=True)])
+    raw_diff = np.array([difference_pvalue(e, c)
+                         for e, c in zip(estimates, centers, strict=True)])
+    raw_eq = np.array([equivalence_pvalue(e, m, c) if m > 0 else NAN
+                       for e, m, c in zip(estimates, margins, centers, strict=True)])
+    raw_out = np.array([beyond_pvalue(e, m, c) if m > 0 else NAN
+                        for e, m, c in zip(estimates, margins, centers, strict=True)])
+    p_diff, p_eq, p_out = raw_diff, raw_eq, raw_out
     if family != "none":
         adjust = holm if family == "holm" else benjamini_hochberg
-        p_diff, p_eq, p_out = adjust(p_diff), adjust(p_eq), adjust(p_out)
+        p_diff, p_eq, p_out = adjust(raw_diff), adjust(raw_eq), adjust(raw_out)
     size = int(np.isfinite(p_diff).sum()) if family != "none" else 1
+    a_diff, a_eq, a_out = (decision_levels(raw, family, alpha)
+                           for raw in (raw_diff, raw_eq, raw_out))
     out = []
     for k, e in enumerate(estimates):
         m, c = margins[k], centers[k]
@@ -372,20 +471,25 @@ def verdicts(estimates: Sequence[Estimate],
             out.append(Verdict("undefined", e, m, c, NAN, NAN, family=family,
                                family_size=size))
             continue
-        nonzero = bool(np.isfinite(p_diff[k]) and p_diff[k] < alpha)
         if m > 0 and np.isfinite(p_eq[k]) and p_eq[k] < alpha:
-            kind = "equivalent"
-        elif m > 0 and np.isfinite(p_out[k]) and p_out[k] < alpha or m <= 0 and nonzero:
-            kind = "differs"
+            kind, a = "equivalent", a_eq[k]
+        elif m > 0 and np.isfinite(p_out[k]) and p_out[k] < alpha:
+            kind, a = "differs", a_out[k]
+        elif m <= 0 and np.isfinite(p_diff[k]) and p_diff[k] < alpha:
+            kind, a = "differs", a_diff[k]
         else:
-            kind = "undecided"
-        more, too_close = 0, False
+            kind, a = "undecided", alpha / max(1, size)
+        shown = at_level(e, 1 - a) if np.isfinite(a) else e
+        # "non-zero" is what the printed interval shows, not a test the reader cannot see
+        nonzero = bool(shown.lo > c or shown.hi < c)
+        advice = Advice()
         if kind == "undecided":
             # in a family the claim must pass its adjusted test: plan at alpha / k, the
             # level Holm holds its hardest claim to (conservative for the others)
-            more, too_close = more_deals_to_decide(e, m, c, alpha / max(1, size), power)
-        out.append(Verdict(kind, e, m, c, float(p_diff[k]), float(p_eq[k]), more,
-                           float(p_out[k]), nonzero, too_close, family, size))
+            advice = decision_advice(e, m, c, alpha / max(1, size), power)
+        out.append(Verdict(kind, e, m, c, float(p_diff[k]), float(p_eq[k]), advice.deals,
+                           float(p_out[k]), nonzero, advice.too_close, family, size, shown,
+                           advice.chance, advice.tried))
     return out
 
 
@@ -395,38 +499,93 @@ def verdict(est: Estimate, margin: float = DEFAULT_MARGIN, center: float = 0.0,
     return verdicts([est], margin, center, alpha, family="none")[0]
 
 
+# --- how many more deals -------------------------------------------------------------------------
+TRY_FACTOR = 4  # too close to decide: the chance quoted is that of 4 times the deals played
+NEAR = 1.0  # standard errors from an edge within which a change is too close to decide
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What more deals would do for an undecided verdict: ``deals`` more would decide it
+    with a chance of ``chance``; or ``too_close``, and then ``tried`` more would decide it
+    with a chance of ``chance``."""
+
+    deals: int = 0
+    chance: float = NAN
+    too_close: bool = False
+    tried: int = 0
+
+
+def decide_chance(est: Estimate, margin: float, more: np.ndarray | Sequence[int] | int,
+                  center: float = 0.0, alpha: float = 0.05) -> np.ndarray:
+    """The chance, on the data so far, that ``more`` further deals decide the verdict (either
+    way: equivalent or beyond the margin; with a margin of 0, away from 0).
+
+    A predictive probability: the true change taken as the observed one give or take its
+    standard error (a flat prior), the final estimate over all the deals then lies about the
+    observed change with variance se^2 * more / (deals + more), and its interval at 1 -
+    alpha has half-width z se sqrt(deals / (deals + more)). It is continuous in the observed
+    change (0 and the margin included), and it is the share of studies that such a plan
+    decides when the truths are spread over the changes the data allow (bench_verdicts.py)."""
+    extra = np.asarray(more, dtype=float)
+    n = max(est.deals, 1)
+    se = est.se if np.isfinite(est.se) and est.se > 0 else 0.5 / math.sqrt(n)
+    d = est.value - center
+    f = extra / (n + extra)
+    final = se * np.sqrt(1 - f)  # the final standard error
+    spread = np.maximum(se * np.sqrt(f), 1e-300)  # of the final estimate about d
+    z = z_quantile(1 - alpha / 2)
+    edge = z * final
+    if margin > 0:
+        inside = np.where(margin > edge, special.ndtr((margin - edge - d) / spread)
+                          - special.ndtr((-margin + edge - d) / spread), 0.0)
+        beyond = (special.ndtr((d - margin - edge) / spread)
+                  + special.ndtr((-d - margin - edge) / spread))
+        return np.clip(inside + beyond, 0.0, 1.0)
+    return np.clip(special.ndtr((d - edge) / spread) + special.ndtr((-d - edge) / spread),
+                   0.0, 1.0)
+
+
+def decision_advice(est: Estimate, margin: float, center: float = 0.0, alpha: float = 0.05,
+                    power: float = 0.8) -> Advice:
+    """How many more deals would decide an undecided verdict with a chance of ``power``
+    (:func:`decide_chance`), or that the change is too close to decide.
+
+    Too close: the observed change lies within one standard error of an edge of the margin
+    (of 0 without a margin) while the margin is wider than a standard error, so the data
+    cannot tell on which side of the edge the change lies and no fixed number of deals can
+    promise a decision (a true change on the edge is never decided); or more than
+    MAX_DEALS_ADVICE deals in all would be needed. Then ``tried`` = TRY_FACTOR times the
+    deals played, with its chance. The figure is continuous in the observed change."""
+    n = max(est.deals, 1)
+    se = est.se if np.isfinite(est.se) and est.se > 0 else 0.5 / math.sqrt(n)
+    gap = abs(abs(est.value - center) - margin)
+    tried = TRY_FACTOR * n
+    if gap < NEAR * se and margin >= 0 and (margin > NEAR * se or margin == 0):
+        return Advice(0, float(decide_chance(est, margin, tried, center, alpha)), True, tried)
+    # the smallest number on a fine geometric grid, then exact by bisection
+    grid = np.unique(np.geomspace(1, MAX_DEALS_ADVICE, 600).astype(np.int64))
+    p = decide_chance(est, margin, grid, center, alpha)
+    hit = np.flatnonzero(p >= power)
+    if len(hit) == 0 or grid[hit[0]] + n > MAX_DEALS_ADVICE:
+        return Advice(0, float(decide_chance(est, margin, tried, center, alpha)), True, tried)
+    hi = int(grid[hit[0]])
+    lo = int(grid[hit[0] - 1]) if hit[0] > 0 else 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if decide_chance(est, margin, mid, center, alpha) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return Advice(hi, float(decide_chance(est, margin, hi, center, alpha)))
+
+
 def more_deals_to_decide(est: Estimate, margin: float, center: float = 0.0,
                          alpha: float = 0.05, power: float = 0.8) -> tuple[int, bool]:
-    """How many more deals would likely decide an undecided verdict, and whether no practical
-    number would (more than MAX_DEALS_ADVICE deals in all).
-
-    With a margin: the deals at which the 95% interval, at the observed per-deal spread,
-    lands inside the margin (observed change inside) or beyond it (outside) with ``power``
-    when the true change is the observed one, with its distance to the margin taken as at
-    least one standard error (the data cannot place the change closer to the margin than
-    that). So the figure is stable: it does not jump when the observed change crosses the
-    margin (at the margin it is about 8 times the deals played), and at a change of 0 it is
-    the plan's figure for equivalence. Without a margin: the deals to tell the observed
-    change from 0."""
-    sd = est.sd if np.isfinite(est.sd) and est.sd > 0 else 0.5
-    gap = abs(est.value - center)
-    se = est.se if np.isfinite(est.se) and est.se > 0 else sd / math.sqrt(max(est.deals, 1))
-    if margin > 0:
-        z_a = z_quantile(1 - alpha / 2)
-        if gap < margin:
-            # at a change of 0 both edges must hold: beta is split between them
-            z_b = z_quantile(1 - (1 - power) / 2) if gap == 0 else z_quantile(power)
-            # inside, the distance to the margin is at most the margin itself
-            room = min(margin, max(margin - gap, se))
-        else:
-            z_b = z_quantile(power)
-            room = max(gap - margin, se)
-        need: float = math.ceil(((z_a + z_b) * sd / room) ** 2)
-    else:
-        need = deals_for_difference(sd, gap, alpha, power) if gap > 0 else math.inf
-    if not need <= MAX_DEALS_ADVICE:
-        return 0, True
-    return max(1, int(need) - est.deals), False
+    """(more deals that would decide it with ``power``, too close to decide): the figures of
+    :func:`decision_advice`."""
+    a = decision_advice(est, margin, center, alpha, power)
+    return a.deals, a.too_close
 
 
 # --- multiplicity --------------------------------------------------------------------------------
