@@ -23,6 +23,10 @@ BATCHES = "batches"
 LOCK = ".patchsim.lock"
 BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
 
+# games-table columns added after runs were first stored (the isolated holes left at the end,
+# issue 29): a table written before lacks them, and every reader fills them as missing
+LATER_GAME_COLUMNS = ("holes0", "holes1")
+
 # --- what is written beside them ------------------------------------------------------------------
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"

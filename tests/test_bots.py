@@ -74,7 +74,7 @@ def assert_same_game(a: GameResult, b: GameResult) -> None:
     assert a.moves.tolist() == b.moves.tolist()
     assert a.events.tolist() == b.events.tolist()
     for attr in ("winner", "scores", "buttons", "empty", "positions", "bonus_owner",
-                 "first_to_end", "plies", "passes", "buys", "leather"):
+                 "first_to_end", "plies", "passes", "buys", "leather", "holes"):
         assert getattr(a, attr) == getattr(b, attr), attr
 
 

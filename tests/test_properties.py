@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from strategies import ruleset_dicts
 
 from patchsim.bots import policies
+from patchsim.bots.heuristics import count_holes
 from patchsim.engine import core
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, decode_move
@@ -23,6 +24,7 @@ from patchsim.play.loops import (
     R_EMPTY,
     R_ERROR,
     R_FIRST_END,
+    R_HOLES,
     R_LEATHER,
     R_PASSES,
     R_PLIES,
@@ -201,6 +203,8 @@ def test_compiled_games_replay_through_records(data: dict, seed: int,
         assert game.buttons(p) == result[R_BUTTONS + p]
         assert game.empty_squares(p) == result[R_EMPTY + p]
         assert game.position(p) == result[R_POS + p] == rs.last_space
+        assert result[R_HOLES + p] == count_holes(
+            tables.tab, game.state[core.S_QLO + p], game.state[core.S_QHI + p])
     assert (game.bonus_owner if game.bonus_owner is not None else -1) == result[R_BONUS]
     assert game.first_to_finish == result[R_FIRST_END]
     kinds_played = [t.split()[0] for t in texts]

@@ -195,7 +195,7 @@ def _result_row(r: GameResult) -> np.ndarray:
     for k, attr in ((playout.R_SCORE, "scores"), (playout.R_BUTTONS, "buttons"),
                     (playout.R_EMPTY, "empty"), (playout.R_POS, "positions"),
                     (playout.R_PASSES, "passes"), (playout.R_BUYS, "buys"),
-                    (playout.R_LEATHER, "leather")):
+                    (playout.R_LEATHER, "leather"), (playout.R_HOLES, "holes")):
         row[k : k + 2] = getattr(r, attr)
     row[playout.R_BONUS] = r.bonus_owner
     row[playout.R_FIRST_END] = r.first_to_end
@@ -246,6 +246,7 @@ def _tables(config: RunConfig, batch: Batch, run_id: str, tables: Tables,
         "passes0": i32(playout.R_PASSES), "passes1": i32(playout.R_PASSES + 1),
         "buys0": i32(playout.R_BUYS), "buys1": i32(playout.R_BUYS + 1),
         "leather0": i32(playout.R_LEATHER), "leather1": i32(playout.R_LEATHER + 1),
+        "holes0": i32(playout.R_HOLES), "holes1": i32(playout.R_HOLES + 1),
         "plies": cols.numeric(plies, pa.int32()),
         "moves": cols.int_lists(offsets, moves),
     })

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from patchsim.bots.features import learned_search
+from patchsim.bots.heuristics import count_holes
 from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
 from patchsim.bots.search import mcts_search
@@ -29,7 +30,8 @@ R_PASSES = 12  # [2]
 R_BUYS = 14  # [2]
 R_LEATHER = 16  # [2] leather patches placed
 R_ERROR = 18  # 0, or 1 + the player whose policy returned an illegal move
-R_WIDTH = 19
+R_HOLES = 19  # [2] isolated one-square holes left on the quilt at the end
+R_WIDTH = 21
 STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
@@ -92,16 +94,25 @@ def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
         else:
             result[R_BUYS + p] += 1
         ne = core.apply_logged(state, tab, code, ev, ne)
+    finish_result(state, tab, result)
+    return ne
+
+
+@njit(cache=True)
+def finish_result(state: np.ndarray, tab: np.ndarray, result: np.ndarray) -> None:
+    """Write a finished game's outcome into its result row (the move counts are counted
+    as the game is played): one place for the compiled loop and the Python driver."""
     result[R_WINNER] = core.winner(state, tab)
     for p in range(2):
         result[R_SCORE + p] = core.score(state, tab, p)
         result[R_BUTTONS + p] = state[core.S_BTN + p]
         result[R_EMPTY + p] = core.empty_squares(state, tab, p)
         result[R_POS + p] = state[core.S_POS + p]
+        # the bots' own hole rule (heuristics.count_holes), so the table and the bots agree
+        result[R_HOLES + p] = count_holes(tab, state[core.S_QLO + p], state[core.S_QHI + p])
     result[R_BONUS] = state[core.S_BONUS]
     result[R_FIRST_END] = state[core.S_FIRST_END]
     result[R_PLIES] = state[core.S_PLY]
-    return ne
 
 
 @njit(cache=True, nogil=True)

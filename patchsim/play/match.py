@@ -59,6 +59,7 @@ class GameResult:
     passes: tuple[int, int]
     buys: tuple[int, int]
     leather: tuple[int, int]
+    holes: tuple[int, int]  # isolated one-square holes left at the end
     moves: np.ndarray = field(repr=False)
     events: np.ndarray = field(repr=False)
 
@@ -75,7 +76,7 @@ class GameResult:
                    pair(playout.R_EMPTY), pair(playout.R_POS), int(r[playout.R_BONUS]),
                    int(r[playout.R_FIRST_END]), int(r[playout.R_PLIES]),
                    pair(playout.R_PASSES), pair(playout.R_BUYS), pair(playout.R_LEATHER),
-                   moves, events)
+                   pair(playout.R_HOLES), moves, events)
 
 
 def max_plies(ruleset: Ruleset) -> int:
@@ -181,15 +182,7 @@ def _play_python(tables: Tables, game: Game, bots, circle, seed: int, streams: n
             result[playout.R_BUYS + p] += 1
         ne = core.apply_logged(state, tab, code, ev, ne)
         game.history.append(code)
-    result[playout.R_WINNER] = core.winner(state, tab)
-    for p in (0, 1):
-        result[playout.R_SCORE + p] = core.score(state, tab, p)
-        result[playout.R_BUTTONS + p] = state[core.S_BTN + p]
-        result[playout.R_EMPTY + p] = core.empty_squares(state, tab, p)
-        result[playout.R_POS + p] = state[core.S_POS + p]
-    result[playout.R_BONUS] = state[core.S_BONUS]
-    result[playout.R_FIRST_END] = state[core.S_FIRST_END]
-    result[playout.R_PLIES] = state[core.S_PLY]
+    playout.finish_result(state, tab, result)
     plies = int(state[core.S_PLY])
     return GameResult.from_row(result, moves[:plies].copy(), ev[:ne].copy())
 

@@ -32,6 +32,7 @@ from patchsim.layout import (  # noqa: F401 - offered here with the reader
     EVENTS,
     FIGURES,
     GAMES,
+    LATER_GAME_COLUMNS,
     LOCK,
     MANIFEST,
     PRICE_COLUMNS,
@@ -67,7 +68,8 @@ GAMES_SCHEMA = pa.schema([
     ("empty0", _I32), ("empty1", _I32), ("position0", _I32), ("position1", _I32),
     ("bonus0", _BOOL), ("bonus1", _BOOL), ("first_to_end", _I8), ("passes0", _I32),
     ("passes1", _I32), ("buys0", _I32), ("buys1", _I32), ("leather0", _I32),
-    ("leather1", _I32), ("plies", _I32), ("moves", pa.list_(_I32)),
+    ("leather1", _I32), ("holes0", _I32), ("holes1", _I32), ("plies", _I32),
+    ("moves", pa.list_(_I32)),
 ])
 EVENTS_SCHEMA = pa.schema([
     ("run_id", _STR), ("ruleset", _STR), ("game_id", _I64), ("seq", _I32), ("event", _STR),
@@ -76,6 +78,39 @@ EVENTS_SCHEMA = pa.schema([
     ("opp_position", _I32), ("score_lead", _I32),
 ])
 SCHEMAS = {"games": GAMES_SCHEMA, "events": EVENTS_SCHEMA}
+# columns a table may lack (written before they existed): per kind
+LATER_COLUMNS = {"games": frozenset(LATER_GAME_COLUMNS), "events": frozenset()}
+
+
+def required(kind: str) -> list[pa.Field]:
+    """The columns every stored ``kind`` table has, whenever it was written."""
+    return [f for f in SCHEMAS[kind] if f.name not in LATER_COLUMNS[kind]]
+
+
+def _columns_fit(schema: pa.Schema, kind: str) -> bool:
+    """``schema`` has every required column of ``kind`` and the later ones it has in their
+    types."""
+    return all(f.name in schema.names and schema.field(f.name).type.equals(f.type)
+               for f in required(kind)) and all(
+        schema.field(f.name).type.equals(f.type) for f in SCHEMAS[kind]
+        if f.name in LATER_COLUMNS[kind] and f.name in schema.names)
+
+
+def conform(table: pa.Table, kind: str) -> pa.Table:
+    """``table`` with the later columns it lacks added as missing values (null), in the
+    schema's order: an older batch or merged table joins a newer one this way. Columns it
+    has are kept as they are (a table that differs otherwise still fails the caller's
+    check)."""
+    schema = SCHEMAS[kind]
+    absent = [f for f in schema if f.name in LATER_COLUMNS[kind]
+              and f.name not in table.column_names]
+    if not absent or not all(f.name in table.column_names for f in required(kind)):
+        return table
+    arrays = [table.column(f.name) if f.name in table.column_names
+              else pa.nulls(table.num_rows, f.type) for f in schema]
+    extra = [n for n in table.column_names if n not in schema.names]
+    return pa.Table.from_arrays(arrays + [table.column(n) for n in extra],
+                                names=schema.names + extra)
 # the run's own bookkeeping next to its config, covered by the digests too: an edited
 # merged_deals would pass fewer games for a finished run
 RUN_KEYS = ("run_id", "segments", "merged_deals")
@@ -237,7 +272,10 @@ def check_table(run_dir: Path, kind: str, manifest: dict[str, Any] | None = None
 
 
 def _check_schema(path: Path, schema: pa.Schema, expected: pa.Schema, run_dir: Path) -> None:
-    missing = [f.name for f in expected if f.name not in schema.names]
+    kind = next(k for k, s in SCHEMAS.items() if s is expected)
+    # a table written before a later column existed lacks it: readers fill it as missing
+    missing = [f.name for f in expected if f.name not in schema.names
+               and f.name not in LATER_COLUMNS[kind]]
     if missing:
         other = next((k for k, s in SCHEMAS.items() if s is not expected
                       and set(s.names) <= set(schema.names)), None)
@@ -246,7 +284,7 @@ def _check_schema(path: Path, schema: pa.Schema, expected: pa.Schema, run_dir: P
         raise RunFolderError(path, f"{path} is not a {path.name.split('.')[0]} table "
                              f"({what}); {_what_to_do(run_dir)}")
     for f in expected:
-        if not schema.field(f.name).type.equals(f.type):
+        if f.name in schema.names and not schema.field(f.name).type.equals(f.type):
             raise RunFolderError(path, f"{path}: column {f.name} has type "
                                  f"{schema.field(f.name).type}, not {f.type}; "
                                  f"{_what_to_do(run_dir)}")
@@ -269,8 +307,7 @@ def check_batch(path: Path, kind: str) -> None:
     except (OSError, pa.ArrowException) as e:
         raise RunFolderError(path, f"{path} is damaged ({_first_line(e)}); delete it and "
                              "resume the run: its games are played again") from None
-    missing = [f.name for f in SCHEMAS[kind] if f.name not in schema.names]
-    if missing or any(not schema.field(f.name).type.equals(f.type) for f in SCHEMAS[kind]):
+    if not _columns_fit(schema, kind):
         raise RunFolderError(path, f"{path} is not a {kind} batch (its columns differ); "
                              "delete it and resume the run: its games are played again")
 

@@ -36,6 +36,7 @@ from patchsim.play.runfolder import (  # noqa: F401 - the names storage has alwa
     WRITE_PROBE,
     RunFolderBusy,
     RunFolderError,
+    conform,
     folder_name,
     read_manifest,
     table_path,
@@ -249,6 +250,8 @@ class TableMerger:
                 raise RunFolderError(path, f"{path} is damaged ({type(e).__name__}: {e}); "
                                      "delete it and resume the run: its games are played "
                                      "again") from None
+            # a batch written before a later column existed gets it as missing values
+            table = conform(table, kind)
             if not table.schema.equals(SCHEMAS[kind]):
                 raise RunFolderError(path, f"{path} is not a {kind} batch (its columns "
                                      "differ); delete it and resume the run: its games are "
@@ -299,7 +302,8 @@ def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
         with contextlib.ExitStack() as stack:
             writers: dict[tuple[int, int], Any] = {}
             for i in range(source.num_row_groups):
-                table = source.read_row_group(i)
+                # a table merged before a later column existed: the column as missing
+                table = conform(source.read_row_group(i), kind)
                 unit = table.column("game_id").to_numpy() // 2
                 pair = unit % pairings
                 rule = (unit // pairings) % groups

@@ -1,0 +1,152 @@
+"""Issue 29, packing quality in the reports: the isolated one-square holes each seat leaves
+at the end (stored per game in the games table, by the bots' own rule
+``heuristics.count_holes``), the passes a game opens with (from its moves), and older run
+folders without the holes columns still read (the columns as missing)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from patchsim.analysis import degenerate as dg
+from patchsim.analysis.tables import read_games
+from patchsim.bots.heuristics import count_holes
+from patchsim.engine import core
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game
+from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset, parse_square, split
+from patchsim.play import loops, runfolder
+from patchsim.play.config import load_run_config
+from patchsim.play.execution import execute
+from patchsim.play.reader import read_run
+
+BOTS = ["greedy", "random"]
+
+
+def words(tables, names: list[str]) -> tuple[np.int64, np.int64]:
+    """The (lo, hi) bitboard words of a quilt with exactly the named squares covered."""
+    m = 0
+    for n in names:
+        m |= 1 << parse_square(n, tables.rows, tables.cols)
+    lo, hi = split(m)
+    return np.int64(lo), np.int64(hi)
+
+
+def cfg(games: int = 20):
+    c = load_run_config("edition2", games=games, bots=BOTS, seed=3, pairings="cross")
+    c.batch_deals = 5
+    return c
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("packing") / "run"
+    execute(cfg(), d, jobs=1, backend="sequential")
+    return d
+
+
+def make_old(run_dir: Path) -> None:
+    """Rewrite a run folder as a run stored before the holes columns existed (its table
+    without them, the manifest's digest that of the rewritten table)."""
+    path = run_dir / "games.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["holes0", "holes1"]), path)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["digests"]["tables"]["games.parquet"] = runfolder.file_digest(path)
+    (run_dir / "manifest.json").write_text(json.dumps(m, indent=2))
+
+
+# --- the holes left at the end ----------------------------------------------------------------
+def test_the_result_row_counts_the_holes_of_a_hand_built_quilt() -> None:
+    tables = compile_ruleset(load_ruleset("edition2"))
+    state = Game.new(tables.ruleset, seed=0).state.copy()
+    # seat 0: e5 (interior) and a1 (corner) are holes, c5 is open to the left; seat 1: b1
+    lo, hi = words(tables, ["e4", "d5", "f5", "e6", "b1", "a2", "c4", "c6"])
+    state[core.S_QLO], state[core.S_QHI] = lo, hi
+    lo, hi = words(tables, ["a1", "c1", "b2"])
+    state[core.S_QLO + 1], state[core.S_QHI + 1] = lo, hi
+    result = np.zeros(loops.R_WIDTH, dtype=np.int64)
+    loops.finish_result(state, tables.tab, result)
+    assert result[loops.R_HOLES] == 2
+    assert result[loops.R_HOLES + 1] == 1
+
+
+def test_the_games_table_holds_the_holes_each_seat_left(played: Path) -> None:
+    rs = load_ruleset("edition2")
+    tab = compile_ruleset(rs).tab
+    games = pq.read_table(played / "games.parquet").to_pandas()
+    assert games["holes0"].dtype == np.int32
+    assert (games[["holes0", "holes1"]].to_numpy() >= 0).all()
+    assert games[["holes0", "holes1"]].to_numpy().sum() > 0  # greedy and random leave some
+    for row in games.head(6).itertuples():
+        game = Game.new(rs, circle=deal_circle(rs, int(row.deal_seed)))
+        for code in row.moves:
+            game.apply(int(code))
+        st = game.state
+        assert (row.holes0, row.holes1) == tuple(
+            count_holes(tab, st[core.S_QLO + p], st[core.S_QHI + p]) for p in (0, 1))
+
+
+def test_an_older_run_folder_without_the_holes_columns_reads_them_as_missing(
+        played: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "old"
+    shutil.copytree(played, run_dir)
+    make_old(run_dir)
+    assert runfolder.check_folder(run_dir).problem is None
+    run = read_run(run_dir)
+    assert run.games["holes0"].isna().all() and run.games["holes1"].isna().all()
+    assert len(run.games) == 20
+
+
+def test_an_older_run_folder_tops_up_with_the_old_games_missing_their_holes(
+        played: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "old"
+    shutil.copytree(played, run_dir)
+    make_old(run_dir)
+    execute(cfg(games=30), run_dir, jobs=1, backend="sequential")
+    assert runfolder.check_folder(run_dir).problem is None
+    games = read_games(run_dir).sort_values("deal")
+    old = games["deal"] < 10
+    assert len(games) == 30
+    assert games.loc[old, "holes0"].isna().all()
+    assert games.loc[~old, "holes0"].notna().all()
+
+
+# --- the passes a game opens with -------------------------------------------------------------
+def test_pass_code_is_the_engines() -> None:
+    assert dg.PASS_CODE == core.PASS
+
+
+def test_opening_pass_runs_count_to_the_first_other_move() -> None:
+    p = core.PASS
+    offsets = [0, 3, 3, 8, 10, 17]
+    codes = [p, p, p,  # only passes
+             p, p, 5, p, p,  # two, then a buy
+             4, p,  # a buy first
+             p, p, p, p, p, p, p]  # seven passes in a row
+    assert dg.opening_pass_runs(np.array(offsets), np.array(codes)).tolist() == [3, 0, 2, 0, 7]
+    assert dg.opening_pass_runs(np.array([0]), np.array([])).tolist() == []
+
+
+def test_a_game_opening_with_seven_passes_is_flagged() -> None:
+    p = core.PASS
+    games = pd.DataFrame({"moves": [np.array([p] * 7 + [12, p]), np.array([p] * 5 + [3]),
+                                    np.array([p] * 6 + [3])]})
+    assert dg.opening_passes(games).tolist() == [7, 5, 6]
+    assert dg.opens_with_passes(games).tolist() == [1.0, 0.0, 1.0]
+    # a table without moves cannot tell: missing, not "no"
+    assert dg.opens_with_passes(pd.DataFrame({"score0": [1]})).isna().all()
+
+
+def test_the_reader_derives_the_opening_passes_from_the_stored_moves(played: Path) -> None:
+    derived = read_games(played)["opening_passes"]
+    whole = pq.read_table(played / "games.parquet").to_pandas()
+    assert derived.tolist() == dg.opening_passes(whole).astype(int).tolist()
+    assert "moves" not in read_games(played).columns  # the moves stay on disk
