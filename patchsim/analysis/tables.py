@@ -27,7 +27,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from patchsim.layout import EVENTS, GAMES
+from patchsim.analysis.degenerate import opening_pass_runs
+from patchsim.layout import EVENTS, GAMES, LATER_GAME_COLUMNS
 
 GAMES_FILE = GAMES  # the names of a run folder's files: patchsim.layout
 EVENTS_FILE = EVENTS
@@ -38,7 +39,9 @@ BATCH_ROWS = 65_536  # events per scanned batch: a few MB whatever the size of t
 GAME_COLUMNS = ("ruleset", "ruleset_hash", "game_id", "deal", "deal_seed", "pairing", "order",
                 "bot0", "bot1", "winner", "winner_bot", "tie_break", "score0", "score1",
                 "bonus0", "bonus1", "first_to_end", "passes0", "passes1", "buys0", "buys1",
-                "plies")
+                "holes0", "holes1", "plies", "opening_passes")
+# opening_passes is not stored: read_games derives it from the move lists, which stay on
+# disk (patchsim.analysis.degenerate.opening_passes)
 # text columns become categoricals; the bot columns share one set of categories, so that
 # they can be compared with each other
 GAME_TEXT = ("run_id", "ruleset", "ruleset_hash", "pairing", "bot0", "bot1", "winner_bot")
@@ -58,16 +61,39 @@ NO_SEQ = np.iinfo(np.int32).max
 def read_games(run_dir: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.DataFrame:
     """games.parquet, only ``columns`` (by default those the analyses use: no move lists),
     text columns as categoricals with sorted categories (the bot columns sharing theirs),
-    numbers in their stored types."""
+    numbers in their stored types. ``opening_passes`` is derived from the move lists, read
+    a row group at a time; a column added since the table was written
+    (``LATER_GAME_COLUMNS``) comes back as missing values (NaN)."""
     path = Path(run_dir) / GAMES_FILE
     wanted = set(columns)
-    cols = [f.name for f in pq.read_schema(path) if f.name in wanted]
+    names = pq.read_schema(path).names
+    cols = [c for c in names if c in wanted]
     text = [c for c in cols if c in GAME_TEXT]
     table = pq.read_table(path, columns=cols, read_dictionary=text)
     games = table.to_pandas(self_destruct=True, split_blocks=True)
     del table
     _release()
-    return compact_games(games)
+    games = compact_games(games)
+    for c in LATER_GAME_COLUMNS:
+        if c in wanted and c not in names:
+            games[c] = np.nan  # an older run: not recorded, never a made-up zero
+    if "opening_passes" in wanted and "moves" in names:
+        games["opening_passes"] = _opening_passes(path)
+    return games
+
+
+def _opening_passes(path: Path) -> np.ndarray:
+    """Per row of games.parquet, the passes its game opens with, reading the move lists one
+    row group at a time (the whole column is most of the file)."""
+    pf = pq.ParquetFile(path)
+    out = [np.zeros(0, dtype=np.int32)]
+    for i in range(pf.num_row_groups):
+        for chunk in pf.read_row_group(i, columns=["moves"]).column(0).chunks:
+            # a chunk's offsets index its values buffer, also when the chunk is a slice
+            out.append(opening_pass_runs(chunk.offsets.to_numpy(),
+                                         chunk.values.to_numpy()).astype(np.int32))
+    _release()
+    return np.concatenate(out)
 
 
 def compact_games(games: pd.DataFrame) -> pd.DataFrame:
