@@ -266,6 +266,32 @@ def test_report_states_the_balance_by_skill_level(skill_run: Path):
     _no_garbage(md)
 
 
+def test_one_question_gets_one_verdict_in_the_headline_the_verdict_and_the_table(
+        skill_run: Path):
+    """Issue 28, item 5: the headline said "differs ... beyond +-2.0" and the Verdict section
+    "undecided ... (Holm over 2)" for the same first seat under the same level. The
+    headline's question is asked alone everywhere; the other pairings stay one family."""
+    from patchsim.analysis import skill as sk
+    from patchsim.reporting.report import headline_questions
+
+    md = (write_report(skill_run).parent / "report.md").read_text(encoding="utf-8")
+    games = load_games(skill_run)
+    (trace,) = sk.run_traces(games)
+    _e, v = sk.headline(trace.level_deals, len(trace.levels) - 1, trace.margin)
+    text = v.text()
+    strong = trace.levels[-1]
+    assert headline_questions(games) == [("edition2", f"{strong} vs {strong}")]
+    head = section(md, "Headline")
+    assert text in head
+    verdict = section(md, "Verdict")
+    line = next(ln for ln in verdict.splitlines() if f"with {strong} vs {strong}," in ln)
+    assert f"against 50%: {text}" in line
+    # the other pairings are one Holm family of their own, and say so
+    others = [ln for ln in verdict.splitlines() if "against 50%:" in ln and ln != line]
+    assert len(others) == 2 and all("(Holm over 2: " in ln for ln in others)
+    assert "(Holm over" not in line
+
+
 def test_report_errors_are_plain(tmp_path: Path, small_run: Path):
     with pytest.raises(ReportError, match="not a run folder"):
         write_report(tmp_path / "missing")

@@ -368,7 +368,9 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     ``adjustment`` says which family a row is in; ``p_holm`` keeps the adjusted p-value of
     no change (its old name), ``p_equivalent`` the adjusted p-value of equivalence,
     ``p_beyond`` that of a change beyond the margin; then
-    ``verdict_kind``, ``verdict``, ``more_deals``, ``negligible``, and ``different`` /
+    ``verdict_kind``, ``verdict``, ``more_deals``, ``negligible``, the interval the verdict
+    is read off and prints (``verdict_lo``, ``verdict_hi`` at ``verdict_level``: the 95%
+    one for a family of one, else its family's adjusted level), and ``different`` /
     ``equivalent`` with at least MIN_DEALS deals. Rates get the frame's equivalence margin
     (``attrs["margin"]``); the other metrics have none (a margin of 0: differs or
     undecided)."""
@@ -377,7 +379,9 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
         np.where(f["kind"] == "rate", float(f.attrs.get("margin", est.DEFAULT_MARGIN)), 0.0)
         for f in frames])
     prim = (cat["metric"] == PRIMARY).to_numpy() if "metric" in cat else np.ones(len(cat), bool)
-    changes = [est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha)
+    # rates keep their bounds, so an interval at a family's level is clipped as theirs is
+    changes = [est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha,
+                            est.RATE_DIFF_BOUNDS if r.kind == "rate" else None)
                for r in cat.itertuples(index=False)]
     found: list[est.Verdict | None] = [None] * len(cat)
     for sel, family in ((prim, "holm"), (~prim, "bh")):
@@ -394,11 +398,16 @@ def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
     cat["verdict"] = [verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
     cat["more_deals"] = [v.more_deals for v in verdicts]
     cat["negligible"] = [v.negligible for v in verdicts]
+    # the interval each verdict is read off and prints (its family's adjusted level)
+    cat["verdict_lo"] = [v.interval.lo for v in verdicts]
+    cat["verdict_hi"] = [v.interval.hi for v in verdicts]
+    cat["verdict_level"] = [v.interval.level for v in verdicts]
     start = 0
     for f in frames:
         part = cat.iloc[start:start + len(f)]
         for col in ("p_holm", "p_equivalent", "p_beyond", "adjustment", "verdict_kind",
-                    "verdict", "more_deals", "negligible"):
+                    "verdict", "more_deals", "negligible", "verdict_lo", "verdict_hi",
+                    "verdict_level"):
             f[col] = part[col].to_numpy()
         enough = f["deals"] >= MIN_DEALS
         f["different"] = enough & (f["verdict_kind"] == "differs")

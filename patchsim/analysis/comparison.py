@@ -30,7 +30,8 @@ VERDICT_LEVEL = est.VERDICT_LEVEL  # a change's interval, as its verdict reads i
 
 # the columns :func:`decide` adds, in order
 VERDICT_COLUMNS = ("p_adjusted", "p_equivalent", "p_beyond", "verdict_kind", "verdict",
-                   "more_deals", "negligible", "family")
+                   "more_deals", "negligible", "family", "verdict_lo", "verdict_hi",
+                   "verdict_level")
 
 
 def verdict_text(v: est.Verdict, m: Metric | str) -> str:
@@ -76,7 +77,9 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     ``level``), ``deals``, ``p`` (the raw t-test of no change), then the adjusted
     ``p_adjusted`` (no change), ``p_equivalent``, ``p_beyond``, ``verdict_kind``, ``verdict``
     (``text(verdict, metric)``, by default :func:`verdict_text`), ``more_deals``,
-    ``negligible``, ``family`` and ``margin``."""
+    ``negligible``, ``family``, ``margin``, and the interval the verdict is read off and
+    prints (``verdict_lo``, ``verdict_hi`` at ``verdict_level``: the family's adjusted
+    level; the 95% ``lo``, ``hi`` for a family of one)."""
     ms = [metric(m) for m in metrics]
     keys = [k for k in ("pairing", "deal") if k in base_deals.columns
             and k in variant_deals.columns]
@@ -124,6 +127,10 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     out["more_deals"] = [v.more_deals for v in found]
     out["negligible"] = [v.negligible for v in found]
     out["family"] = family
+    # the interval each verdict is read off and prints: its family's adjusted level
+    out["verdict_lo"] = [v.interval.lo for v in found]
+    out["verdict_hi"] = [v.interval.hi for v in found]
+    out["verdict_level"] = [v.interval.level for v in found]
     return out
 
 

@@ -22,6 +22,7 @@ by the other table modules (leather, patches, scores).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -159,7 +160,8 @@ def seat_information(games: pd.DataFrame, alpha: float = 0.05,
 
 
 def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
-                           alpha: float = 0.05) -> pd.DataFrame:
+                           alpha: float = 0.05,
+                           alone: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
     """Per ruleset and pairing: the first seat's win rate (:func:`estimators.rate`: per-deal
     interval) and its verdict against 50% (:func:`estimators.verdicts`: "equivalent within
     +-margin", "differs by X [a, b], beyond +-margin" or "undecided"; ``p_value``
@@ -171,7 +173,10 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     deal decides the outcome; not defined when a deal is one distinct game).
     ``seat_informative`` and ``seat_reason`` (:func:`seat_information`): False, with why,
     for a pairing whose games the skill gap decides; its verdict then tells nothing about the
-    seats, however it reads."""
+    seats, however it reads. ``alone``: (ruleset, pairing) rows that are each a question of
+    their own (a report's headline: the first seat under the strongest level), decided
+    alone as the headline decides them, so the report gives one verdict for one question;
+    the other rows stay one Holm family (``family`` says which a row is in)."""
     games = distinct(games)
     copies = copied_pairings(games)
     rows = []
@@ -196,12 +201,26 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
             "few": e.deals < MIN_DEALS,
         })
         rows[-1]["seat_informative"], rows[-1]["seat_reason"] = seat_information(g, alpha)
-    # one family: every ruleset and pairing of the table is a claim of balance (Holm)
-    for r, v in zip(rows, est.verdicts([r.pop("_est") for r in rows], margin, 0.5, alpha,
-                                       family="holm"), strict=True):
+    # one family: every ruleset and pairing of the table is a claim of balance (Holm), but
+    # for the rows asked alone (a headline's question: its verdict is the headline's)
+    keys = {(str(a), str(b)) for a, b in alone}
+    single = [(str(r["ruleset"]), str(r["pairing"])) in keys for r in rows]
+    ests = [r.pop("_est") for r in rows]
+    found: list[est.Verdict | None] = [None] * len(rows)
+    for pick, family in ((True, "none"), (False, "holm")):
+        idx = [i for i, s in enumerate(single) if s == pick]
+        if not idx:
+            continue
+        vs = est.verdicts([ests[i] for i in idx], margin, 0.5, alpha, family=family)
+        for i, one in zip(idx, vs, strict=True):
+            found[i] = one
+    for r, v in zip(rows, found, strict=True):
+        assert v is not None
         r.update(p_value=v.p_difference, balanced_p=v.p_equivalence,
                  verdict_kind=v.kind, verdict=v.text(100.0, " points"),
-                 more_deals=v.more_deals)
+                 more_deals=v.more_deals, verdict_lo=v.interval.lo,
+                 verdict_hi=v.interval.hi, verdict_level=v.interval.level,
+                 family=v.family if v.family_size > 1 else "none")
     return pd.DataFrame(rows)
 
 

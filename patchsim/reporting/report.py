@@ -13,6 +13,9 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+import pandas as pd
+
+from patchsim.analysis import skill as sk
 from patchsim.analysis import stats as st
 from patchsim.analysis.bootstrap import LARGE_RUN_RESAMPLES, RESAMPLES
 from patchsim.analysis.compare import (
@@ -106,6 +109,20 @@ def comparisons_for(run: Run, other: Run | None, margin: float) -> list[Comparis
     return out
 
 
+def headline_questions(games: pd.DataFrame) -> list[tuple[str, str]]:
+    """(ruleset, self-play pairing) of each ruleset's strongest level: the question the
+    report's headline asks of the first seat (:func:`skill.run_traces` orders the levels)."""
+    out = []
+    for trace in sk.run_traces(games):
+        bot = trace.levels[-1]
+        g = games[(games["ruleset"].astype(str) == trace.ruleset).to_numpy()
+                  & (games["bot0"].astype(str) == bot).to_numpy()
+                  & (games["bot1"].astype(str) == bot).to_numpy()]
+        if len(g):
+            out.append((trace.ruleset, str(g["pairing"].iloc[0])))
+    return out
+
+
 def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> list[Section]:
     """Every section of the report, tables and figures computed once."""
     # deterministic self-play: each deal's copy is detected once here and counted once by
@@ -114,7 +131,10 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     # the one resample count; beyond 50,000 games fewer (cost grows with games x resamples)
     n_boot = RESAMPLES if len(g) <= 50_000 else LARGE_RUN_RESAMPLES
     pairings = st.pairing_table(g)
-    fpa = st.first_player_advantage(g, margin=margin)
+    # the headline's questions (the first seat under each ruleset's strongest level) are
+    # asked alone, as the headline asks them: the Verdict section and the tables then give
+    # the headline's verdict for them, not a second one from a larger family
+    fpa = st.first_player_advantage(g, margin=margin, alone=headline_questions(g))
     skill = st.skill_balance(g, margin=margin)
     scores = st.score_table(g, n_boot=n_boot)
     summary = st.game_summary(g)

@@ -50,7 +50,10 @@ def comparison_section(c: Comparison) -> Section:
             "for the first-seat win rate (the primary question), Benjamini-Hochberg for the "
             "exploratory others, for the tests of no change, of equivalence and of a change "
             f"beyond the margin alike; the verdict uses these and, for rates, the "
-            f"+-{100 * c.margin:g}-point equivalence margin (other metrics have none)")
+            f"+-{100 * c.margin:g}-point equivalence margin (other metrics have none), and "
+            "is read off the interval printed in it: in a family of several rows the interval "
+            "at the level its adjusted test was made, named beside it (wider than the 95% "
+            "one)")
         add_figure(s, f"compare-{slug(c.label_b)}", plots.comparison_chart(m, c.margin),
                  "Changes in rates with paired (thick) and unpaired (thin) 95% intervals; "
                  f"grey: +-{100 * c.margin:g} points.")
