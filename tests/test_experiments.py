@@ -517,6 +517,27 @@ def test_gate_tests_every_tolerance_and_pairing_sequentially(tmp_path: Path) -> 
     assert res.code == 0 and all("holds (decided at deal" in ln for ln in res.lines[1:-1])
 
 
+def test_a_check_that_holds_prints_the_interval_that_shows_it_or_says_why_not() -> None:
+    """Issue 28: `check experiments/fair-start.yaml` printed "holds" beside an anytime-valid
+    [0.4638, 0.5446], wider than its own band [0.47, 0.53]."""
+    from patchsim.analysis.estimators import BandTest, Estimate
+    from patchsim.experiments.gate import decision_words
+
+    band = BandTest(0.47, 0.53)
+    wide = Estimate(0.5042, 0.01, 0.4638, 0.5446, 1500, 0.35)
+    said = decision_words("holds", wide, band, 1203)
+    assert said.startswith("holds (decided at deal 1203 by the sequential test")
+    assert "wider than the band" in said
+    narrow = Estimate(0.50, 0.005, 0.485, 0.515, 9000, 0.35)
+    assert decision_words("holds", narrow, band, 9000) == (
+        "holds (decided at deal 9000; the interval lies inside the band)")
+    out = Estimate(0.60, 0.01, 0.56, 0.64, 900, 0.35)
+    assert decision_words("fails", out, band, 900).endswith("the interval lies beyond the band)")
+    near = Estimate(0.53, 0.005, 0.52, 0.54, 900, 0.35)
+    assert "still reaches inside the band" in decision_words("fails", near, band, 900)
+    assert decision_words("undecided", near, band, 900) == "undecided"
+
+
 def test_an_undecided_gate_continues_on_the_same_folder(tmp_path: Path) -> None:
     """The sequential test keeps its error rates however long it runs: exit 2 says to run it
     again with a larger budget, and the second run continues from the deals played."""

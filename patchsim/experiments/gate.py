@@ -9,7 +9,9 @@ played, not how often the test looks. "Holds" needs every check to accept the in
 band: when a true value lies on an edge, the gate passes with probability at most about alpha.
 The interval printed beside each check is anytime-valid (a confidence sequence,
 :func:`patchsim.analysis.estimators.anytime_estimate`), at the deal that decided: it keeps its
-95% coverage although the gate chose when to stop by looking at the data.
+95% coverage although the gate chose when to stop by looking at the data. It can be wider
+than the band when the check holds (it covers every look at once; the test needs less):
+then the line says which test decided and why (:func:`decision_words`).
 "Fails" needs one check to accept an edge: when every true value lies at the centre of its
 band (or ``resolution`` inside a one-sided bound), a false fail has probability at most about
 beta, split over the checks. Nothing is decided on fewer than ``MIN_DEALS`` deals.
@@ -28,7 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from patchsim.analysis.estimators import FAIL, MIN_DEALS, PASS, BandTest, anytime_estimate
+from patchsim.analysis.estimators import (
+    FAIL,
+    MIN_DEALS,
+    PASS,
+    BandTest,
+    Estimate,
+    anytime_estimate,
+)
 from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment
@@ -80,6 +89,31 @@ def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
             resolution = max(0.25 * sd, 1e-9)
             min_deals = max(MIN_DEALS, RESOLUTION_DEALS)
     return BandTest(tol.low, tol.high, alpha, beta, min_deals, resolution)
+
+
+def decision_words(status: str, interval: Estimate, test: BandTest, at: int) -> str:
+    """A check's decision beside the interval it prints: when that interval shows it (inside
+    the band for "holds", wholly beyond an edge for "fails") it says so; otherwise which test
+    decided and why the printed interval is wider, so that "holds" never sits unexplained
+    beside an interval that leaves the band."""
+    if status not in ("holds", "fails"):
+        return status
+    inside = interval.lo >= test.low and interval.hi <= test.high
+    beyond = interval.hi < test.low or interval.lo > test.high
+    if status == "holds" and inside:
+        return f"holds (decided at deal {at}; the interval lies inside the band)"
+    if status == "fails" and beyond:
+        return f"fails (decided at deal {at}; the interval lies beyond the band)"
+    if status == "holds":
+        return (f"holds (decided at deal {at} by the sequential test: at every edge its "
+                "likelihood ratio for a mean inside the band crossed Wald's bound, a false "
+                "pass at most about alpha for a mean on an edge; the anytime-valid interval "
+                "is wider than the band because it covers the mean at every number of deals "
+                "at once, which the test's decision does not need)")
+    return (f"fails (decided at deal {at} by the sequential test: the deals favour a mean on "
+            f"an edge over one {test.step:g} inside it, a false fail at most about beta for "
+            "a mean that far inside; the anytime-valid interval still reaches inside the "
+            "band, so the mean may lie just inside an edge: the band is too tight to pass)")
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
@@ -136,10 +170,9 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
             est = anytime_estimate(x[:at] if st != "undecided" else x, 0.95,
                                    n0=max(MIN_DEALS, step // 2))
             statuses.append(st)
-            when = f" (decided at deal {at})" if st != "undecided" else ""
             lines.append(f"  {pairing}: {tol.describe()}: {est.value:.4f} "
                          f"[{est.lo:.4f}, {est.hi:.4f}] anytime-valid 95% ({est.deals} "
-                         f"deals) -> {st}{when}")
+                         f"deals) -> {decision_words(st, est, test, at)}")
         for ln in lines:
             say(ln)
         return bool(statuses) and (all(s == "holds" for s in statuses)
