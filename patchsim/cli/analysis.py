@@ -128,35 +128,32 @@ def compare(
     # Two run folders that share deals (same seed and bots): B is compared with A and the
     # report is written into B's folder. Two rulesets: both are played on the same deals in
     # one run (an experiment of two rulesets) whose report compares them.
-    from patchsim.analysis.compare import CompareError, compare_rulesets
-    from patchsim.reporting.report import ReportError, load_run, write_report
+    from patchsim.analysis.compare import CompareError
+    from patchsim.reporting.report import ReportError, comparisons_for, load_run, write_report
 
     _check_margin(margin)
     dirs = (_is_run_dir(a), _is_run_dir(b))
     try:
         if all(dirs):
-            from patchsim.analysis.compare import compare as compare_runs
-
             if Path(a).resolve() == Path(b).resolve():
                 raise fail(f"{a} and {b} are the same run folder: compare a run with another")
             _refuse_same_experiment(a, b)
 
-            ra, rb = load_run(a), load_run(b)
-            c = compare_runs(ra.games, rb.games, ra.events, rb.events, margin=margin,
-                             label_a=ra.label, label_b=rb.label)
-            path = write_report(b, compare_with=a, margin=margin)
+            # one verdict object: the lines printed here are the report's
+            cs = comparisons_for(load_run(b), load_run(a), margin)
+            path = write_report(b, compare_with=a, margin=margin, comparisons=cs)
         elif any(dirs):
             which = a if dirs[0] else b
             raise fail(f"{which} is a run folder but the other argument is not; give two run "
                         "folders or two rulesets")
         else:
             run_dir = _run_two_rulesets(a, b, games, bots, out, seed, jobs)
-            run = load_run(run_dir)
-            c = compare_rulesets(run.games, run.events, margin=margin)
-            path = write_report(run_dir, margin=margin)
+            cs = comparisons_for(load_run(run_dir), None, margin)
+            path = write_report(run_dir, margin=margin, comparisons=cs)
     except (CompareError, ReportError) as e:
         raise fail(e) from None
-    typer.echo(c.verdict())
+    for c in cs:
+        typer.echo(c.verdict())
     typer.echo(f"report: {path}")
 
 

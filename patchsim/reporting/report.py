@@ -51,14 +51,17 @@ from patchsim.reporting.skill_section import report_sections
 
 
 def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
-                 margin: float = 0.02) -> Path:
+                 margin: float = 0.02,
+                 comparisons: list[Comparison] | None = None) -> Path:
     """Write ``run_dir/report.html`` (self-contained) and ``run_dir/report.md`` (images in
     ``run_dir/figures/``); return the HTML path. With several rulesets in the run, each is
     compared with the first; with ``compare_with`` (another run folder on the same deals),
-    this run is compared with that one, which is then the reference."""
+    this run is compared with that one, which is then the reference. ``comparisons``: those
+    of :func:`comparisons_for`, when the caller prints them too (the CLI's lines), so that
+    the report and the caller read the same verdicts."""
     run = load_run(run_dir)
     other = load_run(compare_with) if compare_with is not None else None
-    doc = build_document(run, other, margin)
+    doc = build_document(run, other, margin, comparisons)
     # atomic: a full disk part-way leaves the previous report (or none), never a truncated one
     try:
         out_html, _md = write(doc, run.run_dir, "report")
@@ -72,10 +75,11 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
     return out_html
 
 
-def build_document(run: Run, other: Run | None = None, margin: float = 0.02) -> Document:
+def build_document(run: Run, other: Run | None = None, margin: float = 0.02,
+                   comparisons: list[Comparison] | None = None) -> Document:
     """The report as a Document (:mod:`patchsim.document`), every section built."""
     title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
-    return Document(title, build_sections(run, other, margin))
+    return Document(title, build_sections(run, other, margin, comparisons))
 
 
 def render_markdown(title: str, sections: list[Section], run_dir: Path) -> str:
@@ -123,8 +127,10 @@ def headline_questions(games: pd.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
-def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> list[Section]:
-    """Every section of the report, tables and figures computed once."""
+def build_sections(run: Run, other: Run | None = None, margin: float = 0.02,
+                   comparisons: list[Comparison] | None = None) -> list[Section]:
+    """Every section of the report, tables and figures computed once (``comparisons``: those
+    of :func:`comparisons_for`, if the caller has them already)."""
     # deterministic self-play: each deal's copy is detected once here and counted once by
     # every table below (they see the same ``distinct`` table)
     g, e = distinct(run.games), run.events
@@ -142,7 +148,8 @@ def build_sections(run: Run, other: Run | None = None, margin: float = 0.02) -> 
     leather = st.leather_table(g, e)
     bonus = st.bonus_table(g, e, run.rulesets)
     bonus_ev = st.bonus_events(g, e)
-    comparisons = comparisons_for(run, other, margin)
+    if comparisons is None:
+        comparisons = comparisons_for(run, other, margin)
     planning = plan(g)
     few = int(fpa["deals"].min()) if len(fpa) else 0
 
