@@ -1,7 +1,9 @@
 """The skill trace's figures as JSON: per level its budget, cost (games/s), the first seat's
-win rate with its 95% interval, the share of degenerate games and the strength gained over
-the level below (win rate, Elo, Elo per doubling, cumulative Elo); the convergence verdict,
-the headline and the diversity check at the strongest level.
+win rate with its 95% interval, the share of degenerate games, how well it packs (mean final
+score, 7x7 bonus share, isolated holes at the end, games opening with 6+ passes, each with
+its 95% interval over deals) and the strength gained over the level below (win rate, Elo,
+Elo per doubling, cumulative Elo); the convergence verdict, the headline and the diversity
+check at the strongest level.
 
 Strength and convergence are measured here (and by ``patchsim ladder``), not by timed tests.
 

@@ -166,6 +166,28 @@ def test_degenerate_games_are_counted_per_level() -> None:
         assert {m, f"{m}_lo", f"{m}_hi"} <= set(t.columns)
 
 
+def test_each_level_shows_how_well_it_packs() -> None:
+    p = -1  # a pass
+    games = pd.DataFrame([
+        _game(0, 0, "a", scores=(20, 10)), _game(0, 1, "a", scores=(6, 4)),
+        _game(1, 0, "a", scores=(-30, 2)), _game(1, 1, "a", scores=(8, 8))]).assign(
+        holes0=[1, 0, 4, 2], holes1=[3, 0, 0, 2], bonus0=[True, False, False, False],
+        moves=[np.array([p] * 7 + [5]), np.array([3, p]), np.array([p] * 5 + [2]),
+               np.array([p] * 6)])
+    d = sk.level_deals(games, None, ["a"]).set_index("deal")
+    assert d.loc[0, "mean_score"] == 10.0 and d.loc[1, "mean_score"] == -3.0
+    assert d.loc[0, "holes"] == 1.0 and d.loc[1, "holes"] == 2.0
+    assert d.loc[0, "opens_with_passes"] == 0.5 and d.loc[1, "opens_with_passes"] == 0.5
+    assert d.loc[0, "bonus_rate"] == 0.5
+    t = sk.level_table(d.reset_index(), ["a"])
+    assert t.loc[0, "holes"] == 1.5 and t.loc[0, "opens_with_passes"] == 0.5
+    assert t.loc[0, "opens_with_passes_lo"] < 0.5 < t.loc[0, "opens_with_passes_hi"]
+    # a run stored before the holes (and a table without moves): missing, never zero
+    old = sk.level_table(sk.level_deals(pd.DataFrame([_game(0, 0, "a"), _game(0, 1, "a")]),
+                                        None, ["a"]), ["a"])
+    assert math.isnan(old.loc[0, "holes"]) and math.isnan(old.loc[0, "opens_with_passes"])
+
+
 def test_a_deterministic_levels_copies_count_once() -> None:
     # both games of each deal identical: the copy of each is dropped, the values unchanged
     games = pd.DataFrame([_game(k, o, "a", winner=0) for k in range(3) for o in (0, 1)])
@@ -260,8 +282,14 @@ def test_a_tiny_trace_runs_and_produces_every_column(tiny_trace, tmp_path) -> No
     figures = json.loads((folder / "trace.json").read_text())
     assert [r["bot"] for r in figures["levels"]] == t.levels
     assert figures["verdict"] == t.verdict.text()
+    # how well each level packs, measured (the games record the holes and the moves)
+    for r in figures["levels"]:
+        for m in ("mean_score", "bonus_rate", "holes", "opens_with_passes"):
+            assert len(r[m]) == 3 and r[m][0] is not None, (r["bot"], m)
+    assert not t.levels_table[["holes", "opens_with_passes"]].isna().any().any()
     md = (folder / "skill.md").read_text()
     assert "## Headline" in md and t.verdict.text() in md and "(skill.png)" in md
+    assert "holes at the end" in md and "opens with 6+ passes" in md
     with pytest.raises(SkillError, match="already exists"):
         write_trace(t, folder)
 

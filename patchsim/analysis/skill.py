@@ -7,7 +7,8 @@ as the unit and the intervals and verdicts of :mod:`patchsim.analysis.estimators
 
 - :func:`level_deals` / :func:`level_table`: each level's self-play balance (first-seat win
   rate, the first seat's score margin, tie-break and bonus shares, leather figures, the share
-  of degenerate games), one row per level with 95% intervals over deals.
+  of degenerate games) and how well it packs (mean final score, isolated holes at the end,
+  games opening with 6+ passes), one row per level with 95% intervals over deals.
 - :func:`duel_deals` / :func:`duel_table`: each level against the level below (seat-swapped,
   common deals): the stronger level's win rate, its Elo gain, the gain per doubling of the
   budget and the cumulative Elo of the ladder.
@@ -28,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.degenerate import OPENING_PASSES, opens_with_passes
 from patchsim.analysis.metrics import deal_metrics
+from patchsim.analysis.packing import seat_mean
 from patchsim.analysis.seats import seat_information
 from patchsim.analysis.selfplay import distinct, two_different_games
 from patchsim.analysis.tables import EventSummary
@@ -44,12 +47,16 @@ ELO_PER_LOGIT = 400 / math.log(10)
 LEVEL_METRICS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "first_player_win": ("first seat wins", est.WIN_BOUNDS),
     "score_diff": ("first seat's score margin", None),
+    # how well the level packs (issue 29): both seats' final score, the holes they leave
+    "mean_score": ("mean final score", None),
     "tie_break_rate": ("decided by the tie-break", est.WIN_BOUNDS),
     "bonus_rate": ("7x7 bonus taken", est.WIN_BOUNDS),
+    "holes": ("isolated holes at the end", None),
     "leather_useful": ("placed leather filled a hole", est.WIN_BOUNDS),
     "first_leather_useful": ("first leather filled a hole", est.WIN_BOUNDS),
     "passes": ("passes per game", None),
     "degenerate": ("degenerate games", est.WIN_BOUNDS),
+    "opens_with_passes": (f"open with {OPENING_PASSES}+ passes", est.WIN_BOUNDS),
     "many_passes": (f"{DEGENERATE_PASSES}+ passes", est.WIN_BOUNDS),
     "deep_negative": (f"a seat below {DEGENERATE_SCORE}", est.WIN_BOUNDS),
     # how diverse the self-play is: a deal whose two games (one per seat order) are the same
@@ -93,6 +100,10 @@ def level_deals(games: pd.DataFrame, events: pd.DataFrame | EventSummary | None,
         "tie_break_rate": g["tie_break"].to_numpy(dtype=float),
         "bonus_rate": (g["bonus0"] | g["bonus1"]).to_numpy(dtype=float),
         "passes": (g["passes0"] + g["passes1"]).to_numpy(dtype=float),
+        # per seat, averaged (NaN in a run stored before the holes, or without moves)
+        "mean_score": seat_mean(g, "score"),
+        "holes": seat_mean(g, "holes"),
+        "opens_with_passes": opens_with_passes(g).to_numpy(dtype=float),
     })
     many = own["passes"].to_numpy() >= DEGENERATE_PASSES
     low = (np.minimum(g["score0"], g["score1"]) < DEGENERATE_SCORE).to_numpy()

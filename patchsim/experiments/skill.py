@@ -60,6 +60,8 @@ EPSILON = 0.05
 METHODS = ("temperature", "epsilon", "none")
 TIMED_ITERATIONS = 10**6  # under a time budget the iterations only bound the tree
 STUDY_FILE = "trace.json"
+# the level table's packing figures a trace's JSON gives per level (issue 29)
+PACKING_FIGURES = ("mean_score", "bonus_rate", "holes", "opens_with_passes")
 GAME_ID_STRIDE = 10**12  # game ids of one part of the trace: far below this
 
 
@@ -176,8 +178,8 @@ class SkillTrace:
     def figures(self) -> dict[str, Any]:
         """The trace's figures as plain data (what the benchmark prints as JSON and the
         trace folder stores): per level its budget, cost, metric, strength gain,
-        degenerate share and share of deals with two different games, the verdict and the
-        diversity check."""
+        degenerate share and share of deals with two different games, how well it packs
+        (``PACKING_FIGURES``, each [value, lo, hi]), the verdict and the diversity check."""
         rows = []
         duels = self.duels_table.set_index("level")
         for r in self.levels_table.itertuples():
@@ -188,6 +190,10 @@ class SkillTrace:
                                  _num(getattr(r, f"{self.metric}_lo")),
                                  _num(getattr(r, f"{self.metric}_hi"))],
                    "degenerate": _num(r.degenerate), "two_games": _num(r.two_games)}
+            # how well the level packs (issue 29), each with its 95% interval over deals
+            for m in PACKING_FIGURES:
+                row[m] = [_num(getattr(r, m)), _num(getattr(r, f"{m}_lo")),
+                          _num(getattr(r, f"{m}_hi"))]
             if i in duels.index:
                 d = duels.loc[i]
                 row.update({"win_vs_below": [_num(d["win"]), _num(d["win_lo"]),

@@ -18,6 +18,7 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
+from patchsim.analysis.degenerate import OPENING_PASSES
 from patchsim.document import format as fm
 from patchsim.document.model import Col, Document, Section, Table, slug
 from patchsim.reporting.plots import png_bytes
@@ -136,21 +137,29 @@ def levels_table(trace: TraceLike) -> Table:
             "level": short_label(str(r["bot"])), "deals": fm.integer(r["deals"]),
             "first": _rate(r, "first_player_win"), "margin": _plain(r, "score_diff"),
             "tie": _rate(r, "tie_break_rate"), "bonus_rate": _rate(r, "bonus_rate"),
+            "score": _plain(r, "mean_score"), "holes": _plain(r, "holes"),
             "leather": _rate(r, "leather_useful"),
             "first_leather": _rate(r, "first_leather_useful"),
             "degenerate": _rate(r, "degenerate"),
+            "opens": _rate(r, "opens_with_passes"),
             "two": _rate(r, "two_games"),
             "cost": fm.num(r.get("games_per_s"), 1)})
     cols = [Col("level", "level", align="left"), Col("deals", "deals"),
             Col("first", "first seat wins"), Col("margin", "first seat's margin"),
             Col("tie", "tie-break"), Col("bonus_rate", "7x7 bonus"),
+            Col("score", "mean final score"), Col("holes", "holes at the end"),
             Col("leather", "leather filled a hole"),
             Col("first_leather", "first leather filled a hole"),
             Col("degenerate", "degenerate games"),
+            Col("opens", f"opens with {OPENING_PASSES}+ passes"),
             Col("two", "deals with two different games")]
-    note = (f"Degenerate: {sk.DEGENERATE_PASSES} or more passes in the game, or a seat below "
-            f"{sk.DEGENERATE_SCORE} points. Two different games: the deal's games from the two "
-            "seat orders are not the same game (how diverse the self-play is).")
+    note = ("Mean final score and holes at the end: per seat (holes: empty squares whose "
+            "four neighbours are covered or off the quilt; not recorded in runs stored "
+            f"before them). Degenerate: {sk.DEGENERATE_PASSES} or more passes in the game, or "
+            f"a seat below {sk.DEGENERATE_SCORE} points. Opens with {OPENING_PASSES}+ passes: "
+            "the game's first moves are that many passes in a row, both seats together. Two "
+            "different games: the deal's games from the two seat orders are not the same game "
+            "(how diverse the self-play is).")
     if "games_per_s" in trace.levels_table.columns:  # a played trace knows its cost
         cols.append(Col("cost", "games/s"))
         note += " Cost: games per second of the level's self-play, as played."
