@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -112,31 +110,39 @@ def test_restricted_spec() -> None:
 
 
 def test_crossing_hand_worked() -> None:
-    # deal A loses 0.1 per button, deal B 0.05: means 0.15, 0.075, 0.0 at costs 3, 4, 5 (a
-    # falling curve: the monotone fit is the means); it falls to the negligible 0.005 at
-    # 4 + 0.07 / 0.075
-    values = np.array([[0.3, 0.2, 0.1], [0.0, -0.05, -0.1]])
-    c = fit_crossing([3, 4, 5], values, seed=1, boot=4000)
-    assert c.slope == pytest.approx(-0.075) and c.intercept == pytest.approx(0.375)
-    assert c.fitted == pytest.approx((0.15, 0.075, 0.0))
-    assert c.fair == pytest.approx(4 + 0.07 / 0.075) and c.in_range and not c.flat
-    # bootstrap over 2 deals: AA (a quarter of the replicates) never falls to 0.005 (+inf),
-    # BB (a quarter) is there already at 3 (-inf), AB and BA cross where the data do
-    assert (c.fair_lo, c.fair_hi) == (-math.inf, math.inf)
-    assert (c.slope_lo, c.slope_hi) == (pytest.approx(-0.1), pytest.approx(-0.05))
-    assert c.text() == "4.9 [−∞, +∞]"  # the one set of formatters
-    assert fit_crossing([3, 4, 5], values, seed=1, boot=4000) == c  # seeded
-    up = fit_crossing([3, 4, 5], values + 0.15)  # means 0.3, 0.225, 0.15: no crossing
+    # deal A loses 0.15 a button up to cost 2, deal B 0.05, then both are flat at 0: means
+    # 0.2, 0.1, 0, 0, 0 at costs 0..4, a broken line with its kink (the fair price) at 2
+    values = np.array([[0.3, 0.15, 0.0, 0.0, 0.0], [0.1, 0.05, 0.0, 0.0, 0.0]])
+    c = fit_crossing(range(5), values, seed=1, boot=400)
+    assert c.fair == pytest.approx(2.0) and c.in_range and not c.flat and c.bounded
+    assert c.fitted == pytest.approx((0.2, 0.1, 0.0, 0.0, 0.0), abs=1e-9)
+    assert c.slope == pytest.approx(-0.1) and c.floor == pytest.approx(0.0, abs=1e-9)
+    assert c.intercept == pytest.approx(0.2)
+    # every resample of the two deals (AA, AB, BA, BB) bends at 2, falling 0.05 to 0.15 a
+    # button: the interval is the point, the fall's lower bound BB's 0.1
+    assert (c.fair_lo, c.fair_hi) == (pytest.approx(2.0), pytest.approx(2.0))
+    assert (c.slope_lo, c.slope_hi) == (pytest.approx(-0.15), pytest.approx(-0.05))
+    assert c.cheapest_lo == pytest.approx(0.1)
+    assert c.text() == "2.0 [2.0, 2.0]"
+    assert fit_crossing(range(5), values, seed=1, boot=400) == c  # seeded
+    # the same curve on a tail that sits 1.6 points below 0 (one set of deals' shared
+    # noise): the same fair price, where a crossing of a fixed level moved
+    low = fit_crossing(range(5), values - 0.016, seed=1, boot=400)
+    assert low.fair == pytest.approx(2.0) and low.floor == pytest.approx(-0.016)
+    # still falling at the highest cost: no fair price in range
+    up = fit_crossing([3, 4, 5], np.array([[0.3, 0.2, 0.1], [0.1, 0.05, 0.0]]), boot=50)
     assert not up.in_range and up.side == "above"
-    assert up.text() == "not found in 3..5 (the value is still positive at the highest cost)"
-    # one deal going down, one going up: the slope's interval holds 0
-    flat = fit_crossing([3, 4, 5], np.array([[0.3, 0.1, -0.1], [-0.2, -0.1, 0.0]]))
-    assert flat.fair == pytest.approx(3.9) and flat.in_range and flat.flat
-    assert flat.text().startswith("not identified: value flat over 3..5 (fit crosses at 3.9")
+    assert up.text() == "not found in 3..5 (the value still falls at the highest cost)"
+    # a fall of less than the negligible 0.5 points is a flat curve
+    flat = fit_crossing(range(5), np.array([[0.004, 0.0, 0.0, 0.0, 0.0]] * 2), boot=50)
+    assert flat.flat
     assert not fit_crossing([4], values[:, :1]).in_range
-    # a value that goes back up after falling (noise) is pooled: the fit never rises
-    bumpy = fit_crossing([1, 2, 3, 4], np.array([[0.2, 0.05, 0.09, 0.0]]), boot=10)
-    assert bumpy.fitted == pytest.approx((0.2, 0.07, 0.07, 0.0))
+
+
+def test_the_broken_line_reads_a_rising_curve_as_flat() -> None:
+    """A value that rises with the cost (noise) fits no falling line: the fit is flat."""
+    rising = fit_crossing(range(4), np.array([[0.0, 0.01, 0.02, 0.03]] * 3), boot=20)
+    assert rising.flat and not rising.in_range and rising.slope == 0
 
 
 def planted_values(costs: np.ndarray, knee: float, slope: float, deals: int,
@@ -155,18 +161,33 @@ def planted_values(costs: np.ndarray, knee: float, slope: float, deals: int,
                                              (4.5, np.arange(1, 12))])
 def test_the_fair_price_is_where_a_flattening_curve_reaches_zero(knee, costs) -> None:
     """A value that falls, dips and then stays at 0: the least-squares line put the
-    crossing 3-7 buttons off (18.6 for P32 crossing at about 12 over 4..24); the monotone
-    fit finds it within a button, and its bootstrap interval holds it."""
+    crossing 3-7 buttons off (18.6 for P32 crossing at about 12 over 4..24); the broken line
+    finds the knee within a button, and its bootstrap interval holds it."""
     rng = np.random.default_rng(1)
-    c = fit_crossing(costs, planted_values(costs, knee, 0.02, 1500, rng), seed=2, boot=400)
-    assert c.in_range and not c.flat
-    # the crossing a fine scan of the planted curve reads off: where its value falls to
-    # the negligible 0.5 points, a quarter button before the knee
-    assert abs(c.fair - (knee - 0.005 / 0.02)) <= 1.0
-    assert c.fair_lo <= c.fair <= c.fair_hi and c.fair_hi - c.fair_lo < 4
-    assert (np.diff(c.fitted) <= 0).all()  # monotone
-    line = -c.intercept / c.slope  # the old straight line, for contrast
-    assert abs(line - knee) > 1.0
+    v = planted_values(costs, knee, 0.02, 1500, rng)
+    c = fit_crossing(costs, v, seed=2, boot=400)
+    assert c.in_range and not c.flat and c.bounded
+    assert abs(c.fair - knee) <= 1.0
+    assert c.fair_lo <= knee <= c.fair_hi and c.fair_hi - c.fair_lo < 4
+    assert (np.diff(c.fitted) <= 1e-12).all()  # monotone
+    slope, intercept = np.polyfit(costs, v.mean(axis=0), 1)
+    assert abs(-intercept / slope - knee) > 1.0  # the old straight line, for contrast
+
+
+def test_two_sets_of_deals_agree_where_the_flat_tail_does_not() -> None:
+    """The issue's fragility: two seeds put the flat tail at +0.4 and -1.6 points (the same
+    games at every cost the patch is not bought at share one noise), and the crossing of
+    0.5 points moved by 2.5 buttons. The broken line's fair prices agree within their
+    intervals."""
+    costs = np.arange(0, 13)
+    fits = []
+    for seed, tail in ((5, 0.004), (6, -0.016)):
+        rng = np.random.default_rng(seed)
+        v = planted_values(costs, 4.5, 0.03, 1000, rng) + tail
+        fits.append(fit_crossing(costs, v, seed=seed, boot=400))
+    a, b = fits
+    assert a.bounded and b.bounded
+    assert a.fair_lo <= b.fair <= a.fair_hi and b.fair_lo <= a.fair <= b.fair_hi
 
 
 def test_a_scan_widens_toward_the_price_it_misses() -> None:
@@ -175,13 +196,17 @@ def test_a_scan_widens_toward_the_price_it_misses() -> None:
     flat = fit_crossing(high, planted_values(high, 4.5, 0.02, 300, rng), boot=200)
     assert flat.flat or flat.side == "below"
     assert widen_costs(list(high), flat, 30) == [4, 6]
-    low = np.arange(0, 5)  # a free patch still worth a lot at 4
+    low = np.arange(0, 5)  # a free patch still worth a lot at 4: its interval reaches above
     pos = fit_crossing(low, planted_values(low, 12.0, 0.02, 300, rng), boot=200)
-    assert pos.side == "above" and widen_costs(list(low), pos, 30) == [6, 8]
+    assert not pos.bounded and widen_costs(list(low), pos, 30) == [6, 8]
     assert widen_costs([0, 1, 2], flat, 30) == []  # at 0 already: nowhere to go
-    found = fit_crossing(np.arange(2, 12), planted_values(np.arange(2, 12), 4.5, 0.02, 300,
+    found = fit_crossing(np.arange(2, 12), planted_values(np.arange(2, 12), 6.5, 0.02, 300,
                                                           rng), boot=200)
-    assert widen_costs(list(range(2, 12)), found, 30) == []
+    assert found.bounded and widen_costs(list(range(2, 12)), found, 30) == []
+    # bounded means two costs measured beyond each end of the interval: one is not enough
+    edge = fit_crossing(np.arange(2, 12), planted_values(np.arange(2, 12), 2.5, 0.02, 300,
+                                                         rng), boot=200)
+    assert not edge.bounded and widen_costs(list(range(2, 12)), edge, 30) == [0]
 
 
 def test_price_readings_in_both_directions() -> None:
@@ -210,6 +235,27 @@ def test_price_readings_in_both_directions() -> None:
     assert price_reading(E.verdict(tiny, 0.02), low, 4).kind != "underpriced"
 
 
+def test_an_undecided_value_reads_overpriced_when_the_fair_price_is_clearly_below() -> None:
+    """The issue's plant (printed 3 -> 10, 1,000 deals a cost): -0.6 points at its price,
+    undecided (its interval reaches past -2), with the value falling to its floor near 4.5:
+    "overpriced", not "undecided at its price"."""
+    costs = np.arange(0, 13)
+    cross = fit_crossing(costs, planted_values(costs, 4.5, 0.03, 1000, np.random.default_rng(8)),
+                         boot=300)
+    assert cross.bounded and cross.fair_hi < 9
+    at10 = E.Estimate(-0.006, 0.008, -0.0217, 0.0097, 1000, 0.25)
+    v = E.verdict(at10, 0.02)
+    assert v.kind == "undecided"
+    r = price_reading(v, cross, 10)
+    assert r.kind == "overpriced" and r.text.startswith("overpriced by about ")
+    assert "its value at its price is undecided (-0.6 points at its price)" in r.text
+    assert r.lo <= 10 - 4.5 <= r.hi
+    # an unbounded interval reaching the printed cost decides nothing
+    near = fit_crossing(np.arange(8, 13), planted_values(np.arange(8, 13), 9.5, 0.03, 1000,
+                                                         np.random.default_rng(9)), boot=300)
+    assert price_reading(v, near, 10).kind == "undecided"
+
+
 def test_price_table_on_a_synthetic_study() -> None:
     rng = np.random.default_rng(0)
     study = PriceStudy(E2, "greedy", ["P19"], [-1, 0, 1], games=400, seed=2)
@@ -226,9 +272,9 @@ def test_price_table_on_a_synthetic_study() -> None:
     assert len(s) == 1 and s.iloc[0]["cost"] == 10
 
 
-def test_the_figure_draws_the_monotone_fit_the_fair_price_is_read_from() -> None:
-    """The figure showed the least-squares line and the fair price at value 0, while the
-    fair price is where the isotonic fit falls to the negligible value."""
+def test_the_figure_draws_the_fit_the_fair_price_is_read_from() -> None:
+    """The figure once showed the least-squares line and the fair price at value 0; it draws
+    the broken line the fair price is read from, with its kink, and marks the kink."""
     from patchsim.experiments.prices import crossings
     from patchsim.experiments.prices_files import plot_prices
 
@@ -238,12 +284,15 @@ def test_the_figure_draws_the_monotone_fit_the_fair_price_is_read_from() -> None
         study.values[("P19", d)] = np.clip(mean + rng.choice([-0.3, 0.0, 0.3], 200), -0.5, 0.5)
     fit = crossings(study)["P19"]
     ax = plot_prices(study).axes[0]
-    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(fit.costs)
+    assert fit.in_range and not fit.flat
+    want = sorted([*zip(fit.costs, fit.fitted, strict=True), (fit.fair, fit.floor)])
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == len(want)
               and ln.get_linestyle() == "-"]
-    assert any(np.allclose(ln.get_ydata(), 100 * np.array(fit.fitted)) for ln in curves)
+    assert any(np.allclose(ln.get_xdata(), [x for x, _ in want])
+               and np.allclose(ln.get_ydata(), [100 * y for _, y in want]) for ln in curves)
     marks = [ln for ln in ax.get_lines() if ln.get_marker() == "x"]
-    if fit.in_range and not fit.flat:
-        assert marks and marks[0].get_ydata()[0] == pytest.approx(100 * fit.negligible)
+    assert marks and marks[0].get_xdata()[0] == pytest.approx(fit.fair)
+    assert marks[0].get_ydata()[0] == pytest.approx(100 * fit.floor)
 
 
 def test_command_writes_its_files(tmp_path) -> None:

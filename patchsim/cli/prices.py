@@ -45,11 +45,12 @@ def prices(
                                             "reports/<ruleset>-prices/<time>).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress (a line per patch).")] = True,
     widen: Annotated[bool, typer.Option(help="Add costs (down to 0, or up) for a patch whose "
-                                        "fair price is not found in the costs measured.")]
+                                        "fair price's interval is not bounded by the costs "
+                                        "measured.")]
     = True,
 ) -> None:
     """Causal patch prices: the win rate a bot loses when forbidden to buy each patch
-    (restricted play), and the cost at which that value reaches zero (price response).
+    (restricted play), and the cost at which that value stops falling (price response).
     Writes prices.csv, patches.csv, prices.md, prices.html and prices.png into a new folder."""
     from patchsim.document.render import section_markdown
     from patchsim.engine.ruleset import RulesetError, load_ruleset

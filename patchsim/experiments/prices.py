@@ -11,14 +11,16 @@ the player who is behind). Here the patch is the treatment:
    the patches) come from :mod:`patchsim.analysis.estimators`.
 2. **Price response.** X's cost is moved by each delta (``patch_changes``; a cost below 0 is
    skipped) and the restricted-play value measured again on the same deals. The value
-   falls with the cost until the bot stops buying X, where it flattens at 0, so a straight
-   line would put the crossing wherever the measured costs happen to lie; the monotone
-   (isotonic) fit of value against cost gives the cost at which the value falls to a
-   negligible level (0.5 points, a quarter of the margin): the *fair price*, the highest
-   cost at which having X on offer still helps the bot. Its 95%
-   interval is a seeded bootstrap over deals (a deal is resampled with all its prices, and
-   each replicate curve refitted). A scan that finds no fair price in its costs widens
-   itself (:func:`widen_costs`) and says "not found in a..b" if it still finds none.
+   falls with the cost until the bot stops buying X, where it flattens (at 0 in
+   expectation; on one set of deals wherever their shared noise puts it), so a straight
+   line would put the crossing wherever the measured costs happen to lie, and a crossing of
+   a fixed small level depends on which side of it the flat tail sits; a broken line fitted
+   to every cost measured (falling, then flat) gives the cost at which the value stops
+   falling: the *fair price*, the highest cost at which having X on offer still helps the
+   bot. Its 95% interval is a seeded bootstrap over deals (a deal is resampled with all its
+   prices, and each replicate curve refitted). A scan widens itself until that interval is
+   bounded by the costs measured (:func:`widen_costs`) and says "not found in a..b" if the
+   fair price still lies outside them.
 3. **Both directions.** An overpriced patch is one the bot stops buying, so its value at the
    printed price is about 0 ("no measurable value"): the downward scan finds the price at
    which the bot starts to buy it and gain from it, and :func:`price_reading` says
@@ -135,7 +137,7 @@ def _parse_patches(ruleset: Ruleset, patches: Sequence[str] | None) -> list[str]
     return out
 
 
-MAX_WIDEN_ROUNDS = 3  # a scan widens itself at most this often per patch
+MAX_WIDEN_ROUNDS = 5  # a scan widens itself at most this often per patch
 
 
 def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
@@ -150,11 +152,12 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
     forbidden the patch and ``bot``, on the same deals (``seed``) for every patch and cost.
     Import-path bots are looked for in ``bot_path`` too (as :func:`simulate` does).
 
-    With ``widen`` (the default) a patch whose fit finds no fair price in the costs measured
-    gets more costs, on the same deals (:func:`widen_costs`: downward when the value is not
-    positive or flat, upward when it is still positive; at most MAX_WIDEN_ROUNDS rounds, up
-    to ``max_cost``, default the base cost + 20), so that an overpriced patch, which the bot
-    stops buying, shows the price at which it starts to gain from it.
+    With ``widen`` (the default) a patch whose fair price's interval is not bounded by the
+    costs measured gets more costs, on the same deals (:func:`widen_costs`: downward when
+    the value is flat or the interval reaches below, upward when the value still falls at
+    the highest cost or the interval reaches above; at most MAX_WIDEN_ROUNDS rounds, down
+    to 0 and up to ``max_cost``, default the base cost + 20), so that an overpriced patch,
+    which the bot stops buying, shows the price at which it starts to gain from it.
 
     Raises PricesError, RulesetError, BotSpecError or RunError for a bad request before
     playing anything (except a ruleset variant a cost change makes invalid)."""
@@ -198,7 +201,7 @@ def measure_prices(ruleset: str | os.PathLike[str] | Ruleset, bot: str,
             more = widen_costs(costs, _fit(study, pid), top)
             if not more:
                 break
-            say(f"  {pid}: no fair price in {min(costs)}..{max(costs)}; adding costs "
+            say(f"  {pid}: fair price not bounded in {min(costs)}..{max(costs)}; adding costs "
                 f"{', '.join(map(str, more))}")
             _play_costs(study, pid, restricted, [c - cost for c in more], jobs, bot_path)
     return study
@@ -313,8 +316,10 @@ def price_reading(v: Verdict, cross: Crossing, cost: int,
     beyond the margin below 0: the bot buys it and loses) is overpriced. A value within the
     margin says nothing measurable is gained at the price: the fair price then decides
     between overpriced (its whole interval more than ``margin`` buttons below the cost: the
-    bot gains from the patch only when it is cheaper) and about right; "undecided" where
-    neither is shown."""
+    bot gains from the patch only when it is cheaper) and about right. A value undecided at
+    the printed cost (it may lie on either side of the margin) is overpriced too when the
+    fair price's bounded interval lies wholly more than ``margin`` buttons below the cost:
+    the value measured at every cost says so; "undecided" where neither is shown."""
     fair_ok = cross.in_range and not cross.flat
     fair = (f"fair price about {cross.fair:.1f} [{_num(cross.fair_lo)}, {_num(cross.fair_hi)}]"
             if fair_ok else f"fair price {cross.text()}")
@@ -336,6 +341,13 @@ def price_reading(v: Verdict, cross: Crossing, cost: int,
         return PriceReading("overpriced", f"a trap: the bot does better without it "
                             f"({worth}); {fair}")
     if v.kind == "undecided":
+        if fair_ok and cross.bounded and off_hi < -margin:
+            # not shown to be worth anything at its price, and the value stops falling
+            # clearly below it: the whole price response says overpriced
+            return PriceReading("overpriced", f"overpriced by about {-off:.1f} buttons "
+                                f"[{_num(-off_hi)}, {_num(-off_lo)}]: the bot gains from it "
+                                f"below about {cross.fair:.1f}; its value at its price is "
+                                f"undecided ({worth})", -off, -off_hi, -off_lo)
         return PriceReading("undecided", f"undecided at its price ({worth}); {fair}")
     # the value is within the margin at the printed cost: does it pay when cheaper?
     if fair_ok and off_hi < -margin:

@@ -23,15 +23,16 @@ def method_text(*, bot: str, deals: int, seed: int, margin: float, negligible: f
         "0.5 - the restricted bot's win rate, in points of win rate; 95% intervals over deals "
         f"(the deal is the unit). Verdicts are read off those intervals, equivalence first: "
         f"margin +-{100 * margin:.0f} points; Holm over the patches at the printed "
-        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: where a "
-        "monotone (isotonic) fit of value against cost falls to a negligible "
-        f"{100 * negligible:g} points (the bot stops buying the patch), with a 95% bootstrap "
-        "interval over "
-        "deals that refits the whole curve; a scan that finds none widens itself. Price "
-        "reading: underpriced when the value at the printed cost lies beyond the margin "
-        "above 0; overpriced when it lies beyond it below 0 (a trap) or, with no measurable "
-        f"value at the printed cost, when the fair price lies more than {price_margin:g} "
-        "button below it (the bot gains from the patch only when it is cheaper).")
+        "cost, Benjamini-Hochberg over the other costs (exploratory). Fair price: the cost "
+        "at which the value stops falling (the bot stops gaining from the patch), the kink of "
+        "a broken line (falling, then flat) fitted to the value at every cost measured, with "
+        "a 95% bootstrap interval over deals that refits the whole curve; a fall of less "
+        f"than {100 * negligible:g} points is a flat curve, and a scan widens itself until "
+        "the interval lies within its costs. Price reading: underpriced when the value at "
+        "the printed cost lies beyond the margin above 0; overpriced when it lies beyond it "
+        "below 0 (a trap) or, with no measurable or an undecided value at the printed cost, "
+        f"when the fair price's interval lies more than {price_margin:g} button below it "
+        "(the bot gains from the patch only when it is cheaper).")
 
 
 def _value(r: dict) -> str:
@@ -48,7 +49,7 @@ def summary_table(summary: pd.DataFrame) -> Table:
     return Table([Col("patch", "patch", align="left"), Col("cost", "cost"),
                   Col("value_text", "value (points) [95%]", align="left"),
                   Col("verdict", "verdict", align="left"),
-                  Col("slope_text", "value per +1 button", align="left"),
+                  Col("slope_text", "value per +1 button, while it falls", align="left"),
                   Col("fair_text", "fair price [95%]", align="left"),
                   Col("reading", "reading", align="left")], rows)
 
@@ -75,8 +76,9 @@ def prices_document(*, ruleset: str, bot: str, deals: int, seed: int, margin: fl
     s.table(summary_table(summary))
     if png is not None:
         s.figure(FIGURE, png, "Value against cost per patch: per-cost 95% intervals, the "
-                 "monotone fit the fair price is read from (solid), the negligible value "
-                 "(dashed), the printed cost (dotted), the fair price's interval (shaded).")
+                 "broken-line fit the fair price is read from (solid), the level it "
+                 "flattens at (dashed), the printed cost (dotted), the fair price's interval "
+                 "(shaded).")
     doc.sections.append(s)
     doc.sections.append(Section("Every cost").table(costs_table(table)).p(
         "The restricted bot's own search (mcts) never buys the patch, but its rollouts may; "

@@ -38,8 +38,8 @@ from patchsim.reporting.plots import new_figure, png_bytes
 
 def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
                 fits: dict[str, Crossing] | None = None):
-    """Value against cost per patch: per-cost intervals, the monotone fit the fair price is
-    read from (solid), the negligible value it must fall to (dashed), the printed cost
+    """Value against cost per patch: per-cost intervals, the broken-line fit the fair price is
+    read from (solid, with its kink), the level it flattens at (dashed), the printed cost
     (dotted) and the fair price with its interval (shaded). A matplotlib Figure."""
     table = price_table(study) if table is None else table
     fits = crossings(study) if fits is None else fits
@@ -60,14 +60,19 @@ def plot_prices(study: PriceStudy, table: pd.DataFrame | None = None,
         ax.errorbar(x, y, yerr=err, fmt="o", color="#1f77b4", capsize=3)
         c = fits[pid]
         if c.fitted:
-            # the curve the fair price is read from, not the least-squares line
-            ax.plot(c.costs, [100 * f for f in c.fitted], color="#d62728", lw=1.2)
-            ax.axhline(100 * c.negligible, color="#d62728", lw=0.6, ls="--")
-        if c.in_range and not c.flat:  # a flat fit falls nowhere: draw no fair price
+            # the curve the fair price is read from, its kink drawn where it lies
+            pts_ = [(float(x_), f) for x_, f in zip(c.costs, c.fitted, strict=True)]
+            if c.in_range and math.isfinite(c.floor):
+                pts_ = sorted([*pts_, (c.fair, c.floor)])
+            ax.plot([p for p, _ in pts_], [100 * f for _, f in pts_], color="#d62728",
+                    lw=1.2)
+            if math.isfinite(c.floor):
+                ax.axhline(100 * c.floor, color="#d62728", lw=0.6, ls="--")
+        if c.in_range and not c.flat:  # a flat fit bends nowhere: draw no fair price
             lo = max(c.fair_lo, x.min() - 1)
             hi = min(c.fair_hi, x.max() + 1)
             ax.axvspan(lo, hi, color="#d62728", alpha=0.12)
-            ax.plot([c.fair], [100 * c.negligible], marker="x", color="#d62728", ms=8)
+            ax.plot([c.fair], [100 * c.floor], marker="x", color="#d62728", ms=8)
         ax.set_title(f"{pid} (cost {study.base_cost(pid)})", fontsize=10)
         ax.set_xlabel("cost (buttons)")
         if k % cols == 0:
