@@ -150,3 +150,61 @@ def test_the_reader_derives_the_opening_passes_from_the_stored_moves(played: Pat
     whole = pq.read_table(played / "games.parquet").to_pandas()
     assert derived.tolist() == dg.opening_passes(whole).astype(int).tolist()
     assert "moves" not in read_games(played).columns  # the moves stay on disk
+
+
+# --- per bot: the report's table --------------------------------------------------------------
+def _games() -> pd.DataFrame:
+    """Two deals of a cross pairing a vs b (both seat orders) and one self-play game."""
+    p = core.PASS
+    rows = []
+    for deal, order, s0, s1, h0, h1, b0, moves in [
+            (0, 0, 20, 10, 1, 3, True, [p] * 7 + [4]),
+            (0, 1, 5, 15, 0, 2, False, [4, p]),
+            (1, 0, -30, 0, 4, 0, False, [p] * 3 + [4]),
+            (1, 1, 8, 8, 2, 2, False, [4])]:
+        a_seat = order  # bot a sits in seat `order`
+        rows.append({"ruleset": "r", "pairing": "a vs b", "game_id": 10 * deal + order,
+                     "deal": deal, "order": order, "bot0": "a" if a_seat == 0 else "b",
+                     "bot1": "b" if a_seat == 0 else "a", "score0": s0, "score1": s1,
+                     "holes0": h0, "holes1": h1, "bonus0": b0, "bonus1": False,
+                     "passes0": 3, "passes1": 3, "moves": np.array(moves)})
+    return pd.DataFrame(rows)
+
+
+def test_the_packing_table_gives_each_bot_its_own_seats() -> None:
+    from patchsim.analysis.packing import packing_table
+
+    t = packing_table(_games()).set_index("bot")
+    # a: seat 0 in order 0 (20, 1 hole, the bonus; -30, 4 holes), seat 1 in order 1 (15, 2;
+    # 8, 2): per deal 17.5 and -11, mean 3.25
+    assert t.loc["a", "score"] == pytest.approx(3.25)
+    assert t.loc["a", "holes"] == pytest.approx(2.25)
+    assert t.loc["a", "bonus"] == pytest.approx(0.25) and t.loc["b", "bonus"] == 0.0
+    assert t.loc["b", "score"] == pytest.approx((7.5 + 4) / 2)
+    # per game, shared by the two bots: deal 0 has one of two games opening with 7 passes
+    assert t.loc["a", "opens_with_passes"] == t.loc["b", "opens_with_passes"] == 0.25
+    assert t.loc["a", "degenerate"] == 0.25  # the seat on -30
+    assert t.loc["a", "games"] == 4 and t.loc["a", "deals"] == 2
+    assert t.loc["a", "score_lo"] < 3.25 < t.loc["a", "score_hi"]
+
+
+def test_the_packing_table_of_an_older_run_leaves_the_holes_missing() -> None:
+    from patchsim.analysis.packing import packing_table
+
+    g = _games().drop(columns=["holes0", "holes1", "moves"])
+    t = packing_table(g)
+    assert t["holes"].isna().all() and t["opens_with_passes"].isna().all()
+    assert t["score"].notna().all()
+
+
+def test_the_report_shows_how_well_each_bot_packs(played: Path) -> None:
+    from patchsim.document.model import Document
+    from patchsim.document.render import to_markdown
+    from patchsim.reporting.sections_games import quilts_section
+
+    run = read_run(played)
+    s = quilts_section(run)
+    text = to_markdown(Document("t", [s]))
+    assert "How well the bots pack" in text
+    assert "holes at the end" in text and "opens with 6+ passes" in text
+    assert "greedy vs random" in text

@@ -1,5 +1,5 @@
-"""The report's sections drawn from replayed games: sample final quilts and the curves
-over the game with replays.
+"""The report's sections drawn from replayed games: sample final quilts with how well each
+bot packs, and the curves over the game with replays.
 """
 
 from __future__ import annotations
@@ -10,13 +10,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from patchsim.analysis.degenerate import COLLAPSE_SCORE, OPENING_PASSES, PASSING_WAR_PASSES
+from patchsim.analysis.packing import packing_table
+from patchsim.analysis.selfplay import distinct
 from patchsim.analysis.tables import (
     game_events,
     game_moves,
     read_games,
     read_rows,
 )
-from patchsim.document.model import Html, Section
+from patchsim.document import format as fm
+from patchsim.document.model import Col, Html, Section, Table
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
@@ -129,8 +133,50 @@ def over_the_game_section(run: Run, distinct: pd.DataFrame | None = None) -> Sec
     return s
 
 
+def _rate(r: dict[str, Any], m: str) -> str:
+    return f"{fm.pct(r[m])} {fm.ci(r[f'{m}_lo'], r[f'{m}_hi'])}"
+
+
+def _plain(r: dict[str, Any], m: str, digits: int = 1) -> str:
+    return fm.est_ci(r[m], r[f"{m}_lo"], r[f"{m}_hi"], digits)
+
+
+def packing_quality(games: pd.DataFrame) -> Table:
+    """How well each bot packs, per ruleset and pairing (``games``: the distinct games):
+    its mean final score, 7x7 bonus share and isolated holes at the end, and the games'
+    shares that open with a run of passes or are degenerate, with 95% intervals over
+    deals."""
+    t = packing_table(games)
+    several = t["ruleset"].nunique() > 1
+    rows = []
+    for r in t.to_dict("records"):
+        rows.append({"ruleset": r["ruleset"], "pairing": r["pairing"], "bot": r["bot"],
+                     "games": fm.integer(r["games"]), "score": _plain(r, "score"),
+                     "bonus": _rate(r, "bonus"), "holes": _plain(r, "holes", 2),
+                     "opens": _rate(r, "opens_with_passes"),
+                     "degenerate": _rate(r, "degenerate")})
+    cols = [Col("pairing", "pairing", align="left"), Col("bot", "bot", align="left"),
+            Col("games", "games"), Col("score", "mean final score"),
+            Col("bonus", "7x7 bonus"), Col("holes", "holes at the end"),
+            Col("opens", f"opens with {OPENING_PASSES}+ passes"),
+            Col("degenerate", "degenerate games")]
+    if several:
+        cols.insert(0, Col("ruleset", "ruleset", align="left"))
+    note = ("Per bot, over the seats it held: its final score, the share of games in which "
+            "it claimed the 7x7 bonus, and the isolated one-square holes it left at the end "
+            "(empty squares whose four neighbours are covered or off the quilt: only leather "
+            "can fill them; — for a run stored before they were recorded). Per game: it "
+            f"opens with {OPENING_PASSES} or more passes in a row by both seats, or it is "
+            f"degenerate ({PASSING_WAR_PASSES}+ passes in all, or a seat below "
+            f"{COLLAPSE_SCORE} points). 95% intervals over deals.")
+    return Table(cols, rows, "How well the bots pack", note)
+
+
 def quilts_section(run: Run) -> Section:
     s = Section("Sample final quilts", anchor="quilts")
+    if not run.games.empty:
+        # the deterministic self-play copies count once, as in every other table
+        s.table(packing_quality(distinct(run.games)))
     samples = sample_games(run)
     if not samples:
         s.note("No game could be replayed for a picture (the manifest has no rules data).")
