@@ -9,13 +9,17 @@ learned evaluation made of the position and what the search weighed at its root.
         (a played run's games: what the degenerate games cost, per pairing)
 
 Prints the share of degenerate games (``patchsim.analysis.degenerate``) with a 95% interval
-over deals, and per traced game a table: ply, seat, track position, buttons, income, empty
-squares, the move, the model's predicted final margin for the mover and its parts (buttons,
-empty squares, everything else), the root's pass and best-buy values and visits. ``--json``
+over deals; how well the bot packs beside greedy's self-play on the same deals (``--beside``;
+``patchsim.analysis.packing.packing_table``: mean final score, 7x7 bonus share, isolated
+holes at the end, games opening with 6+ passes, degenerate games, each with a 95% interval
+over deals), and the share opening with 10+ passes; and per traced game a table: ply,
+seat, track position, buttons, income, empty squares, the move, the model's predicted final
+margin for the mover and its parts (buttons, empty squares, everything else), the root's
+pass and best-buy values and visits. ``--json``
 prints the figures as one JSON object instead (no traces). ``--run`` plays nothing: it reads
 a run folder's games and prints ``patchsim.analysis.degenerate.war_summary`` (per ruleset
 and pairing, the degenerate games against the others: the two seats' scores summed, the
-winner's lead, the first seat's win rate).
+winner's lead, the first seat's win rate) and the packing table of its distinct games.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ import numpy as np
 import pandas as pd
 
 import patchsim
-from patchsim.analysis.degenerate import degenerate_games
+from patchsim.analysis import estimators as est
+from patchsim.analysis.degenerate import degenerate_games, opening_passes
+from patchsim.analysis.packing import PACKING_METRICS, packing_table
+from patchsim.analysis.selfplay import distinct
 from patchsim.bots import features as F
 from patchsim.bots.learned import bind_bot
 from patchsim.bots.registry import make_bot
@@ -45,12 +52,38 @@ EMPTY_TERMS = ("empty_penalty", "empty_penalty_x_time_left", "empty_sq_share_pen
 
 
 def share_with_interval(flags: pd.Series, deals: pd.Series) -> tuple[float, float, float]:
-    """The share of flagged games with a normal 95% interval over deal means (the games of
-    a deal are not independent: the deal is the unit)."""
-    per_deal = flags.astype(float).groupby(deals).mean()
-    m = float(per_deal.mean())
-    se = float(per_deal.std(ddof=1) / np.sqrt(len(per_deal))) if len(per_deal) > 1 else 0.0
-    return m, max(0.0, m - 1.96 * se), min(1.0, m + 1.96 * se)
+    """The share of flagged games with its 95% interval over deals (the games of a deal are
+    not independent: the deal is the unit), as every rate of the library has it
+    (``estimators.rate``), so that it agrees with the packing table's."""
+    e = est.rate(flags.to_numpy(dtype=float), deals.to_numpy())
+    return e.value, e.lo, e.hi
+
+
+def packing_text(games: pd.DataFrame) -> str:
+    """The packing table (one row per pairing and bot) as text, each figure with its 95%
+    interval over deals."""
+    t = packing_table(distinct(games))
+    rows = []
+    for r in t.to_dict("records"):
+        # a self-play pairing is named by its bot
+        row = {"pairing": r["pairing"]} if r["pairing"] != f"{r['bot']} vs {r['bot']}" else {}
+        row.update(bot=r["bot"], games=r["games"])
+        for m, (label, bounds) in PACKING_METRICS.items():
+            k = 100.0 if bounds else 1.0
+            d = 1 if bounds else 2
+            row[label + (" %" if bounds else "")] = (
+                f"{k * r[m]:.{d}f} [{k * r[m + '_lo']:.{d}f}, {k * r[m + '_hi']:.{d}f}]")
+        rows.append(row)
+    with pd.option_context("display.width", 250, "display.max_columns", 30,
+                           "display.max_colwidth", 60):
+        return pd.DataFrame(rows).fillna("").to_string(index=False)
+
+
+def packing_figures(games: pd.DataFrame) -> dict[str, dict[str, list[float]]]:
+    """Per bot (self-play), every packing figure as [value, lo, hi]."""
+    t = packing_table(distinct(games))
+    return {str(r["bot"]): {m: [round(float(r[c]), 4) for c in (m, f"{m}_lo", f"{m}_hi")]
+                            for m in PACKING_METRICS} for r in t.to_dict("records")}
 
 
 def trace(rules: str, spec: str, row: pd.Series) -> pd.DataFrame:
@@ -107,21 +140,30 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=1, help="degenerate games to trace")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON only")
     ap.add_argument("--run", default="", help="a run folder: summarise its games instead")
+    ap.add_argument("--beside", default="greedy",
+                    help="bots whose self-play is played and shown beside, separated by ';' "
+                         "('' for none)")
     args = ap.parse_args()
     if args.run:
         from patchsim.analysis.degenerate import war_summary
         from patchsim.play.reader import read_run
 
-        table = war_summary(read_run(args.run).games)
+        games = read_run(args.run).games
+        table = war_summary(games)
         with pd.option_context("display.width", 250, "display.max_columns", 30):
             print(table.round(3).to_string(index=False))
+        print("\nhow well the bots pack (95% intervals over deals)")
+        print(packing_text(games))
         return
 
+    beside = [b for b in args.beside.split(";") if b.strip()]
     t0 = time.perf_counter()
-    sim = patchsim.simulate(args.rules, [args.bots], games=args.games, seed=args.seed,
-                            pairings="self", jobs=args.jobs)
+    sim = patchsim.simulate(args.rules, [args.bots, *beside], games=args.games,
+                            seed=args.seed, pairings="self", jobs=args.jobs)
     secs = time.perf_counter() - t0
-    g = sim.games
+    everything = sim.games
+    # the bot's own self-play (the first pairing); the others are shown beside it
+    g = everything[everything["pairing"] == everything["pairing"].iloc[0]]
     flags = degenerate_games(g)
     passes = g["passes0"] + g["passes1"]
     low = np.minimum(g["score0"], g["score1"])
@@ -136,12 +178,18 @@ def main() -> None:
         "mean_passes": round(float(passes.mean()), 2),
         "first_seat_wins": round(float((g["winner"] == 0).mean()), 4),
         "mean_winner_score": round(float(np.maximum(g["score0"], g["score1"]).mean()), 2),
+        "opens_10_plus_passes": round(float((opening_passes(g) >= 10).mean()), 4),
+        # how well it packs, beside the other bots' self-play on the same deals
+        "packing": packing_figures(everything),
     }
     if args.json:
         print(json.dumps(figures))
         return
     for k, v in figures.items():
-        print(f"{k:22s} {v}")
+        if k != "packing":
+            print(f"{k:22s} {v}")
+    print("\nhow well the bots pack (self-play, 95% intervals over deals)")
+    print(packing_text(everything))
     bad = g[flags]
     for _, row in bad.head(args.show).iterrows():
         print(f"\ngame {row['game_id']} (deal {row['deal']}, order {row['order']}): "

@@ -208,3 +208,21 @@ def test_the_report_shows_how_well_each_bot_packs(played: Path) -> None:
     assert "How well the bots pack" in text
     assert "holes at the end" in text and "opens with 6+ passes" in text
     assert "greedy vs random" in text
+
+
+def test_the_degenerate_games_benchmark_prints_the_packing_figures_beside_greedy() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "degenerate_games.py"),
+                          "--bots", "random", "--games", "6", "--json"],
+                         capture_output=True, text=True, check=True, cwd=root)
+    figures = json.loads(out.stdout)
+    assert set(figures["packing"]) == {"random", "greedy"}
+    for bot in ("random", "greedy"):
+        for m in ("score", "bonus", "holes", "opens_with_passes", "degenerate"):
+            value, lo, hi = figures["packing"][bot][m]
+            assert lo <= value <= hi, (bot, m)
+    assert figures["packing"]["random"]["holes"][0] > figures["packing"]["greedy"]["holes"][0]
+    assert figures["degenerate_share"][0] == figures["packing"]["random"]["degenerate"][0]
