@@ -1,7 +1,8 @@
 """Do fair prices stay put? Planted mispriced patches played by the engine, each studied as
 `patchsim prices` studies it (the default costs -2..+2 around the printed one, widened
 until the fair price's interval is bounded), on two sets of deals (two seeds): the fair
-price with its interval, the reading, and the spread between the seeds.
+price with its interval, the reading, the spread between the seeds, and each seed's own
+reading of each half of its deals (the spread a study prints).
 
 Each plant makes a patch of edition 2 dearer (its printed cost moved up by k buttons), so
 the true reading is "overpriced by about k buttons" give or take the patch's own pricing.
@@ -36,6 +37,7 @@ def study(pid: str, cost: int, bot: str, games: int, seed: int, jobs: int,
     return {"costs": f"{min(fit.costs)}..{max(fit.costs)} ({len(fit.costs)} costs)",
             "fair": fit.fair if fit.in_range else None, "fair_lo": fit.fair_lo,
             "fair_hi": fit.fair_hi, "fair_text": fit.text(), "floor": 100 * fit.floor,
+            "halves": "{:.2f} and {:.2f}".format(*fit.halves),
             "price": row["price"], "reading": row["reading"]}
 
 
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         for k, r in entry.items():
             if isinstance(r, dict):
                 print(f"  {k}: costs {r['costs']}; fair price {r['fair_text']} (flat at "
-                      f"{r['floor']:+.1f} points); {r['price']}: {r['reading']}")
+                      f"{r['floor']:+.1f} points; each half of the deals: {r['halves']}); "
+                      f"{r['price']}: {r['reading']}")
             else:
                 print(f"  {k}: {r}")
     return 0

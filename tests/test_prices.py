@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -188,6 +190,13 @@ def test_two_sets_of_deals_agree_where_the_flat_tail_does_not() -> None:
     a, b = fits
     assert a.bounded and b.bounded
     assert a.fair_lo <= b.fair <= a.fair_hi and b.fair_lo <= a.fair <= b.fair_hi
+    # each study also reads each half of its deals alone: the spread two seeds would show
+    v = planted_values(costs, 4.5, 0.03, 1000, np.random.default_rng(5))
+    c = fit_crossing(costs, v, boot=50)
+    alone = [fit_crossing(costs, part, boot=10).fair for part in (v[:500], v[500:])]
+    assert c.halves == pytest.approx(tuple(alone))
+    assert c.halves_spread == pytest.approx(abs(alone[0] - alone[1])) and c.halves_spread < 1.5
+    assert math.isnan(fit_crossing(costs, v[:15], boot=10).halves_spread)  # too few deals
 
 
 def test_a_scan_widens_toward_the_price_it_misses() -> None:

@@ -46,6 +46,15 @@ class Crossing:
     cheapest_lo: float = math.nan  # lower bootstrap bound of the fall from min(costs) to floor
     negligible: float = NEGLIGIBLE
     floor: float = math.nan  # the fitted value beyond the fair price
+    # the fair price read off each half of the deals alone (two independent sets of deals,
+    # like two seeds at half the size): how far two studies would disagree
+    halves: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def halves_spread(self) -> float:
+        """How far apart the two halves' fair prices lie (NaN when either is not found)."""
+        a, b = self.halves
+        return abs(a - b) if math.isfinite(a) and math.isfinite(b) else math.nan
 
     @property
     def flat(self) -> bool:
@@ -130,6 +139,7 @@ def _falls_to(costs: np.ndarray, fitted: np.ndarray, floor: float) -> np.ndarray
     return out
 
 
+MIN_HALF = 10  # deals in each half before the halves' fair prices are read
 KINK_STEP = 0.05  # buttons: the grid the fair price (the fit's kink) is searched on
 
 
@@ -181,6 +191,15 @@ def fit_hinges(costs: np.ndarray, means: np.ndarray, weights: np.ndarray) -> Hin
     return Hinges(kink, r, floor, r * (grid[g] - x.min()))
 
 
+def _weights(v: np.ndarray) -> np.ndarray:
+    """1 / se^2 per cost of the per-deal values ``v`` (rows: deals)."""
+    se = (v.std(axis=0, ddof=1) / math.sqrt(len(v)) if len(v) > 1
+          else np.ones(v.shape[1]))
+    # a cost with no spread (nobody buys the patch in any game) is not infinitely sure
+    se = np.maximum(np.nan_to_num(se), max(float(np.nanmean(se)) / 4, 1e-6))
+    return 1.0 / se ** 2
+
+
 def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
                  boot: int = BOOTSTRAP, level: float = 0.95,
                  negligible: float = NEGLIGIBLE) -> Crossing:
@@ -212,10 +231,7 @@ def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
         nan = math.nan
         return Crossing(nan, nan, nan, nan, nan, nan, nan, False, costs_t)
     means = v.mean(axis=0)
-    se = v.std(axis=0, ddof=1) / math.sqrt(len(v)) if len(v) > 1 else np.ones(len(x))
-    # a cost with no spread (nobody buys the patch in any game) is not infinitely sure
-    se = np.maximum(np.nan_to_num(se), max(float(np.nanmean(se)) / 4, 1e-6))
-    w = 1.0 / se ** 2
+    w = _weights(v)
     fit = fit_hinges(x, means[None, :], w)
 
     def curves(sample: np.ndarray) -> np.ndarray:
@@ -236,13 +252,18 @@ def fit_crossing(costs: Sequence[float], values: np.ndarray, *, seed: int = 0,
     if not in_range:  # where it lies: just past the range, on the side it stays
         fair = float(x.max() + 1) if fair > 0 else float(x.min() - 1)
     rate, floor = float(fit.rate[0]), float(fit.floor[0])
+    half = len(v) // 2
+    halves = (tuple(float(fit_hinges(x, part.mean(axis=0)[None, :], _weights(part)).kink[0])
+                    for part in (v[:half], v[half:])) if half >= MIN_HALF
+              else (math.nan, math.nan))
     # the falling line's value at cost 0 (when it still falls at the highest cost, the line
     # runs through it)
     start = float(x.max()) if fit.kink[0] == np.inf else fair if in_range else 0.0
     return Crossing(floor + rate * start, -rate, s_lo, s_hi, fair,
                     f_lo, f_hi, in_range, costs_t, tuple(float(f) for f in fit.at(x)[0]),
                     tuple(float(m) for m in means),
-                    float(np.quantile(boot_fit.fall, q[0])), negligible, floor)
+                    float(np.quantile(boot_fit.fall, q[0])), negligible, floor,
+                    halves)  # type: ignore[arg-type]  # a pair
 
 
 def widen_costs(costs: Sequence[int], crossing: Crossing, max_cost: int,

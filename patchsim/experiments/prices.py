@@ -365,7 +365,8 @@ def price_reading(v: Verdict, cross: Crossing, cost: int,
 def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                   fits: dict[str, Crossing] | None = None) -> pd.DataFrame:
     """One row per patch: value at the printed cost (Holm verdict), slope of the value per
-    button of cost, fair price with its interval, and the price reading
+    button of cost, fair price with its interval and as each half of the deals reads it
+    (``fair_half_a``, ``fair_half_b``), and the price reading
     (:func:`price_reading`: ``price``, ``off_by`` buttons with ``off_lo``, ``off_hi``,
     ``reading``)."""
     table = price_table(study) if table is None else table
@@ -383,7 +384,8 @@ def patch_summary(study: PriceStudy, table: pd.DataFrame | None = None,
                      "slope_hi": c.slope_hi, "fair_price": c.fair if c.in_range else math.nan,
                      "fair_lo": c.fair_lo if c.in_range else math.nan,
                      "fair_hi": c.fair_hi if c.in_range else math.nan,
-                     "fair_text": c.text(), "price": reading.kind,
+                     "fair_text": c.text(), "fair_half_a": c.halves[0],
+                     "fair_half_b": c.halves[1], "price": reading.kind,
                      "off_by": reading.by, "off_lo": reading.lo, "off_hi": reading.hi,
                      "reading": reading.text})
     return pd.DataFrame(rows)

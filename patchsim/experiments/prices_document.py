@@ -32,7 +32,9 @@ def method_text(*, bot: str, deals: int, seed: int, margin: float, negligible: f
         "the printed cost lies beyond the margin above 0; overpriced when it lies beyond it "
         "below 0 (a trap) or, with no measurable or an undecided value at the printed cost, "
         f"when the fair price's interval lies more than {price_margin:g} button below it "
-        "(the bot gains from the patch only when it is cheaper).")
+        "(the bot gains from the patch only when it is cheaper). The fair price of each "
+        "half of the deals, read alone, shows how far two studies of half the size (two "
+        "seeds) would disagree.")
 
 
 def _value(r: dict) -> str:
@@ -45,12 +47,19 @@ def summary_table(summary: pd.DataFrame) -> Table:
     for r in summary.to_dict("records"):
         slope = ("—" if not math.isfinite(r["slope_per_button"]) else
                  f"{pts(r['slope_per_button'])} [{pts(r['slope_lo'])}, {pts(r['slope_hi'])}]")
-        rows.append({**r, "value_text": _value(r), "slope_text": slope})
+        a, b = r.get("fair_half_a", math.nan), r.get("fair_half_b", math.nan)
+        # two decimals: the kink is read on a grid of 0.05 buttons, and one decimal would
+        # show 6.45 and 6.449 as "6.5 and 6.4, 0.0 apart"
+        halves = (f"{a:.2f} and {b:.2f} ({abs(a - b):.2f} apart)"
+                  if math.isfinite(a) and math.isfinite(b) else "—")
+        rows.append({**r, "value_text": _value(r), "slope_text": slope,
+                     "halves_text": halves})
     return Table([Col("patch", "patch", align="left"), Col("cost", "cost"),
                   Col("value_text", "value (points) [95%]", align="left"),
                   Col("verdict", "verdict", align="left"),
                   Col("slope_text", "value per +1 button, while it falls", align="left"),
                   Col("fair_text", "fair price [95%]", align="left"),
+                  Col("halves_text", "fair price of each half of the deals", align="left"),
                   Col("reading", "reading", align="left")], rows)
 
 
