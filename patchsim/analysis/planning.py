@@ -185,9 +185,13 @@ def _deals(n: int, games_per_deal: int) -> str:
     return f"{n:,} deals ({games_per_deal * n:,} games)" if n > 0 else "not practical"
 
 
+def _points(x: float) -> str:
+    return f"{x:g} point" + ("" if x == 1 else "s")
+
+
 def _what(points: float, change: bool) -> str:
-    return (f"a true change of {points:g} points" if change
-            else f"a first seat {points:g} points from 50%")
+    return (f"a true change of {_points(points)}" if change
+            else f"a first seat {_points(points)} from 50%")
 
 
 def format_plan(table: pd.DataFrame) -> str:
@@ -211,7 +215,7 @@ def format_plan(table: pd.DataFrame) -> str:
             f"{r.ruleset} / {r.pairing}: {r.question} (pilot {r.pilot_deals} deals, "
             f"{est_text}, per-deal sd {r.sd_deal:.3f}; {r.sd_unpaired:.3f} without pairing)"
             + (f"  [{r.note}]" if r.note else ""))
-        lines.append(f"  +-{100 * a.get('halfwidth', 0.01):g} points precision: "
+        lines.append(f"  +-{_points(100 * a.get('halfwidth', 0.01))} precision: "
                      f"{_deals(r.deals_precision, g)}")
         if abs(diff) > m:
             lines.append(
