@@ -119,6 +119,32 @@ def test_an_older_run_folder_tops_up_with_the_old_games_missing_their_holes(
     assert games.loc[~old, "holes0"].notna().all()
 
 
+def test_an_older_batch_file_joins_the_merge_with_its_holes_missing(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from patchsim.play import storage
+
+    run_dir = tmp_path / "run"
+    execute(cfg(), run_dir, jobs=1, backend="sequential", keep_batches=True)
+    files = sorted((run_dir / "batches").glob("*.games.arrow"))
+    assert len(files) == 2  # 10 deals in batches of 5, one pairing
+    old = storage.read_batch(files[0]).drop_columns(["holes0", "holes1"])
+    files[0].unlink()
+    storage.write_batch(old, files[0])
+    runfolder.check_batch(files[0], "games")  # an older batch is not refused
+    with pytest.raises(runfolder.RunFolderError, match="not a games batch"):
+        bad = tmp_path / "bad.games.arrow"
+        storage.write_batch(old.drop_columns(["score0"]), bad)
+        runfolder.check_batch(bad, "games")
+    run_id = json.loads((run_dir / "manifest.json").read_text())["run_id"]
+    keys = [f.name[len(run_id) + 1:-len(".games.arrow")] for f in files]
+    storage.merge_batches(run_dir, run_id, keys)
+    table = pq.read_table(run_dir / "games.parquet")
+    assert table.schema.field("holes0").type == pa.int32()
+    assert table.column("holes0").null_count == old.num_rows
+    assert table.num_rows == 20
+
+
 # --- the passes a game opens with -------------------------------------------------------------
 def test_pass_code_is_the_engines() -> None:
     assert dg.PASS_CODE == core.PASS
