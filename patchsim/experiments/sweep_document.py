@@ -55,10 +55,12 @@ def verdict_lines(exp: Experiment, table: pd.DataFrame,
               else f"+-{exp.margin:g}")
     lines = [f"Primary metric: {metric(m).description}; each variant against the base on the "
              "same deals, "
-             f"with its 95% interval; equivalence margin {margin}. A verdict is read off that "
-             "interval, equivalence first: 'equivalent' when it lies inside the margin "
-             "('negligible' when it also excludes 0), 'differs' only when it lies beyond the "
-             "margin; the variants are one family, Holm-adjusted for each of these tests. "
+             f"with its 95% interval; equivalence margin {margin}. A verdict is read off the "
+             "interval printed in it, equivalence first: 'equivalent' when it lies inside the "
+             "margin ('negligible' when it also excludes 0), 'differs' only when it lies "
+             "beyond the margin; the variants are one family, Holm-adjusted for each of these "
+             "tests, so with several variants the interval a verdict prints is the family's "
+             "adjusted one (its level named beside it), wider than the variant's own 95% one. "
              "Other metrics are exploratory (Benjamini-Hochberg)."]
     for pairing, t in table.groupby("pairing", sort=False):
         lines.append(f"With {pairing} ({int(t['deals'].max())} deals per variant, "

@@ -83,8 +83,9 @@ def planning_section(table: pd.DataFrame) -> Section:
         "of +-1 point, detecting a true 2-point difference (80% power) and showing "
         "equivalence within +-2 points (the 95% interval inside the margin, as the verdicts "
         "decide it; 80% power if the truth is fair or unchanged). An undecided verdict's "
-        "'more deals' is computed at its observed change, so it equals this figure only when "
-        "that change is within a standard error of 0")
+        "'more deals' is the number that decides it either way with a chance of 80% on its "
+        "own data (the truth uncertain), so it is larger than these figures, which take a "
+        "true change as known")
     return s
 
 
@@ -102,20 +103,25 @@ def methods_section(margin: float, n_boot: int) -> Section:
         "and one at 100% in the standard error keeps the interval from collapsing when every "
         "deal went the same way.",
         "Verdicts (patchsim.analysis.estimators.verdicts, the one verdict function): each is "
-        "read off the 95% interval printed beside it, equivalence first. 'Equivalent within "
-        "+-m' when the interval lies inside the margin (the two one-sided tests at 2.5% "
-        "each; 'differs by X [a, b], within +-m: negligible' when it also excludes 0); "
-        "'differs by X [a, b], beyond +-m' only when it lies outside the margin (with no "
-        "margin: when it excludes 0); otherwise 'undecided', with the further deals that "
-        "would decide it with 80% power at the observed spread and change (its distance to "
-        "the margin taken as at least one standard error), or 'too close to the margin to "
-        "decide with any practical number of deals' above a million. When a table makes "
-        "several claims (pairings, levels, variants, patches, comparisons) they are one "
-        "family: the p-values of no change, of equivalence and of a change beyond the "
-        "margin are each Holm-adjusted over it (Benjamini-Hochberg for exploratory "
-        "metrics), and the verdict names the adjustment. To decide an undecided question "
-        "run a sequential test (a check, or a run until decided) rather than adding deals "
-        "and reading a fixed-sample verdict again, which raises its error rates.",
+        "read off the interval printed in it, equivalence first. 'Equivalent within +-m' "
+        "when the interval lies inside the margin (the two one-sided tests at 2.5% each; "
+        "'differs by X [a, b], within +-m: negligible' when it also excludes 0); 'differs by "
+        "X [a, b], beyond +-m' only when it lies outside the margin (with no margin: when it "
+        "excludes 0); otherwise 'undecided' ('differs from 0 ... but may lie within +-m' "
+        "when the interval excludes 0 but crosses the margin). When a table makes several "
+        "claims (pairings, levels, variants, patches, comparisons) they are one family: the "
+        "p-values of no change, of equivalence and of a change beyond the margin are each "
+        "Holm-adjusted over it (Benjamini-Hochberg for exploratory metrics), and the interval "
+        "printed is the one at the level its claim was tested at (Holm's step, "
+        "Bonferroni's alpha / k for an undecided claim), named beside it ('Holm over 8: "
+        "99.4% interval'); so no verdict's words contradict its interval. An undecided "
+        "verdict gets the further deals that would decide it either way with a chance of "
+        "80% on its own data (the truth taken as the observed change give or take its "
+        "standard error); within one standard error of an edge of the margin it is 'too "
+        "close to decide', with the chance that four times the deals played would buy. To "
+        "decide an undecided question run a sequential test (a check, or a run until "
+        "decided) rather than adding deals and reading a fixed-sample verdict again, which "
+        "raises its error rates.",
         f"First-player advantage: the verdict of the first seat's win rate against 50% "
         f"(margin +-{100 * margin:g} points), with at least {MIN_DEALS} deals. The exact "
         "McNemar test on the deals that the same seat won twice (split deals say nothing about "

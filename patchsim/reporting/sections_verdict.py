@@ -74,7 +74,8 @@ def verdict_section(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: p
         s.p(est.SEQUENTIAL_ADVICE)
     s.p("These are results for these bots: stronger or different play can change every "
         "number. Intervals are 95%, and every verdict is read off the interval printed "
-        "beside it; the unit of analysis is the deal.")
+        "in it (in a family of several claims, the family's adjusted interval, named beside "
+        "it: wider than the 95% one); the unit of analysis is the deal.")
     return s
 
 
