@@ -21,7 +21,10 @@ from numba import njit
 
 from patchsim.bots.heuristics import (
     best_window,
+    contact,
     count_holes,
+    empty_regions,
+    holes_and_perimeter,
     income_marks_left,
     leather_square,
     top_placements,
@@ -36,6 +39,7 @@ from patchsim.bots.tree import (
     new_tree,
     now_ms,
     play_macro,
+    regrow,
     sample_by_visits,
     uct_child,
 )
@@ -43,6 +47,7 @@ from patchsim.engine import core
 
 LEARNED = 5  # policy id (patchsim.bots.policies dispatches on it)
 FEATURE_VERSION = 1  # bump whenever a feature's definition changes: stored models then refuse
+PACK_FEATURE_VERSION = 2  # the base features and the packing features (mcts(eval=pack))
 
 # --- parameter vector layout ------------------------------------------------------------------
 L_ITERATIONS = 0
@@ -67,6 +72,20 @@ L_SAMPLE_PLIES = L_TEMPERATURE + 1
 # passing wars (see learned_tree): k > 0 values a node reached by k passes in a row within
 # the tree (the offer frozen) by the model's own one-ply player's playout to the end
 L_WAR_ROLLOUTS = L_SAMPLE_PLIES + 1
+# placements chosen by search (progressive widening; see learned_tree). L_WIDEN = T > 0: a
+# node's children are pass and, per affordable patch, its best placements by the model's
+# own judgement of the quilt after it (placement_prior): one at first, then 2, 4, 8, ...
+# once the node has T, 4T, 16T, ... visits, up to L_WIDEN_MAX. 0: today's search (top_k
+# placements per patch by the contact ranking, never widened).
+L_WIDEN = L_WAR_ROLLOUTS + 1  # 35
+L_WIDEN_MAX = L_WIDEN + 1
+# 1: the vector carries the packing features' weights at L_PACK_WEIGHTS (a feature-version-2
+# model, mcts(eval=pack)); 0: the 22 base features alone, exactly as before
+L_PACK = L_WIDEN_MAX + 1
+L_PACK_WEIGHTS = 40
+N_PACK_FEATURES = 5  # slots L_PACK_WEIGHTS .. L_PACK_WEIGHTS + 4
+N_ALL_FEATURES = 22 + N_PACK_FEATURES
+SMALL_REGION = 3  # squares: an empty region this small takes only the smallest patches
 
 FEATURE_NAMES = (
     "buttons",  # 0
@@ -92,6 +111,15 @@ FEATURE_NAMES = (
     "time_left_sq",  # 20: (spaces left)^2 / last space
     "affordable_offer",  # 21: offered patches (of the next three) the player can pay for
 )
+# feature version 2 (mcts(eval=pack)): the base features, then how well the quilt is packed
+PACK_FEATURE_NAMES = (
+    "empty_perimeter",  # 22: -penalty x sides of empty squares facing a patch or the border / 4
+    "empty_perimeter_x_time_left",  # 23
+    "empty_regions",  # 24: -penalty x connected empty regions
+    "small_region_squares",  # 25: -penalty x empty squares in regions of <= 3 squares
+    "small_region_x_time_left",  # 26
+)
+ALL_FEATURE_NAMES = FEATURE_NAMES + PACK_FEATURE_NAMES
 
 
 # The tree is sized for at most this many iterations' expansions (as the rollout search's):
@@ -108,11 +136,53 @@ def patch_size(tab: np.ndarray, patch: int) -> Int:
 
 
 @njit(cache=True)
+def _quilt_terms(tab: np.ndarray, qlo: int, qhi: int, tl: float, owner: Int, p: Int,
+                 pack: bool, regions: bool, out: np.ndarray, sign: float) -> None:
+    """The terms of player p's features that depend on where its patches lie (one-square
+    holes, the bonus tile and window, and with ``pack`` the packing features: the
+    perimeter, and with ``regions`` too the empty regions), for quilt ``qlo``/``qhi``, time
+    left ``tl`` (share of the track) and bonus owner ``owner`` (-1: still on offer), times
+    ``sign``, added to ``out``. Shared by the features of a position and the search's
+    ranking of placements (:func:`placement_prior`), so both judge a quilt by one
+    definition."""
+    pen = np.float64(tab[core.T_PENALTY])
+    if pack:
+        h, perim_i = holes_and_perimeter(tab, qlo, qhi)
+        holes = np.float64(h)
+        perim = np.float64(perim_i)
+    else:
+        holes = np.float64(count_holes(tab, qlo, qhi))
+        perim = np.float64(0.0)
+    out[4] += sign * (-pen * holes)
+    bp = np.float64(tab[core.T_BONUS_POINTS]) if tab[core.T_HAS_BONUS] == 1 else 0.0
+    out[5] += sign * (bp if owner == p else 0.0)
+    fill = 0.0
+    if bp != 0.0 and owner < 0 and tab[core.T_NWINDOWS] > 0:
+        wl = core.window_lo(tab, 0)  # every window has the same size
+        wh = core.window_hi(tab, 0)
+        wsize = core.popcount64(wl) + core.popcount64(wh)
+        if wsize > 0:
+            fill = best_window(tab, qlo, qhi) / wsize
+    out[6] += sign * (bp * fill * fill)
+    out[16] += sign * (-pen * holes * tl)
+    out[18] += sign * (bp * fill)
+    out[19] += sign * (bp * fill * fill * tl)
+    if pack:
+        out[22] += sign * (-pen * perim / 4.0)
+        out[23] += sign * (-pen * perim / 4.0 * tl)
+    if pack and regions:
+        nreg, small = empty_regions(tab, qlo, qhi, SMALL_REGION)
+        out[24] += sign * (-pen * np.float64(nreg))
+        out[25] += sign * (-pen * np.float64(small))
+        out[26] += sign * (-pen * np.float64(small) * tl)
+
+
+@njit(cache=True)
 def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray,
-                  sign: float) -> None:
-    """Per-player quantities (see FEATURE_NAMES) of player p, times ``sign``, added to
-    ``out`` (so the difference of two players needs no buffer of its own: a leaf is
-    judged without allocating)."""
+                  sign: float, pack: bool) -> None:
+    """Per-player quantities (see FEATURE_NAMES, and PACK_FEATURE_NAMES with ``pack``) of
+    player p, times ``sign``, added to ``out`` (so the difference of two players needs no
+    buffer of its own: a leaf is judged without allocating)."""
     last = tab[core.T_LAST]
     pen = np.float64(tab[core.T_PENALTY])
     nsq = np.float64(tab[core.T_NSQ])
@@ -124,22 +194,11 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray,
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
     empty = np.float64(core.empty_squares(state, tab, int(p)))
-    holes = np.float64(count_holes(tab, qlo, qhi))
     out[0] += sign * (btn)
     out[1] += sign * (inc * mk)
     out[2] += sign * (-pen * empty)
     out[3] += sign * (-pen * empty * tl)
-    out[4] += sign * (-pen * holes)
-    bp = np.float64(tab[core.T_BONUS_POINTS]) if tab[core.T_HAS_BONUS] == 1 else 0.0
-    out[5] += sign * (bp if state[core.S_BONUS] == p else 0.0)
-    fill = 0.0
-    if bp != 0.0 and state[core.S_BONUS] < 0 and tab[core.T_NWINDOWS] > 0:
-        wl = core.window_lo(tab, 0)  # every window has the same size
-        wh = core.window_hi(tab, 0)
-        wsize = core.popcount64(wl) + core.popcount64(wh)
-        if wsize > 0:
-            fill = best_window(tab, qlo, qhi) / wsize
-    out[6] += sign * (bp * fill * fill)
+    _quilt_terms(tab, qlo, qhi, tl, state[core.S_BONUS], p, pack, pack, out, sign)
     out[7] += sign * (np.float64(last - pos))
     out[8] += sign * (inc)
     out[9] += sign * (btn * tl)
@@ -179,10 +238,7 @@ def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray,
     out[13] += sign * (best_net)
     out[14] += sign * (best_rate)
     out[15] += sign * (mk)
-    out[16] += sign * (-pen * holes * tl)
     out[17] += sign * (inc * mk * tl)
-    out[18] += sign * (bp * fill)
-    out[19] += sign * (bp * fill * fill * tl)
     out[20] += sign * ((last - pos) * (last - pos) / last if last > 0 else 0.0)
     out[21] += sign * (n_aff)
 
@@ -194,18 +250,35 @@ def features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
     # 0 + a - b in IEEE arithmetic is exactly a - b: the same features as two buffers gave
     for i in range(N_FEATURES):
         out[i] = 0.0
-    _player_terms(state, tab, 0, out, 1.0)
-    _player_terms(state, tab, 1, out, -1.0)
+    _player_terms(state, tab, 0, out, 1.0, False)
+    _player_terms(state, tab, 1, out, -1.0, False)
+
+
+@njit(cache=True)
+def all_features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
+    """The feature vector of feature version 2 (the base features, then the packing
+    features; ``N_ALL_FEATURES`` floats) into ``out``."""
+    for i in range(N_ALL_FEATURES):
+        out[i] = 0.0
+    _player_terms(state, tab, 0, out, 1.0, True)
+    _player_terms(state, tab, 1, out, -1.0, True)
 
 
 @njit(cache=True)
 def predicted_margin(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                      scratch: np.ndarray) -> float:
     """The model's predicted final score margin of player 0 (points)."""
-    features(state, tab, scratch)
+    pack = params[L_PACK] > 0
+    if pack:
+        all_features(state, tab, scratch)
+    else:
+        features(state, tab, scratch)
     m = 0.0
     for i in range(N_FEATURES):
         m += params[L_WEIGHTS + i] * scratch[i]
+    if pack:
+        for i in range(N_PACK_FEATURES):
+            m += params[L_PACK_WEIGHTS + i] * scratch[N_FEATURES + i]
     return m
 
 
@@ -247,9 +320,115 @@ def carries_net(params: np.ndarray) -> bool:
 def leaf_scratch(params: np.ndarray) -> int:
     """Floats of scratch :func:`leaf_value0` needs for this bot row."""
     if carries_net(params):
-        return max(N_FEATURES, scratch_size(params[N_PARAMS:]))
-    return N_FEATURES
+        return max(N_ALL_FEATURES, scratch_size(params[N_PARAMS:]))
+    return N_ALL_FEATURES
 # --- end of the value network's branch ------------------------------------------------------
+
+
+# the contact heuristic, as a tie-breaker between placements the model values alike (a
+# side is worth a thousandth of a point)
+CONTACT_TIE = 1e-3
+
+
+@njit(cache=True)
+def placement_prior(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: Int, g: Int,
+                    tl: float, scratch: np.ndarray) -> float:
+    """What the model makes of player p's quilt after placement ``g`` (``tl``: p's time left
+    after the buy, as a share of the track): its weights on the quilt's terms
+    (:func:`_quilt_terms`, the bonus tile if the placement completes a window; the empty
+    regions left out, they cost a flood fill), plus the contact heuristic as a tie-breaker.
+    Placements of one patch differ in these terms only, so the order of the linear model's
+    values of the positions after them is this order, up to the empty regions. A bot row
+    without linear weights (``eval=net``) ranks by contact alone."""
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    nlo = qlo | core.placement_lo(tab, g)
+    nhi = qhi | core.placement_hi(tab, g)
+    owner = state[core.S_BONUS]
+    if owner < 0 and tab[core.T_HAS_BONUS] == 1:
+        for w in range(tab[core.T_NWINDOWS]):
+            wlo = core.window_lo(tab, w)
+            whi = core.window_hi(tab, w)
+            if (nlo & wlo) == wlo and (nhi & whi) == whi:
+                owner = p  # the placement completes a window: the tile is p's (RULES R9)
+                break
+    for i in range(N_ALL_FEATURES):
+        scratch[i] = 0.0
+    pack = params[L_PACK] > 0
+    _quilt_terms(tab, nlo, nhi, tl, owner, p, pack, False, scratch, 1.0)
+    v = 0.0
+    for i in range(N_FEATURES):
+        v += params[L_WEIGHTS + i] * scratch[i]
+    if pack:
+        for i in range(N_PACK_FEATURES):
+            v += params[L_PACK_WEIGHTS + i] * scratch[N_FEATURES + i]
+    return v + CONTACT_TIE * contact(tab, qlo, qhi, g)
+
+
+@njit(cache=True)
+def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
+                   m: Int, scratch: np.ndarray, best_g: np.ndarray,
+                   best_s: np.ndarray) -> Int:
+    """Pass, then for each affordable offered patch its ``m`` best placements among all
+    that fit, by :func:`placement_prior` (the searched moves of a node widened to ``m``);
+    returns how many. ``best_g``/``best_s`` hold ``m`` entries (no allocation per node)."""
+    p = core.to_move(state, tab)
+    out[0] = core.PASS
+    n = 1
+    btn = state[core.S_BTN + p]
+    last = tab[core.T_LAST]
+    pos = state[core.S_POS + p]
+    for k in range(tab[core.T_OFFER]):
+        patch = core.offer_patch(state, tab, k)
+        if patch < 0:
+            break
+        if core.patch_cost(tab, patch) > btn:
+            continue
+        after = min(pos + core.patch_time(tab, patch), last)
+        tl = (last - after) / last if last > 0 else 0.0
+        kept = 0
+        first = core.patch_first(tab, patch)
+        for g in range(first, first + core.patch_count(tab, patch)):
+            if not core.fits(state, tab, p, g):
+                continue
+            s = placement_prior(params, state, tab, p, g, tl, scratch)
+            # keep the m best (insertion into a short sorted list; ties: the first found)
+            if kept < m:
+                j = kept
+                kept += 1
+            elif s > best_s[kept - 1]:
+                j = kept - 1
+            else:
+                continue
+            while j > 0 and best_s[j - 1] < s:
+                best_s[j] = best_s[j - 1]
+                best_g[j] = best_g[j - 1]
+                j -= 1
+            best_s[j] = s
+            best_g[j] = g
+        for j in range(kept):
+            out[n] = best_g[j]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def tree_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
+                 m: Int, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray) -> Int:
+    """The moves a node of the learned search branches on: with ``L_WIDEN`` > 0 (placements
+    chosen by search) the ``m`` best placements of each patch by the model
+    (:func:`ranked_actions`), else :func:`search_actions` (``top_k`` by contact)."""
+    if params[L_WIDEN] > 0:
+        return ranked_actions(params, state, tab, out, m, scratch, best_g, best_s)
+    return search_actions(params, state, tab, out)
+
+
+@njit(cache=True)
+def widen_width(params: np.ndarray) -> Int:
+    """The most placements per patch a node of this search holds (the acts buffer)."""
+    if params[L_WIDEN] > 0:
+        return max(1, int(params[L_WIDEN_MAX]))
+    return max(1, int(params[L_TOP_K]))
 
 
 @njit(cache=True)
@@ -296,8 +475,11 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
         return core.LEATHER_BASE - leather_square(state, tab, p0)
-    acts = np.empty(1 + tab[core.T_OFFER] * max(1, int(params[L_TOP_K])), dtype=np.int64)
-    n_root = search_actions(params, state, tab, acts)
+    width = widen_width(params)
+    acts = np.empty(1 + tab[core.T_OFFER] * width, dtype=np.int64)
+    prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
+    n_root = tree_actions(params, state, tab, acts, 1, prior, np.empty(width, dtype=np.int64),
+                          np.empty(width, dtype=np.float64))
     if n_root == 1:
         return core.PASS
     # Epsilon picks among the searched root moves, not all legal moves: a uniform legal move
@@ -327,7 +509,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 
 @njit(cache=True)
 def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: np.ndarray,
-                  scratch: np.ndarray) -> None:
+                  scratch: np.ndarray, prior: np.ndarray, best_g: np.ndarray,
+                  best_s: np.ndarray) -> None:
     """Play ``work`` to the end in place, both seats the model's one-ply player (each move
     the searched move whose position the model likes best for the mover; leather by the
     leather heuristic): the learned search with one iteration, which plays no passing wars."""
@@ -339,7 +522,7 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
         if work[core.S_PENDING] > 0:
             core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
             continue
-        na = search_actions(params, work, tab, acts)
+        na = tree_actions(params, work, tab, acts, 1, prior, best_g, best_s)
         best = acts[0]
         best_v = -1.0
         for a in range(na):
@@ -372,17 +555,28 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     """
     iters = max(1, int(params[L_ITERATIONS]))
     c = params[L_C]
-    top_k = max(1, int(params[L_TOP_K]))
     time_ms = params[L_TIME_MS]
     t_start = now_ms() if time_ms > 0 else 0.0
-    max_children = 1 + tab[core.T_OFFER] * top_k
+    width = widen_width(params)
+    max_children = 1 + tab[core.T_OFFER] * width
     acts = np.empty(max_children, dtype=np.int64)
     war = int(params[L_WAR_ROLLOUTS])
+    widen = int(params[L_WIDEN])
     work = np.empty(state.shape[0], dtype=np.int64)
-    # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets
-    cap = 1 + min(iters, TREE_ITERATIONS) * max_children
+    # iterations bound the tree (with time_ms too); the cap bounds memory for huge budgets.
+    # A widening search expands to one placement a patch and moves a block of children at
+    # each widening: twice the first expansions' room, and room for a few full blocks
+    n = min(iters, TREE_ITERATIONS)
+    if widen > 0:
+        cap = 1 + 2 * n * (1 + tab[core.T_OFFER]) + 8 * max_children
+    else:
+        cap = 1 + n * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
+    stage = np.zeros(cap if widen > 0 else 1, dtype=np.int64)
     scratch = np.empty(leaf_scratch(params), dtype=np.float64)
+    prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
+    best_g = np.empty(width, dtype=np.int64)
+    best_s = np.empty(width, dtype=np.float64)
     nodes: Int = 1
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
@@ -393,42 +587,73 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         node: Int = 0
         depth = 0
         path[0] = 0
+        widened = False
+        v0 = 0.5
         # select: descend by UCT through expanded nodes (every child has been evaluated,
         # so counts one visit)
         while first_child[node] >= 0:
+            if widen > 0:
+                # progressive widening: at widen * 4^s visits a node holding 2^s placements
+                # a patch takes the next 2^s best by the model (k(n) ~ sqrt(n))
+                m_now = np.int64(1) << stage[node]
+                if m_now < width and visits[node] >= widen * (np.int64(4) ** stage[node]):
+                    m_new = min(2 * m_now, width)
+                    pm = core.to_move(states[node], tab)
+                    na = ranked_actions(params, states[node], tab, acts, m_new, prior, best_g,
+                                        best_s)
+                    stage[node] += 1
+                    if nodes + nchild[node] + na <= cap:
+                        nodes, first_new = regrow(states, first_child, nchild, visits, value,
+                                                  mover, move, stage, tab, node, nodes, acts,
+                                                  na, pm)
+                        if first_new < nodes:
+                            best_v = -1.0
+                            for ch in range(first_new, nodes):
+                                v = leaf_value0(params, states[ch], tab, scratch)
+                                if pm == 1:
+                                    v = 1.0 - v
+                                visits[ch] = 1
+                                value[ch] = v
+                                if v > best_v:
+                                    best_v = v
+                            # this iteration backs up the best new move, as an expansion
+                            v0 = best_v if pm == 0 else 1.0 - best_v
+                            widened = True
+                            break
             node = uct_child(first_child, nchild, visits, value, node, c)
             depth += 1
             path[depth] = node
-        st = states[node]
-        if core.is_finished(st, tab):
-            v0 = value0(params, st, tab, scratch)
-        else:
-            pm = core.to_move(st, tab)
-            na = search_actions(params, st, tab, acts)
-            if nodes + na > cap:
-                break  # the tree is full (time budget beyond the sized tree): decide now
-            first = nodes
-            nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes, acts,
-                           na, pm)
-            # evaluate every new child at once: the mover's view, and its best backs up
-            best_v = -1.0
-            for ch in range(first, nodes):
-                v = leaf_value0(params, states[ch], tab, scratch)
-                if pm == 1:
-                    v = 1.0 - v
-                visits[ch] = 1
-                value[ch] = v
-                if v > best_v:
-                    best_v = v
-            v0 = best_v if pm == 0 else 1.0 - best_v
-            if war > 0 and depth >= war:
-                run = 0  # passes in a row that led here (within the tree)
-                while run < war and move[path[depth - run]] == core.PASS:
-                    run += 1
-                if run == war:
-                    work[:] = st
-                    model_rollout(params, work, tab, acts, scratch)
-                    v0 = value0(params, work, tab, scratch)
+        if not widened:
+            st = states[node]
+            if core.is_finished(st, tab):
+                v0 = value0(params, st, tab, scratch)
+            else:
+                pm = core.to_move(st, tab)
+                na = tree_actions(params, st, tab, acts, 1, prior, best_g, best_s)
+                if nodes + na > cap:
+                    break  # the tree is full (time budget beyond the sized tree): decide now
+                first = nodes
+                nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
+                               acts, na, pm)
+                # evaluate every new child at once: the mover's view, and its best backs up
+                best_v = -1.0
+                for ch in range(first, nodes):
+                    v = leaf_value0(params, states[ch], tab, scratch)
+                    if pm == 1:
+                        v = 1.0 - v
+                    visits[ch] = 1
+                    value[ch] = v
+                    if v > best_v:
+                        best_v = v
+                v0 = best_v if pm == 0 else 1.0 - best_v
+                if war > 0 and depth >= war:
+                    run = 0  # passes in a row that led here (within the tree)
+                    while run < war and move[path[depth - run]] == core.PASS:
+                        run += 1
+                    if run == war:
+                        work[:] = st
+                        model_rollout(params, work, tab, acts, scratch, prior, best_g, best_s)
+                        v0 = value0(params, work, tab, scratch)
         backup(path, depth, visits, value, mover, v0, 1.0 - v0)
     return first_child, nchild, visits, value, move
 

@@ -32,14 +32,12 @@ def _pc(lo: np.uint64, hi: np.uint64) -> int:
 
 
 @njit(cache=True)
-def hole_mask(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64]:
-    """Empty squares whose four neighbours are all covered or off the quilt (one-square holes:
-    only a leather patch can ever fill them)."""
+def side_masks(tab: np.ndarray, qlo: int, qhi: int):
+    """For each of the four sides, the squares whose neighbour on that side is covered or
+    off the quilt: (right lo, right hi, left lo, left hi, down lo, down hi, up lo, up hi).
+    One-square holes and the empty region's perimeter are both read off these masks."""
     clo = np.uint64(qlo)
     chi = np.uint64(qhi)
-    full_lo, full_hi = core.full_quilt(tab)
-    flo = np.uint64(full_lo)
-    fhi = np.uint64(full_hi)
     fc_lo, fc_hi = core.border_line(tab, core.BORDER_FIRST_COL)
     lc_lo, lc_hi = core.border_line(tab, core.BORDER_LAST_COL)
     fr_lo, fr_hi = core.border_line(tab, core.BORDER_FIRST_ROW)
@@ -66,9 +64,101 @@ def hole_mask(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64
     ulo, uhi = _shl(clo, chi, cols)
     ulo |= frlo
     uhi |= frhi
-    hlo = ~clo & flo & rlo & llo & dlo & ulo
-    hhi = ~chi & fhi & rhi & lhi & dhi & uhi
-    return hlo, hhi
+    return rlo, rhi, llo, lhi, dlo, dhi, ulo, uhi
+
+
+@njit(cache=True, inline="always")
+def _holes_of(elo: np.uint64, ehi: np.uint64, rlo: np.uint64, rhi: np.uint64, llo: np.uint64,
+              lhi: np.uint64, dlo: np.uint64, dhi: np.uint64, ulo: np.uint64,
+              uhi: np.uint64) -> tuple[np.uint64, np.uint64]:
+    # an empty square all four of whose sides face a patch or the border
+    return elo & rlo & llo & dlo & ulo, ehi & rhi & lhi & dhi & uhi
+
+
+@njit(cache=True, inline="always")
+def _empty_of(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64]:
+    full_lo, full_hi = core.full_quilt(tab)
+    return ~np.uint64(qlo) & np.uint64(full_lo), ~np.uint64(qhi) & np.uint64(full_hi)
+
+
+@njit(cache=True)
+def hole_mask(tab: np.ndarray, qlo: int, qhi: int) -> tuple[np.uint64, np.uint64]:
+    """Empty squares whose four neighbours are all covered or off the quilt (one-square holes:
+    only a leather patch can ever fill them)."""
+    elo, ehi = _empty_of(tab, qlo, qhi)
+    rlo, rhi, llo, lhi, dlo, dhi, ulo, uhi = side_masks(tab, qlo, qhi)
+    return _holes_of(elo, ehi, rlo, rhi, llo, lhi, dlo, dhi, ulo, uhi)
+
+
+@njit(cache=True)
+def holes_and_perimeter(tab: np.ndarray, qlo: int, qhi: int) -> tuple[int, int]:
+    """(one-square holes, empty perimeter): :func:`count_holes` and
+    :func:`empty_perimeter` from one reading of the side masks (a placement is judged by
+    both)."""
+    elo, ehi = _empty_of(tab, qlo, qhi)
+    rlo, rhi, llo, lhi, dlo, dhi, ulo, uhi = side_masks(tab, qlo, qhi)
+    hlo, hhi = _holes_of(elo, ehi, rlo, rhi, llo, lhi, dlo, dhi, ulo, uhi)
+    perim = (_pc(elo & rlo, ehi & rhi) + _pc(elo & llo, ehi & lhi)
+             + _pc(elo & dlo, ehi & dhi) + _pc(elo & ulo, ehi & uhi))
+    return _pc(hlo, hhi), perim
+
+
+@njit(cache=True)
+def empty_perimeter(tab: np.ndarray, qlo: int, qhi: int) -> int:
+    """Sides of empty squares that face a covered square or the quilt's border: the
+    perimeter of the empty region. A patch laid against what is there shortens it (the
+    contact heuristic's idea, as a property of the quilt that a model can weigh)."""
+    return holes_and_perimeter(tab, qlo, qhi)[1]
+
+
+@njit(cache=True)
+def empty_regions(tab: np.ndarray, qlo: int, qhi: int, small: int) -> tuple[int, int]:
+    """The empty squares' connected regions (orthogonal steps): (number of regions, empty
+    squares in regions of at most ``small`` squares). Small regions take only the smallest
+    patches or a leather patch, so they are likely to stay empty (RULES: each empty square
+    costs two points at the end)."""
+    full_lo, full_hi = core.full_quilt(tab)
+    elo = ~np.uint64(qlo) & np.uint64(full_lo)
+    ehi = ~np.uint64(qhi) & np.uint64(full_hi)
+    fc_lo, fc_hi = core.border_line(tab, core.BORDER_FIRST_COL)
+    lc_lo, lc_hi = core.border_line(tab, core.BORDER_LAST_COL)
+    # a square may step right unless it is in the last column, left unless in the first
+    step_r_lo = ~np.uint64(lc_lo)
+    step_r_hi = ~np.uint64(lc_hi)
+    step_l_lo = ~np.uint64(fc_lo)
+    step_l_hi = ~np.uint64(fc_hi)
+    cols = np.uint64(tab[core.T_COLS])
+    regions = 0
+    in_small = 0
+    rem_lo = elo
+    rem_hi = ehi
+    zero = np.uint64(0)
+    while rem_lo != zero or rem_hi != zero:
+        # seed: the lowest remaining empty square
+        if rem_lo != zero:
+            flo = rem_lo & (~rem_lo + U1)
+            fhi = zero
+        else:
+            flo = zero
+            fhi = rem_hi & (~rem_hi + U1)
+        while True:
+            a_lo, a_hi = _shl(flo & step_r_lo, fhi & step_r_hi, U1)
+            b_lo, b_hi = _shr(flo & step_l_lo, fhi & step_l_hi, U1)
+            c_lo, c_hi = _shl(flo, fhi, cols)
+            d_lo, d_hi = _shr(flo, fhi, cols)
+            nlo = (flo | a_lo | b_lo | c_lo | d_lo) & elo
+            nhi = (fhi | a_hi | b_hi | c_hi | d_hi) & ehi
+            if nlo == flo and nhi == fhi:
+                break
+            flo = nlo
+            fhi = nhi
+        regions += 1
+        size = _pc(flo, fhi)
+        if size <= small:
+            in_small += size
+        rem_lo &= ~flo
+        rem_hi &= ~fhi
+    return regions, in_small
 
 
 @njit(cache=True)

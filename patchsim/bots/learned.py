@@ -70,6 +70,9 @@ MODEL_FORMAT = "patchsim-learned-model"
 MODEL_FILE = "model.json"
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "models"
 MODEL_CHOICES = ("auto", "user", "shipped")  # or a path to a model file
+# the feature versions a model file may have, and their number of weights: version 1 is the
+# base features (mcts(eval=learned)), version 2 adds the packing features (mcts(eval=pack))
+FEATURE_COUNTS = {F.FEATURE_VERSION: F.N_FEATURES, F.PACK_FEATURE_VERSION: F.N_ALL_FEATURES}
 
 
 class ModelError(BotSpecError):
@@ -116,11 +119,13 @@ class Model:
         return json.dumps(data, indent=1) + "\n"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the model file and a ``manifest.json`` copy of its manifest, atomically."""
+        """Write the model file and a copy of its manifest beside it, atomically:
+        ``manifest.json`` for ``model.json``, ``pack-manifest.json`` for ``pack.json``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, self.to_json())
-        atomic_write(path.parent / "manifest.json", json.dumps(self.manifest, indent=1) + "\n")
+        name = "manifest.json" if path.name == MODEL_FILE else f"{path.stem}-manifest.json"
+        atomic_write(path.parent / name, json.dumps(self.manifest, indent=1) + "\n")
         return path
 
 
@@ -166,12 +171,13 @@ def load_model(path: str | os.PathLike[str], ruleset_hash: str | None = None) ->
     if not isinstance(man, dict):
         raise bad("no manifest")
     fv = man.get("feature_version")
-    if fv != F.FEATURE_VERSION:
-        raise bad(f"made for feature version {fv}, this patchsim computes version "
-                  f"{F.FEATURE_VERSION}")
-    if (not isinstance(w, list) or len(w) != F.N_FEATURES
+    if fv not in FEATURE_COUNTS:
+        raise bad(f"made for feature version {fv}, this patchsim computes versions "
+                  f"{', '.join(str(v) for v in FEATURE_COUNTS)}")
+    n_weights = FEATURE_COUNTS[fv]
+    if (not isinstance(w, list) or len(w) != n_weights
             or not all(isinstance(x, int | float) and math.isfinite(x) for x in w)):
-        raise bad(f"weights must be {F.N_FEATURES} finite numbers")
+        raise bad(f"weights must be {n_weights} finite numbers (feature version {fv})")
     if not isinstance(scale, int | float) or not math.isfinite(scale) or scale <= 0:
         raise bad(f"scale must be a positive number, got {scale!r}")
     if data.get("checksum") != _checksum([float(x) for x in w], float(scale)):
@@ -336,6 +342,12 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "sample_plies": (F.L_SAMPLE_PLIES, Param(0, SAMPLING_HELP["sample_plies"], int, low=0,
                                              high=10**6)),
     "war_rollouts": (F.L_WAR_ROLLOUTS, Param(0, WAR_ROLLOUTS_HELP, int, low=0, high=64)),
+    "widen": (F.L_WIDEN, Param(0, "placements chosen by search: a node holding 2^s placements "
+                                  "a patch takes the next best by the model at widen x 4^s "
+                                  "visits (0: top_k by contact, never widened)", int, low=0,
+                               high=10**6)),
+    "widen_max": (F.L_WIDEN_MAX, Param(8, "most placements a patch a widened node searches",
+                                       int, low=1, high=64)),
     "contact": (F.L_CONTACT, Param(1.0, "placement ranking: per side touching")),
     # holes and window off: they double the cost of a node, and at equal time the deeper
     # search wins (200 games: 57.5% for contact-only at twice the iterations)
@@ -344,7 +356,7 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
 }
 # what a spec may set (mcts's own names; the placement ranking stays at its defaults)
 LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
-                 "temperature", "sample_plies", "war_rollouts")
+                 "temperature", "sample_plies", "war_rollouts", "widen", "widen_max")
 
 
 class LearnedBot:
@@ -352,7 +364,8 @@ class LearnedBot:
     to one (:meth:`bind`, or at its first move). Bound, it is a :class:`CompiledBot`."""
 
     kind = F.LEARNED
-    evaluation = "learned"  # the spec's eval= (NetBot: "net")
+    evaluation = "learned"  # the spec's eval= (NetBot: "net", PackBot: "pack")
+    defaults: dict[str, Any] = {}  # an evaluation's own defaults over LEARNED_PARAMS'
 
     def __init__(self, models: str = "", model: str = "auto", **given: Any) -> None:
         given = {key: coerce_param(f"mcts(eval={self.evaluation})", key, value,
@@ -361,6 +374,7 @@ class LearnedBot:
         # auto, user, shipped or a file (a bound bot's ``model`` is the Model it plays)
         self.model_choice = check_model_choice(model, models)
         values = {k: p.default for k, (_, p) in LEARNED_PARAMS.items()}
+        values.update(self.defaults)
         values.update(given)
         check_sampling("mcts(eval=learned)", values)
         self.params = np.zeros(N_PARAMS, dtype=np.float64)
@@ -429,9 +443,15 @@ class BoundLearnedBot(CompiledBot):
 
 def fill_params(params: np.ndarray, model: Model) -> np.ndarray:
     """A copy of a learned bot's parameter vector with the model's weights and scale (a
-    vector carries a model once its ``L_SCALE`` is positive, as every model's is)."""
+    vector carries a model once its ``L_SCALE`` is positive, as every model's is). A
+    feature-version-2 model's packing weights go to ``L_PACK_WEIGHTS`` with ``L_PACK`` set."""
     out = np.array(params, dtype=np.float64, copy=True)
-    out[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES] = model.weights
+    w = np.asarray(model.weights, dtype=np.float64)
+    out[F.L_WEIGHTS:F.L_WEIGHTS + F.N_FEATURES] = w[:F.N_FEATURES]
+    pack = len(w) == F.N_ALL_FEATURES
+    out[F.L_PACK] = 1.0 if pack else 0.0
+    out[F.L_PACK_WEIGHTS:F.L_PACK_WEIGHTS + F.N_PACK_FEATURES] = (
+        w[F.N_FEATURES:] if pack else 0.0)
     out[F.L_SCALE] = model.scale
     return out
 
@@ -460,6 +480,39 @@ def _learned_param(key: str, evaluation: str = "learned") -> Param:
 
 
 register_evaluation("learned", LearnedBot, LEARNED_KNOBS)
+
+
+# --- the packing player (mcts(eval=pack)) -----------------------------------------------------
+# The same search with a feature-version-2 model (the base features and the packing ones:
+# empty perimeter, empty regions, squares in small regions) in its own file, pack.json, and
+# placements chosen by search (widen > 0 by default): every legal placement of an offered
+# patch is a candidate, ranked by the model. eval=learned keeps model.json and its search as
+# they were, so today's player stays reachable by its spec.
+PACK_FILE = "pack.json"
+PACK_WIDEN = 8  # visits at which a node first widens (then 32, 128, ...)
+
+
+class PackBot(LearnedBot):
+    """``mcts(eval=pack)``: the learned search with the packing features and placements
+    chosen by search (``widen``), its model read from ``pack.json``."""
+
+    evaluation = "pack"
+    defaults = {"widen": PACK_WIDEN}
+
+    def _load(self, rs: Ruleset) -> Any:
+        path = find_model(rs, self.models or None, self.model_choice, PACK_FILE, "pack",
+                          " --pack")
+        expected = None if self.model_choice not in MODEL_CHOICES else rs.content_hash()
+        m = _load_once(str(path), path.stat().st_mtime_ns, expected)
+        if len(m.weights) != F.N_ALL_FEATURES:
+            raise ModelError(f"mcts(eval=pack): model file {path} has feature version "
+                             f"{m.manifest.get('feature_version')}; eval=pack reads version "
+                             f"{F.PACK_FEATURE_VERSION} (train one with `patchsim train "
+                             f"{_train_ref(rs)} --pack`)")
+        return m
+
+
+register_evaluation("pack", PackBot, LEARNED_KNOBS)
 
 
 # --- the value network (mcts(eval=net); patchsim.bots.network) --------------------------------

@@ -370,7 +370,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
-_EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts")
+_EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -403,8 +403,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
           "forbid": Param("", "restricted play: a patch id the searching player never buys "
                           "('': none; its rollouts may buy it)", str),
           "eval": Param("rollout", "leaf evaluation: rollout (scripted playouts), learned "
-                        "(the ruleset's trained linear model) or net (its trained value "
-                        "network)", str, ("rollout", "learned", "net")),
+                        "(the ruleset's trained linear model), pack (a linear model with "
+                        "packing features whose search chooses placements) or net (its "
+                        "trained value network)", str, ("rollout", "learned", "pack", "net")),
           "models": Param("", "eval=learned: folder of trained models (default "
                           "$PATCHSIM_MODEL_DIR or ~/.cache/patchsim/models, then the shipped "
                           "ones)", str),
@@ -415,7 +416,13 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                            "searched ones (0: deterministic; from the seat's random stream)",
                            low=0, high=1),
           "war_rollouts": Param(0, "eval=learned: " + WAR_ROLLOUTS_HELP, int, low=0,
-                                high=64)})(_mcts_factory)
+                                high=64),
+          "widen": Param(0, "eval=learned/pack/net: placements chosen by search, every "
+                         "legal one ranked by the model; a node widens at widen x 4^s "
+                         "visits (0: top_k by contact; eval=pack: 8)", int, low=0,
+                         high=10**6),
+          "widen_max": Param(8, "eval=learned/pack/net: most placements a patch a widened "
+                             "node searches", int, low=1, high=64)})(_mcts_factory)
 
 
 # --- specs ------------------------------------------------------------------------------------

@@ -139,3 +139,55 @@ def sample_by_visits(first_child: np.ndarray, nchild: np.ndarray, visits: np.nda
             if u < 0.0:
                 return ch
     return last  # rounding: u reached the total
+
+
+@njit(cache=True)
+def regrow(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
+           visits: np.ndarray, value: np.ndarray, mover: np.ndarray, move: np.ndarray,
+           stage: np.ndarray, tab: np.ndarray, node: Int, nodes: Int, acts: np.ndarray,
+           na: Int, pm: Int) -> tuple[Int, Int]:
+    """Widen an expanded ``node`` (``pm`` to move) to the moves ``acts[:na]``: its children
+    move, with their statistics and subtrees, to a new consecutive block from node index
+    ``nodes`` (children must stay consecutive; the old block is left unused), followed by
+    one new child per move of ``acts`` it did not have yet. Returns (the new node count,
+    the index of the first new child); the caller evaluates the new children. The caller
+    checks that ``nodes + nchild[node] + na`` fits the tree."""
+    fc = first_child[node]
+    n_old = nchild[node]
+    for i in range(n_old):
+        src = fc + i
+        dst = nodes + i
+        states[dst, :] = states[src]
+        first_child[dst] = first_child[src]
+        nchild[dst] = nchild[src]
+        visits[dst] = visits[src]
+        value[dst] = value[src]
+        mover[dst] = mover[src]
+        move[dst] = move[src]
+        stage[dst] = stage[src]
+    first_new = nodes + n_old
+    count = n_old
+    st = states[node]
+    for a in range(na):
+        code = acts[a]
+        known = False
+        for i in range(n_old):
+            if move[nodes + i] == code:
+                known = True
+                break
+        if known:
+            continue
+        ch = nodes + count
+        states[ch, :] = st
+        play_macro(states[ch], tab, code)
+        first_child[ch] = -1
+        nchild[ch] = 0
+        visits[ch] = 0
+        value[ch] = 0.0
+        mover[ch] = pm
+        move[ch] = code
+        stage[ch] = 0
+        count += 1
+    first_child[node] = nodes
+    nchild[node] = count
+    return nodes + count, first_new

@@ -29,13 +29,18 @@ def train(
     net: Annotated[bool, typer.Option("--net", help="Train the value network of "
                                       "mcts(eval=net) (net.json) instead of the linear "
                                       "model.")] = False,
+    pack: Annotated[bool, typer.Option("--pack", help="Train the packing player "
+                                       "mcts(eval=pack) (pack.json: packing features, "
+                                       "placements chosen by search, a league of earlier "
+                                       "generations and greedy).")] = False,
 ) -> None:
     """Train the evaluation of the search bot mcts(eval=learned) for a ruleset, from
     self-play (resumable: rerun the same command after Ctrl-C). Writes
     <models>/<ruleset hash>/model.json, manifest.json and report.md; with --net the value
-    network of mcts(eval=net): net.json, net-manifest.json and net-report.md."""
+    network of mcts(eval=net): net.json, net-manifest.json and net-report.md; with --pack
+    the packing player mcts(eval=pack): pack.json, pack-manifest.json, pack-report.md."""
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
-    from patchsim.play.train import TrainError, check_arguments
+    from patchsim.play.train import TrainError, check_arguments, pack_settings
     from patchsim.play.train import train as run_train
     from patchsim.play.train_net import train_net
 
@@ -47,6 +52,8 @@ def train(
         raise fail(e) from None
     except (FileNotFoundError, ValueError) as e:
         raise fail(e) from None
+    if net and pack:
+        raise fail("--net and --pack train different models: give one of them")
     n_jobs = jobs_count(jobs, dask=False)
     try:
         check_arguments(minutes, n_jobs, seed, generations)
@@ -67,15 +74,22 @@ def train(
         else:
             bar["bar"].update(done)
 
-    typer.echo(f"train{' --net' if net else ''}: {rs.name} ({rs.content_hash()}), "
+    flag = " --net" if net else " --pack" if pack else ""
+    typer.echo(f"train{flag}: {rs.name} ({rs.content_hash()}), "
                f"{n_jobs} worker(s), "
                + (f"{generations} generations" if generations is not None
                   else f"{minutes:g} minutes"))
     stop_on_signals()
     try:
-        res = (train_net if net else run_train)(
-            rs, minutes=minutes, jobs=n_jobs, seed=seed, generations=generations,
-            models=models, fresh=fresh, progress=show)
+        if net:
+            res = train_net(rs, minutes=minutes, jobs=n_jobs, seed=seed,
+                            generations=generations, models=models, fresh=fresh,
+                            progress=show)
+        else:
+            res = run_train(rs, minutes=minutes, jobs=n_jobs, seed=seed,
+                            generations=generations, models=models, fresh=fresh,
+                            progress=show,
+                            settings=pack_settings(seed) if pack else None)
     except TrainError as e:
         # the library's problems name its parameters; here they are flags (common.FLAGS)
         raise fail(e) from None
@@ -92,4 +106,5 @@ def train(
     typer.echo(f"model: {res.model_path} (generation {res.generations}"
                + (f", resumed from {res.resumed_from}" if res.resumed_from else "")
                + f"; {rates})")
-    typer.echo(f"report: {res.model_path.parent / ('net-report.md' if net else 'report.md')}")
+    report = "net-report.md" if net else "pack-report.md" if pack else "report.md"
+    typer.echo(f"report: {res.model_path.parent / report}")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from patchsim.bots.features import N_FEATURES, predicted_margin, value0
+from patchsim.bots.features import N_ALL_FEATURES, predicted_margin, value0
 from patchsim.bots.learned import ModelError, fill_params, model_for
 from patchsim.bots.registry import BotSpecError, CompiledBot, MCTSBot, make_bot
 from patchsim.bots.scripted import N_PARAMS
@@ -150,7 +150,7 @@ def _learned_position(game: Game, params: np.ndarray) -> list:
         w = game.winner
         win0 = 1.0 if w == 0 else 0.0
         return [game.ply, -1, 0, win0, win0, win0, float(game.score(0) - game.score(1))]
-    scratch = np.zeros(N_FEATURES)
+    scratch = np.zeros(N_ALL_FEATURES)
     win0 = float(value0(params, game.state, game.tab, scratch))
     margin = float(predicted_margin(params, game.state, game.tab, scratch))
     return [game.ply, to_move, 0, win0, win0, win0, margin]

@@ -46,6 +46,7 @@ from patchsim.bots import features as F
 from patchsim.bots import network as NET
 from patchsim.bots.learned import (
     MODEL_FILE,
+    PACK_FILE,
     Model,
     NetModel,
     bind_bot,
@@ -67,11 +68,15 @@ from patchsim.play.match import max_events, max_plies
 from patchsim.play.train_document import training_document
 
 TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2)"  # plays the self-play games
+# the packing player (mcts(eval=pack)) trains with its own search: placements chosen by it
+TRAIN_SPEC_PACK = "mcts(eval=pack, iterations=24)"
 EPSILON = 0.08
 WINDOW = 4  # generations of data a fit uses
 RIDGE = 1e-4  # relative to the mean squared feature (the features are standardised)
 CHUNK = 8  # games per work unit (fixed, so results do not depend on the worker count)
 OPPONENTS = ("greedy", "mcts(iterations=100)")
+# the packing player is also measured against today's learned player, the one it replaces
+PACK_OPPONENTS = (*OPPONENTS, "mcts(eval=learned, iterations=100)")
 MAX_GENERATIONS = 100_000  # each one plays games_per_generation games: far beyond any budget
 SEED_LIMIT = 2**63  # seeds are non-negative 64-bit integers
 
@@ -95,24 +100,39 @@ class TrainSettings:
     train_spec: str = TRAIN_SPEC
     epsilon: float = EPSILON
     window: int = WINDOW
+    evaluation: str = "learned"  # "pack": feature version 2, pack.json, the league below
+    # a league: of every four chunks of self-play games, one plays greedy and one an earlier
+    # generation (the learner in either seat), so that the learner cannot settle into a
+    # convention it shares only with itself (a passing stand-off)
+    league: bool = False
 
 
-# what a self-play position records: the linear model's features (from seat 0's side) or
-# the value network's inputs (from the mover's side)
+def pack_settings(seed: int = 1) -> TrainSettings:
+    """The settings of the packing player's training (``patchsim train --pack``)."""
+    return TrainSettings(seed=seed, train_spec=TRAIN_SPEC_PACK, evaluation="pack", league=True)
+
+
+# what a self-play position records: the linear model's features (from seat 0's side), the
+# value network's inputs (from the mover's side), or feature version 2 (eval=pack)
 RECORD_FEATURES = 0
 RECORD_NET_INPUTS = 1
+RECORD_ALL_FEATURES = 2
+NO_OPPONENT = -1  # opp_seat of a game the learner plays against itself
 
 
 @njit(cache=True, nogil=True)
 def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
              params: np.ndarray, epsilon: float, record: int, rows_out: np.ndarray,
              game_of: np.ndarray, mover: np.ndarray, margins: np.ndarray,
-             winners: np.ndarray) -> int:
-    """Play one self-play game per circle with policy ``kind``/``params`` in both seats;
-    record every decision position (``record``: ``RECORD_FEATURES`` or
-    ``RECORD_NET_INPUTS`` into ``rows_out``; its game index in ``game_of``, its mover in
-    ``mover``) and each game's final margin and winner. Returns the number of rows written.
-    The one self-play loop of both trainings: they differ only in what a position records."""
+             winners: np.ndarray, opp_kind: int, opp_params: np.ndarray,
+             opp_seat: np.ndarray) -> int:
+    """Play one self-play game per circle with policy ``kind``/``params`` in both seats, or
+    in game i against ``opp_kind``/``opp_params`` in seat ``opp_seat[i]`` (``NO_OPPONENT``:
+    itself); record every decision position (``record``: ``RECORD_FEATURES``,
+    ``RECORD_ALL_FEATURES`` or ``RECORD_NET_INPUTS`` into ``rows_out``; its game index in
+    ``game_of``, its mover in ``mover``) and each game's final margin and winner. Only the
+    learner explores (epsilon). Returns the number of rows written. The one self-play loop
+    of every training: they differ only in what a position records and whom they play."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     acts = np.empty(1 + tab[core.T_OFFER] * 64, dtype=np.int64)
     explore = params[:F.N_PARAMS].copy()  # a network bot's row carries its network after
@@ -131,18 +151,26 @@ def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: in
             if p < 0:
                 break
             r = rng[p:p + 1]
+            learner = p != opp_seat[i]
             if state[core.S_PENDING] > 0:
-                code = choose_move(kind, params, state, tab, r, buf)
+                if learner:
+                    code = choose_move(kind, params, state, tab, r, buf)
+                else:
+                    code = choose_move(opp_kind, opp_params, state, tab, r, buf)
             else:
                 if rows < rows_out.shape[0]:
                     if record == RECORD_NET_INPUTS:
                         NET.net_inputs(state, tab, p, rows_out[rows])
+                    elif record == RECORD_ALL_FEATURES:
+                        F.all_features(state, tab, rows_out[rows])
                     else:
                         F.features(state, tab, rows_out[rows])
                     game_of[rows] = i
                     mover[rows] = p
                     rows += 1
-                if core.rng_unit(r) < epsilon:
+                if not learner:
+                    code = choose_move(opp_kind, opp_params, state, tab, r, buf)
+                elif core.rng_unit(r) < epsilon:
                     n = F.search_actions(explore, state, tab, acts)
                     code = acts[core.rng_below(r, n)]
                 else:
@@ -158,19 +186,42 @@ def seed_streams(seed: int, generation: int, chunk: int, n: int) -> np.ndarray:
     return ss.generate_state(3 * n, dtype=np.uint64)
 
 
+def league_opponent(settings: TrainSettings, generation: int, chunk: int,
+                    pool: Sequence[tuple[np.ndarray, float]]) -> int:
+    """Whom the learner plays in a chunk of generation ``generation``: -1 itself, -2
+    greedy, or the index into ``pool`` (earlier generations' models) of the one it plays.
+    Without a league, or before there is a model, always itself."""
+    if not settings.league or generation == 0:
+        return -1
+    turn = chunk % 4
+    if turn == 2 or (turn == 3 and not pool):
+        return -2
+    if turn == 3:
+        # spread over the earlier generations, the same for a seed whatever the workers
+        return (generation * 7 + chunk) % len(pool)
+    return -1
+
+
 def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
                     weights: np.ndarray | None, scale: float, jobs: int,
-                    progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
-    """Self-play data of one generation: features, margins (per row), winners, game ids."""
+                    progress: Callable[[int], None] | None = None,
+                    pool: Sequence[tuple[np.ndarray, float]] = ()) -> dict[str, np.ndarray]:
+    """Self-play data of one generation: features, margins (per row), winners, game ids.
+    With a league (``settings.league``), some chunks play greedy or a model of ``pool``
+    (:func:`league_opponent`)."""
     tables = compile_ruleset(ruleset)
     tab = tables.tab
+    greedy = make_bot("greedy").params.copy()  # type: ignore[attr-defined]
     if weights is None:
         kind = SCRIPTED
-        params = make_bot("greedy").params.copy()  # type: ignore[attr-defined]
+        params = greedy
     else:
         bot = make_bot(settings.train_spec)
         kind = F.LEARNED
         params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
+    pack = settings.evaluation == "pack"
+    record = RECORD_ALL_FEATURES if pack else RECORD_FEATURES
+    width = F.N_ALL_FEATURES if pack else F.N_FEATURES
     n = settings.games_per_generation
     nchunks = (n + CHUNK - 1) // CHUNK
     cap = max_plies(ruleset)
@@ -182,13 +233,24 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
         seeds = (words[:m] >> np.uint64(1)).astype(np.int64)
         circles, _ = deal_arrays(ruleset, seeds)
         streams = words[m:3 * m].reshape(m, 2).copy()
-        feats = np.zeros((m * cap, F.N_FEATURES))
+        feats = np.zeros((m * cap, width))
         game_of = np.zeros(m * cap, dtype=np.int64)
         mover = np.zeros(m * cap, dtype=np.int64)
         margins = np.zeros(m, dtype=np.int64)
         winners = np.zeros(m, dtype=np.int64)
-        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, RECORD_FEATURES,
-                        feats, game_of, mover, margins, winners)
+        who = league_opponent(settings, generation, c, pool)
+        opp_kind, opp_params = kind, params
+        opp_seat = np.full(m, NO_OPPONENT, dtype=np.int64)
+        if who != -1:
+            if who == -2:
+                opp_kind, opp_params = SCRIPTED, greedy
+            else:
+                opp_kind = F.LEARNED
+                opp_params = fill_params(params, Model(*pool[who]))
+            opp_seat = np.arange(m, dtype=np.int64) % 2  # the learner in either seat
+        rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, record,
+                        feats, game_of, mover, margins, winners, opp_kind, opp_params,
+                        opp_seat)
         if progress is not None:
             progress(m)
         return feats[:rows], game_of[:rows] + c * CHUNK, margins, winners
@@ -258,10 +320,28 @@ def evaluate_strength(ruleset: Ruleset, weights: np.ndarray, scale: float,
                       settings: TrainSettings, generation: int, jobs: int) -> dict[str, float]:
     """Win rate of ``mcts(eval=learned, iterations=eval_iterations)`` with these weights
     against each fixed opponent (:func:`strength_against`)."""
-    bot = make_bot(f"mcts(eval=learned, iterations={settings.eval_iterations})")
+    bot = make_bot(strength_spec(settings))
     params = fill_params(bot.params, Model(weights, scale))  # type: ignore[attr-defined]  # a compiled bot
-    return strength_against(ruleset, params, OPPONENTS, settings.seed, settings.eval_deals,
-                            jobs)
+    return strength_against(ruleset, params, opponents_of(settings), settings.seed,
+                            settings.eval_deals, jobs)
+
+
+def strength_spec(settings: TrainSettings) -> str:
+    """The bot whose strength a training measures after its generations."""
+    return f"mcts(eval={settings.evaluation}, iterations={settings.eval_iterations})"
+
+
+def opponents_of(settings: TrainSettings) -> tuple[str, ...]:
+    """The fixed opponents of a training's strength checks."""
+    return PACK_OPPONENTS if settings.evaluation == "pack" else OPPONENTS
+
+
+def files_of(settings: TrainSettings) -> tuple[str, str, str]:
+    """(model file, checkpoint, prefix of the report's files) of a training: the packing
+    player's sit beside today's model in the same folder without touching it."""
+    if settings.evaluation == "pack":
+        return PACK_FILE, "pack-" + CHECKPOINT, "pack-"
+    return MODEL_FILE, CHECKPOINT, ""
 
 
 def validation_figures(pred: np.ndarray, y: np.ndarray, win: np.ndarray) -> dict:
@@ -329,8 +409,11 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     except OSError as e:  # a file in the way, no permission, a read-only disk
         raise TrainError.about("models", f"cannot create a model folder in {root}: "
                                f"{e.strerror or e}", value=str(root)) from None
-    ck_path = folder / "training" / CHECKPOINT
-    config = {"ruleset_hash": h, "feature_version": F.FEATURE_VERSION, **asdict(settings)}
+    model_file, ck_file, prefix = files_of(settings)
+    ck_path = folder / "training" / ck_file
+    pack = settings.evaluation == "pack"
+    fversion = F.PACK_FEATURE_VERSION if pack else F.FEATURE_VERSION
+    config = {"ruleset_hash": h, "feature_version": fversion, **_settings_record(settings)}
     ck = None if fresh else checkpoint_load(ck_path, config)
     history: list[dict[str, Any]] = []
     buffer: dict[str, np.ndarray] = {}
@@ -338,6 +421,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     scale = 10.0
     gen = 0
     elapsed = 0.0
+    pool: list[tuple[np.ndarray, float]] = []  # earlier generations' models (the league)
     if ck is not None:
         meta = ck.pop("meta")
         history = meta["history"]
@@ -345,6 +429,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
         elapsed = float(meta["elapsed"])
         weights = np.array(meta["weights"], dtype=np.float64)
         scale = float(meta["scale"])
+        pool = [(np.array(w, dtype=np.float64), float(sc)) for w, sc in meta.get("pool", [])]
         buffer = ck
     resumed_from = gen
     limit = generations if generations is not None else 10**9
@@ -360,7 +445,9 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
 
         if progress is not None:
             progress(0, settings.games_per_generation, label)
-        data = play_generation(ruleset, settings, gen, weights, scale, jobs, tick)
+        data = play_generation(ruleset, settings, gen, weights, scale, jobs, tick, pool)
+        if settings.league and weights is not None:
+            pool.append((weights, scale))
         # keep the last `window` generations
         if buffer:
             keep = buffer["gen"] > gen - settings.window
@@ -388,30 +475,43 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
                         "win_rates": strength})
         manifest = {
             "ruleset_hash": h, "ruleset_name": ruleset.name,
-            "feature_version": F.FEATURE_VERSION, "features": list(F.FEATURE_NAMES),
-            "seed": settings.seed, "settings": asdict(settings), "generations": gen,
+            "feature_version": fversion,
+            "features": list(F.ALL_FEATURE_NAMES if pack else F.FEATURE_NAMES),
+            "seed": settings.seed, "settings": _settings_record(settings), "generations": gen,
             "training_games": total_games, "training_positions_last_fit": int(fit_rows.sum()),
             "train_minutes": round(elapsed / 60.0, 3), "jobs": jobs,
             "validation": val,
             "strength": next((r["win_rates"] for r in reversed(history) if r["win_rates"]),
                              None),
-            "strength_spec": f"mcts(eval=learned, iterations={settings.eval_iterations})",
+            "strength_spec": strength_spec(settings),
             "strength_games_per_opponent": 2 * settings.eval_deals,
             "patchsim_version": __version__,
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }
         model = Model(w, scale, manifest)
-        model.save(folder / MODEL_FILE)
+        model.save(folder / model_file)
         meta = {"config": config, "generation": gen, "elapsed": elapsed, "history": history,
-                "weights": [float(v) for v in w], "scale": scale}
+                "weights": [float(v) for v in w], "scale": scale,
+                "pool": [[[float(v) for v in pw], ps] for pw, ps in pool]}
         checkpoint_save(ck_path, meta, buffer)
         if report:
-            write_report(folder, model, history)
+            write_report(folder, model, history, opponents_of(settings), prefix)
     if model is None:
         if weights is None:
             raise ValueError("no generation was trained (give minutes > 0 or generations)")
-        model = load_model(folder / MODEL_FILE, h)
-    return TrainResult(folder / MODEL_FILE, model, gen, history, resumed_from)
+        model = load_model(folder / model_file, h)
+    return TrainResult(folder / model_file, model, gen, history, resumed_from)
+
+
+def _settings_record(settings: TrainSettings) -> dict[str, Any]:
+    """The settings as a manifest records them: today's player's training leaves out the
+    packing player's fields at their defaults, so its manifests and checkpoints read as
+    they always did."""
+    record = asdict(settings)
+    if settings.evaluation == "learned" and not settings.league:
+        record.pop("evaluation")
+        record.pop("league")
+    return record
 
 
 def check_arguments(minutes: float, jobs: int, seed: int, generations: int | None) -> None:
@@ -435,8 +535,10 @@ def check_arguments(minutes: float, jobs: int, seed: int, generations: int | Non
                                value=jobs)
 
 
-def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> Path:
-    """``report.md`` with the training curves (``strength.png``, ``loss.png``), atomically."""
+def write_report(folder: Path, model: Model, history: list[dict[str, Any]],
+                 opponents: Sequence[str] = OPPONENTS, prefix: str = "") -> Path:
+    """``report.md`` with the training curves (``strength.png``, ``loss.png``), atomically;
+    each name after ``prefix`` (``pack-`` for the packing player's)."""
     # Figure directly, not pyplot: a notebook user's backend is left as it was
     from matplotlib.figure import Figure
 
@@ -445,7 +547,7 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     checked = [r for r in history if r["win_rates"]]
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
-    for opp in OPPONENTS:
+    for opp in opponents:
         ax.plot([r["minutes"] for r in checked], [100 * r["win_rates"][opp] for r in checked],
                 marker="o", label=opp)
     ax.axhline(50, color="grey", lw=0.8, ls="--")
@@ -454,7 +556,7 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     ax.set_ylim(0, 100)
     ax.legend()
     ax.set_title(f"strength, {man['strength_games_per_opponent']} games per point")
-    _save_fig(fig, folder / "strength.png")
+    _save_fig(fig, folder / f"{prefix}strength.png")
     fig = Figure(figsize=(6, 3.5))
     ax = fig.subplots()
     ax.plot(mins, [r["train_rmse"] for r in history], marker="o", label="fit RMSE")
@@ -463,9 +565,10 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]]) -> P
     ax.set_ylabel("final-margin error (points)")
     ax.legend()
     ax.set_title("loss")
-    _save_fig(fig, folder / "loss.png")
-    doc = training_document(man, history, OPPONENTS, F.FEATURE_NAMES, model.weights)
-    path = folder / "report.md"
+    _save_fig(fig, folder / f"{prefix}loss.png")
+    names = F.ALL_FEATURE_NAMES if len(model.weights) == F.N_ALL_FEATURES else F.FEATURE_NAMES
+    doc = training_document(man, history, opponents, names, model.weights, prefix)
+    path = folder / f"{prefix}report.md"
     # Markdown only: a model folder's files are the model's (it ships in the package)
     atomic_write(path, to_markdown(doc))
     return path

@@ -36,7 +36,7 @@ def weights_table(names: Sequence[str], weights: Sequence[float] | np.ndarray) -
 
 def training_document(man: dict[str, Any], history: Sequence[dict[str, Any]],
                       opponents: Sequence[str], feature_names: Sequence[str],
-                      weights: Sequence[float] | np.ndarray) -> Document:
+                      weights: Sequence[float] | np.ndarray, prefix: str = "") -> Document:
     """The training report of a model (its manifest, per-generation history and weights);
     its figures are strength.png and loss.png beside it."""
     s = Section("Training")
@@ -53,10 +53,10 @@ def training_document(man: dict[str, Any], history: Sequence[dict[str, Any]],
         f"{num(man['validation']['rmse'], 2)} points, "
         f"R^2 {num(man['validation']['r2'], 3)}, winner predicted by the sign in "
         f"{pct(man['validation']['winner_sign_accuracy'])} of positions.")
-    s.add(Figure("strength.png", f"Strength against {', '.join(opponents)} over training "
-                 "time.", alt="strength"))
-    s.add(Figure("loss.png", "Fit and held-out error of the final margin over training time.",
-                 alt="loss"))
+    s.add(Figure(f"{prefix}strength.png", f"Strength against {', '.join(opponents)} over "
+                 "training time.", alt="strength"))
+    s.add(Figure(f"{prefix}loss.png", "Fit and held-out error of the final margin over "
+                 "training time.", alt="loss"))
     s.table(generations_table(history, opponents))
     s.p("Weights (points of predicted margin per unit of each feature difference):")
     s.table(weights_table(feature_names, weights))

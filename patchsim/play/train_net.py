@@ -40,6 +40,7 @@ from patchsim.play.match import max_plies
 from patchsim.play.train import (
     CHUNK,
     EPSILON,
+    NO_OPPONENT,
     RECORD_NET_INPUTS,
     WINDOW,
     TrainError,
@@ -119,7 +120,8 @@ def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: in
         margins = np.zeros(m, dtype=np.int64)
         winners = np.zeros(m, dtype=np.int64)
         rows = selfplay(tab, circles, streams, kind, params, settings.epsilon,
-                        RECORD_NET_INPUTS, xs, game_of, mover, margins, winners)
+                        RECORD_NET_INPUTS, xs, game_of, mover, margins, winners, kind, params,
+                        np.full(m, NO_OPPONENT, dtype=np.int64))
         if progress is not None:
             progress(m)
         return xs[:rows], game_of[:rows] + c * CHUNK, mover[:rows], margins, winners
