@@ -26,6 +26,7 @@ from patchsim.bots.heuristics import (
     empty_regions,
     holes_and_perimeter,
     income_marks_left,
+    keep_best,
     leather_square,
     top_placements,
 )
@@ -391,21 +392,8 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
-            s = placement_prior(params, state, tab, p, g, tl, scratch)
-            # keep the m best (insertion into a short sorted list; ties: the first found)
-            if kept < m:
-                j = kept
-                kept += 1
-            elif s > best_s[kept - 1]:
-                j = kept - 1
-            else:
-                continue
-            while j > 0 and best_s[j - 1] < s:
-                best_s[j] = best_s[j - 1]
-                best_g[j] = best_g[j - 1]
-                j -= 1
-            best_s[j] = s
-            best_g[j] = g
+            kept = keep_best(best_g, best_s, kept, m, g,
+                             placement_prior(params, state, tab, p, g, tl, scratch))
         for j in range(kept):
             out[n] = best_g[j]
             n += 1
@@ -538,6 +526,25 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
 
 
 @njit(cache=True)
+def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
+                   value: np.ndarray, tab: np.ndarray, first: Int, end: Int, pm: Int,
+                   scratch: np.ndarray) -> float:
+    """Evaluate the new children ``first .. end - 1`` of a node where ``pm`` moves (one
+    visit each, valued from the mover's view) and return player 0's value of the best of
+    them: what the expansion (or widening) backs up."""
+    best_v = -1.0
+    for ch in range(first, end):
+        v = leaf_value0(params, states[ch], tab, scratch)
+        if pm == 1:
+            v = 1.0 - v
+        visits[ch] = 1
+        value[ch] = v
+        if v > best_v:
+            best_v = v
+    return best_v if pm == 0 else 1.0 - best_v
+
+
+@njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
@@ -607,17 +614,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                                   mover, move, stage, tab, node, nodes, acts,
                                                   na, pm)
                         if first_new < nodes:
-                            best_v = -1.0
-                            for ch in range(first_new, nodes):
-                                v = leaf_value0(params, states[ch], tab, scratch)
-                                if pm == 1:
-                                    v = 1.0 - v
-                                visits[ch] = 1
-                                value[ch] = v
-                                if v > best_v:
-                                    best_v = v
                             # this iteration backs up the best new move, as an expansion
-                            v0 = best_v if pm == 0 else 1.0 - best_v
+                            v0 = judge_children(params, states, visits, value, tab,
+                                                first_new, nodes, pm, scratch)
                             widened = True
                             break
             node = uct_child(first_child, nchild, visits, value, node, c)
@@ -636,16 +635,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
                                acts, na, pm)
                 # evaluate every new child at once: the mover's view, and its best backs up
-                best_v = -1.0
-                for ch in range(first, nodes):
-                    v = leaf_value0(params, states[ch], tab, scratch)
-                    if pm == 1:
-                        v = 1.0 - v
-                    visits[ch] = 1
-                    value[ch] = v
-                    if v > best_v:
-                        best_v = v
-                v0 = best_v if pm == 0 else 1.0 - best_v
+                v0 = judge_children(params, states, visits, value, tab, first, nodes, pm,
+                                    scratch)
                 if war > 0 and depth >= war:
                     run = 0  # passes in a row that led here (within the tree)
                     while run < war and move[path[depth - run]] == core.PASS:

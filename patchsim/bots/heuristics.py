@@ -271,6 +271,28 @@ def income_marks_left(tab: np.ndarray, pos: int) -> int:
     return core.income_marks_upto(tab, tab[core.T_LAST]) - core.income_marks_upto(tab, pos)
 
 
+@njit(cache=True, inline="always")
+def keep_best(best_g: np.ndarray, best_s: np.ndarray, kept: int, m: int, g: int,
+              s: float) -> int:
+    """Offer placement ``g`` of score ``s`` to the ``m`` best so far (``best_g``/``best_s``,
+    ``kept`` of them, best first; ties keep the one found first); returns how many are
+    kept now. An insertion into a short sorted list: the searches rank every placement."""
+    if kept < m:
+        j = kept
+        kept += 1
+    elif s > best_s[kept - 1]:
+        j = kept - 1
+    else:
+        return kept
+    while j > 0 and best_s[j - 1] < s:
+        best_s[j] = best_s[j - 1]
+        best_g[j] = best_g[j - 1]
+        j -= 1
+    best_s[j] = s
+    best_g[j] = g
+    return kept
+
+
 @njit(cache=True)
 def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: int,
                    w_contact: float, w_holes: float, w_window: float,
@@ -300,22 +322,9 @@ def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: i
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
-            s = placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes, w_window,
-                                bonus_open)
-            # keep the top_k by score (insertion into a short sorted list)
-            if m < top_k:
-                j = m
-                m += 1
-            elif s > best_s[m - 1]:
-                j = m - 1
-            else:
-                continue
-            while j > 0 and best_s[j - 1] < s:
-                best_s[j] = best_s[j - 1]
-                best_g[j] = best_g[j - 1]
-                j -= 1
-            best_s[j] = s
-            best_g[j] = g
+            m = keep_best(best_g, best_s, m, top_k, g,
+                          placement_score(tab, qlo, qhi, holes0, g, w_contact, w_holes,
+                                          w_window, bonus_open))
         for j in range(m):
             out[n] = best_g[j]
             n += 1
