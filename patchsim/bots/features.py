@@ -274,6 +274,13 @@ def predicted_margin(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
         all_features(state, tab, scratch)
     else:
         features(state, tab, scratch)
+    return weighted(params, scratch, pack)
+
+
+@njit(cache=True, inline="always")
+def weighted(params: np.ndarray, scratch: np.ndarray, pack: bool) -> float:
+    """The model's weights times the feature values in ``scratch`` (the base features, then
+    with ``pack`` the packing ones): a position's predicted margin, or a placement's prior."""
     m = 0.0
     for i in range(N_FEATURES):
         m += params[L_WEIGHTS + i] * scratch[i]
@@ -357,13 +364,7 @@ def placement_prior(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: I
         scratch[i] = 0.0
     pack = params[L_PACK] > 0
     _quilt_terms(tab, nlo, nhi, tl, owner, p, pack, False, scratch, 1.0)
-    v = 0.0
-    for i in range(N_FEATURES):
-        v += params[L_WEIGHTS + i] * scratch[i]
-    if pack:
-        for i in range(N_PACK_FEATURES):
-            v += params[L_PACK_WEIGHTS + i] * scratch[N_FEATURES + i]
-    return v + CONTACT_TIE * contact(tab, qlo, qhi, g)
+    return weighted(params, scratch, pack) + CONTACT_TIE * contact(tab, qlo, qhi, g)
 
 
 @njit(cache=True)
