@@ -37,6 +37,7 @@ from patchsim.bots.tree import (
     Int,
     backup,
     expand,
+    most_visited_decision,
     new_tree,
     now_ms,
     play_macro,
@@ -393,8 +394,9 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
-            kept = keep_best(best_g, best_s, kept, m, g,
-                             placement_prior(params, state, tab, p, g, tl, scratch))
+            s = placement_prior(params, state, tab, p, g, tl, scratch)
+            if kept < m or s > best_s[kept - 1]:
+                kept = keep_best(best_g, best_s, kept, m, g, s)
         for j in range(kept):
             out[n] = best_g[j]
             n += 1
@@ -487,13 +489,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     temperature = params[L_TEMPERATURE]
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
         return move[sample_by_visits(first_child, nchild, visits, 0, temperature, rng)]
-    best = fc
-    for ch in range(fc, fc + nchild[0]):
-        if visits[ch] > visits[best] or (visits[ch] == visits[best]
-                                          and value[ch] / visits[ch]
-                                          > value[best] / visits[best]):
-            best = ch
-    return move[best]
+    return move[most_visited_decision(first_child, nchild, visits, value, move, tab, 0)]
 
 
 @njit(cache=True)

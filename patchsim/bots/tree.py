@@ -111,6 +111,52 @@ def backup(path: np.ndarray, depth: Int, visits: np.ndarray, value: np.ndarray,
 
 
 @njit(cache=True)
+def move_group(tab: np.ndarray, code: Int) -> Int:
+    """The decision a root move belongs to: the patch a placement buys, else the move code
+    itself (pass, a leather square). Placements of one patch are one decision."""
+    if code >= 0:
+        return core.placement_patch(tab, code)
+    return code - 1_000_000  # below every patch id, one group per non-placement move
+
+
+@njit(cache=True)
+def most_visited_decision(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
+                          value: np.ndarray, move: np.ndarray, tab: np.ndarray,
+                          node: Int) -> Int:
+    """The child of ``node`` to play: first the decision (pass, or which patch) with the most
+    visits summed over its placements, then that patch's most visited placement (ties: the
+    better mean value). With several placements of a patch searched, the plain most visited
+    child would favour a move searched once (pass) over a patch whose visits its placements
+    share, although the search spent more on the patch."""
+    fc = first_child[node]
+    end = fc + nchild[node]
+    best_group = move_group(tab, move[fc])
+    best_total = -1
+    lead = fc  # the child that set best_group (ties between decisions: its mean value)
+    for ch in range(fc, end):
+        grp = move_group(tab, move[ch])
+        total = 0
+        for other in range(fc, end):
+            if move_group(tab, move[other]) == grp:
+                total += visits[other]
+        if total > best_total or (total == best_total and visits[ch] > 0
+                                  and visits[lead] > 0
+                                  and value[ch] / visits[ch] > value[lead] / visits[lead]):
+            best_total = total
+            best_group = grp
+            lead = ch
+    best = -1
+    for ch in range(fc, end):
+        if move_group(tab, move[ch]) != best_group:
+            continue
+        if best < 0 or visits[ch] > visits[best] or (
+                visits[ch] == visits[best] and visits[ch] > 0
+                and value[ch] / visits[ch] > value[best] / visits[best]):
+            best = ch
+    return best
+
+
+@njit(cache=True)
 def sample_by_visits(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
                      node: Int, temperature: float, rng: np.ndarray) -> Int:
     """A child of ``node`` drawn with probability proportional to its visit count to the
