@@ -48,6 +48,7 @@ from patchsim.bots.learned import (
     MODEL_FILE,
     PACK_FILE,
     Model,
+    ModelError,
     NetModel,
     bind_bot,
     fill_params,
@@ -65,12 +66,18 @@ from patchsim.engine.tables import compile_ruleset
 from patchsim.errors import PatchsimError
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
+from patchsim.play.placement_effects import HELD_COLUMNS, placement_effects
 from patchsim.play.train_document import training_document
 
 TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2)"  # plays the self-play games
 # the packing player (mcts(eval=pack)) trains with its own search: placements chosen by it
 TRAIN_SPEC_PACK = "mcts(eval=pack, iterations=24)"
 EPSILON = 0.08
+# the shape terms' effects are measured under today's player's later play (greedy's where a
+# ruleset has no model yet), from 2,000 games: standard errors about 0.1 point a unit
+SHAPE_SPEC = "mcts(eval=learned, iterations=50)"
+SHAPE_FALLBACK_SPEC = "greedy"
+SHAPE_GAMES = 2000
 WINDOW = 4  # generations of data a fit uses
 RIDGE = 1e-4  # relative to the mean squared feature (the features are standardised)
 CHUNK = 8  # games per work unit (fixed, so results do not depend on the worker count)
@@ -105,11 +112,17 @@ class TrainSettings:
     # generation (the learner in either seat), so that the learner cannot settle into a
     # convention it shares only with itself (a passing stand-off)
     league: bool = False
+    # randomised-placement games that measure the effects of the quilt's shape terms before
+    # the first generation (patchsim.play.placement_effects); every fit then holds those
+    # weights fixed. 0: the shape terms are fitted with the rest (confounded: see there)
+    shape_games: int = 0
+    shape_spec: str = SHAPE_SPEC
 
 
 def pack_settings(seed: int = 1) -> TrainSettings:
     """The settings of the packing player's training (``patchsim train --pack``)."""
-    return TrainSettings(seed=seed, train_spec=TRAIN_SPEC_PACK, evaluation="pack", league=True)
+    return TrainSettings(seed=seed, train_spec=TRAIN_SPEC_PACK, evaluation="pack", league=True,
+                         shape_games=SHAPE_GAMES)
 
 
 # what a self-play position records: the linear model's features (from seat 0's side), the
@@ -276,6 +289,23 @@ def fit_linear(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> np.ndarray
     return np.linalg.solve(a, b) / sd
 
 
+def fit_linear_fixed(x: np.ndarray, y: np.ndarray, fixed: dict[int, float],
+                     ridge: float = RIDGE) -> np.ndarray:
+    """:func:`fit_linear` with the weights of the columns in ``fixed`` held at their given
+    values (the shape terms' effects measured by randomised placements,
+    :mod:`patchsim.play.placement_effects`): the other columns are fitted to what those
+    leave of ``y``."""
+    if not fixed:
+        return fit_linear(x, y, ridge)
+    cols = np.array(sorted(fixed), dtype=np.int64)
+    held = np.array([fixed[int(c)] for c in cols], dtype=np.float64)
+    rest = np.setdiff1d(np.arange(x.shape[1]), cols)
+    w = np.zeros(x.shape[1], dtype=np.float64)
+    w[cols] = held
+    w[rest] = fit_linear(x[:, rest], y - x[:, cols] @ held, ridge)
+    return w
+
+
 def fit_scale(pred: np.ndarray, win: np.ndarray) -> float:
     """Scale s with P(player 0 wins) = 0.5 + 0.5 tanh(pred / s), by Newton's method on the
     logistic log-likelihood of a = 2 / s (sigmoid(a pred))."""
@@ -430,7 +460,16 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
         weights = np.array(meta["weights"], dtype=np.float64)
         scale = float(meta["scale"])
         pool = [(np.array(w, dtype=np.float64), float(sc)) for w, sc in meta.get("pool", [])]
+        shape = meta.get("shape_effects")
         buffer = ck
+    else:
+        shape = None
+    if shape is None and settings.shape_games > 0:
+        if progress is not None:
+            progress(0, settings.shape_games, "shape effects")
+        shape = shape_effects_record(ruleset, settings, jobs)
+    fixed = {int(c): float(v["effect"]) for c, v in (shape or {}).get("columns", {}).items()
+             if int(c) in HELD_COLUMNS}
     resumed_from = gen
     limit = generations if generations is not None else 10**9
     total_games = gen * settings.games_per_generation
@@ -456,7 +495,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
             buffer = dict(data)
         held = buffer["game"] % 10 == 0  # every tenth game of each generation: never fitted
         fit_rows = ~held
-        w = fit_linear(buffer["x"][fit_rows], buffer["y"][fit_rows])
+        w = fit_linear_fixed(buffer["x"][fit_rows], buffer["y"][fit_rows], fixed)
         scale = fit_scale(buffer["x"][fit_rows] @ w, buffer["win"][fit_rows])
         weights = w
         val = _validation(buffer["x"][held], buffer["y"][held], buffer["win"][held], w)
@@ -485,6 +524,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
                              None),
             "strength_spec": strength_spec(settings),
             "strength_games_per_opponent": 2 * settings.eval_deals,
+            **({"shape_effects": shape} if shape else {}),
             "patchsim_version": __version__,
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }
@@ -492,7 +532,8 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
         model.save(folder / model_file)
         meta = {"config": config, "generation": gen, "elapsed": elapsed, "history": history,
                 "weights": [float(v) for v in w], "scale": scale,
-                "pool": [[[float(v) for v in pw], ps] for pw, ps in pool]}
+                "pool": [[[float(v) for v in pw], ps] for pw, ps in pool],
+                **({"shape_effects": shape} if shape else {})}
         checkpoint_save(ck_path, meta, buffer)
         if report:
             write_report(folder, model, history, opponents_of(settings), prefix)
@@ -503,6 +544,26 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
     return TrainResult(folder / model_file, model, gen, history, resumed_from)
 
 
+def shape_effects_record(ruleset: Ruleset, settings: TrainSettings,
+                         jobs: int) -> dict[str, Any]:
+    """The shape terms' effects for ``ruleset`` (see :mod:`patchsim.play.placement_effects`)
+    as the manifest records them: the continuation player (``settings.shape_spec``, or
+    greedy where the ruleset has no model for it yet), the games, and per feature column its
+    name, effect and standard error."""
+    spec = settings.shape_spec
+    try:
+        bind_bot(make_bot(spec), compile_ruleset(ruleset))
+    except ModelError:
+        spec = SHAPE_FALLBACK_SPEC
+    eff = placement_effects(ruleset, spec, settings.shape_games, seed=settings.seed,
+                            jobs=jobs)
+    return {"spec": spec, "games": eff.games, "placements_a_game": round(eff.treatments, 2),
+            "residual_sd": round(eff.residual_sd, 3),
+            "columns": {str(c): {"feature": F.ALL_FEATURE_NAMES[c], "effect": float(b),
+                                 "se": float(e)}
+                        for c, b, e in zip(eff.columns, eff.beta, eff.se, strict=True)}}
+
+
 def _settings_record(settings: TrainSettings) -> dict[str, Any]:
     """The settings as a manifest records them: today's player's training leaves out the
     packing player's fields at their defaults, so its manifests and checkpoints read as
@@ -511,6 +572,9 @@ def _settings_record(settings: TrainSettings) -> dict[str, Any]:
     if settings.evaluation == "learned" and not settings.league:
         record.pop("evaluation")
         record.pop("league")
+    if settings.shape_games == 0 and settings.shape_spec == SHAPE_SPEC:
+        record.pop("shape_games")
+        record.pop("shape_spec")
     return record
 
 
