@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "patchsim"
 # and play nothing (they import neither the engine nor the bots). web and reporting are side
 # by side too: what both draw (the position view) lives below them, in engine/view.py.
 RANK = {
-    "_version": 0, "_jitcache": 0, "atomic": 0, "layout": 0, "errors": 0,
+    "_version": 0, "_jitcache": 0, "atomic": 0, "errors": 0,
     "document": 0.5,  # documents for every floor: above atomic (it writes files), below all
     "engine": 1, "analysis": 1,
     "bots": 2,

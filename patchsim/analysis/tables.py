@@ -29,10 +29,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from patchsim.analysis.degenerate import opening_pass_runs
-from patchsim.layout import EVENTS, GAMES, LATER_GAME_COLUMNS
 
-GAMES_FILE = GAMES  # the names of a run folder's files: patchsim.layout
-EVENTS_FILE = EVENTS
+# The statistics read tables, not folders: every reader here takes the table's file (a run
+# folder's names and layout are the run folder's, patchsim.play.runfolder.RunFolder).
 BATCH_ROWS = 65_536  # events per scanned batch: a few MB whatever the size of the run
 
 # the games columns the analyses use (not the move lists, buttons, empty squares, final
@@ -59,14 +58,15 @@ NO_SEQ = np.iinfo(np.int32).max
 
 
 # --- the games table --------------------------------------------------------------------------
-def read_games(run_dir: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.DataFrame:
-    """games.parquet, only ``columns`` (by default those the analyses use: no move lists),
-    text columns as categoricals with sorted categories (the bot columns sharing theirs),
-    numbers in their stored types. ``opening_passes`` is derived from the move lists, read
-    a row group at a time; a column added since the table was written
-    (``LATER_GAME_COLUMNS``) comes back as missing values (NaN)."""
-    path = Path(run_dir) / GAMES_FILE
-    wanted = set(columns)
+def read_games(path: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.DataFrame:
+    """A games table (``path``: its games.parquet), only ``columns`` (by default those the
+    analyses use: no move lists), text columns as categoricals with sorted categories (the
+    bot columns sharing theirs), numbers in their stored types. ``opening_passes`` is
+    derived from the move lists, read a row group at a time; a column the table lacks (added
+    since it was written: the run folder's check allows only those, ``LATER_COLUMNS``)
+    comes back as missing values (NaN), never a made-up zero."""
+    path = Path(path)
+    wanted = list(dict.fromkeys(columns))
     names = pq.read_schema(path).names
     cols = [c for c in names if c in wanted]
     text = [c for c in cols if c in GAME_TEXT]
@@ -75,8 +75,8 @@ def read_games(run_dir: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd
     del table
     _release()
     games = compact_games(games)
-    for c in LATER_GAME_COLUMNS:
-        if c in wanted and c not in names:
+    for c in wanted:
+        if c not in names and c != "opening_passes":
             games[c] = np.nan  # an older run: not recorded, never a made-up zero
     if "opening_passes" in wanted and "moves" in names:
         games["opening_passes"] = _opening_passes(path)
@@ -118,17 +118,19 @@ def _values(s: pd.Series) -> set[str]:
     return set(s.dropna().unique())
 
 
-def game_moves(run_dir: str | Path, game_id: int) -> list[int]:
-    """One game's move codes, read from games.parquet without loading the others."""
-    t = _rows_of_game(Path(run_dir) / GAMES_FILE, game_id, ["moves"])
+def game_moves(path: str | Path, game_id: int) -> list[int]:
+    """One game's move codes, read from a games table (``path``) without loading the
+    others."""
+    t = _rows_of_game(Path(path), game_id, ["moves"])
     return [int(x) for x in t.column("moves").to_pylist()[0]] if t.num_rows else []
 
 
-def game_events(run_dir: str | Path, game_id: int,
+def game_events(path: str | Path, game_id: int,
                 columns: Iterable[str] = ("seq", "event", "seat", "position", "patch"),
                 ) -> pd.DataFrame:
-    """One game's events (in their stored order), read without loading the others."""
-    return _rows_of_game(Path(run_dir) / EVENTS_FILE, game_id, list(columns)).to_pandas()
+    """One game's events (in their stored order), read from an events table (``path``)
+    without loading the others."""
+    return _rows_of_game(Path(path), game_id, list(columns)).to_pandas()
 
 
 def _rows_of_game(path: Path, game_id: int, columns: list[str]) -> pa.Table:
@@ -427,12 +429,10 @@ def _fit(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 # --- building a summary -----------------------------------------------------------------------
 def scan_events(source: str | Path, games: pd.DataFrame | Iterable[int] | None = None,
                 batch_rows: int = BATCH_ROWS) -> EventSummary:
-    """Summarise events.parquet (``source``: the file or its run folder) for the games of
-    ``games`` (a games table or game ids; None: every game in the file), reading
-    ``batch_rows`` events at a time and only the columns the summary needs."""
+    """Summarise an events table (``source``: its events.parquet) for the games of ``games``
+    (a games table or game ids; None: every game in the file), reading ``batch_rows`` events
+    at a time and only the columns the summary needs."""
     path = Path(source)
-    if path.is_dir():
-        path = path / EVENTS_FILE
     pf = pq.ParquetFile(path, read_dictionary=list(EVENT_TEXT))
     names = set(pf.schema_arrow.names)
     cols = [c for c in EVENT_COLUMNS if c in names]

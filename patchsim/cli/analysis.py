@@ -25,7 +25,7 @@ from patchsim.cli.prices import prices_errors
 
 
 def _is_run_dir(ref: str) -> bool:
-    from patchsim.layout import MANIFEST
+    from patchsim.play.runfolder.names import MANIFEST
 
     p = Path(ref)
     return p.is_dir() and (p / MANIFEST).exists()
@@ -165,7 +165,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
     from patchsim.engine.ruleset import RulesetError, load_ruleset
     from patchsim.play.config import RunError, make_run_config
     from patchsim.play.execution import execute
-    from patchsim.play.storage import new_run_dir
+    from patchsim.play.runfolder import new_run_dir
 
     if games < 1:
         raise fail(f"--games must be at least 1, got {games}")

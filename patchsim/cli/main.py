@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
     command_line,
     fail,
@@ -198,8 +197,7 @@ def run(
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
-    from patchsim.play.runfolder import check_not_running
-    from patchsim.play.storage import new_run_dir, read_manifest
+    from patchsim.play.runfolder import check_not_running, new_run_dir, read_manifest
     from patchsim.play.worker import local_backend, start_workers, stop_workers
 
     try:
@@ -231,8 +229,8 @@ def run(
         if backend == "loky":
             start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
         from patchsim.analysis.summary import format_summary, run_summary
-        from patchsim.analysis.tables import read_games
         from patchsim.play.execution import execute, execute_until
+        from patchsim.play.runfolder import RunFolder
 
         stopping = until is not None or until_decided is not None
         if until is not None and until_decided is not None:
@@ -261,7 +259,7 @@ def run(
     stop_workers()  # the run is over: idle workers need not tear down at exit
     for note in result.notes:
         typer.echo(f"note: {note}")
-    games_df = read_games(result.run_dir)  # no move lists: flat in memory
+    games_df = RunFolder(result.run_dir).games  # no move lists: flat in memory
     typer.echo(format_summary(run_summary(games_df)))
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
                f"tables in {result.run_dir}")
@@ -346,10 +344,9 @@ def ladder_cmd(
     (per deal) and Bradley-Terry (Elo) ratings."""
 
     from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
-    from patchsim.analysis.tables import read_games
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.execution import execute
-    from patchsim.play.storage import new_run_dir
+    from patchsim.play.runfolder import RunFolder, new_run_dir
 
     try:
         # import-path bots from the working folder, as `run` finds them
@@ -368,9 +365,10 @@ def ladder_cmd(
             execute(cfg, run_dir, jobs=n_jobs, progress=bar, command=command_line())
     except RunError as e:
         raise run_failure(e) from None
-    g = read_games(run_dir)
+    folder = RunFolder(run_dir)
+    g = folder.games
     text = format_ladder(ladder(g), head_to_head(g))
-    atomic_write(run_dir / "ladder.md", text + "\n")
+    folder.write_ladder(text + "\n")
     typer.echo(text)
 
 

@@ -111,7 +111,7 @@ def skill(
     )
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.match import BotError
-    from patchsim.play.storage import fresh_dir
+    from patchsim.play.runfolder import fresh_dir
     from patchsim.reporting.skill_plot import short_label
 
     spec: dict = {}

@@ -41,8 +41,14 @@ from patchsim.experiments.experiment_checks import (
     is_whole,
     known_metric,
 )
-from patchsim.layout import NAME_RULE, folder_name, is_folder_name
-from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
+from patchsim.play.config import (
+    MAX_BOTS,
+    MAX_GAMES,
+    NAME_RULE,
+    all_pairings,
+    folder_name,
+    is_folder_name,
+)
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",

@@ -32,7 +32,6 @@ from patchsim.analysis.metrics import (
     estimate,
 )
 from patchsim.analysis.metrics import METRICS as REGISTRY
-from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
 from patchsim.document.render import write
@@ -40,8 +39,7 @@ from patchsim.experiments.experiment import Experiment
 from patchsim.experiments.sweep_document import sweep_document, verdict_lines
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
-from patchsim.play.runfolder import load_manifest
-from patchsim.play.storage import fresh_dir
+from patchsim.play.runfolder import SWEEP_SKILL, SWEEP_TABLE, RunFolder, fresh_dir, load_manifest
 from patchsim.reporting.plots import png_bytes
 
 # each metric's one-sentence description, as the report prints it (from the registry)
@@ -211,8 +209,8 @@ def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
 
 def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     # per-game event summaries, never the whole event log in memory
-    games = read_games(run_dir)
-    events = scan_events(run_dir, games)
+    folder = RunFolder(run_dir)
+    games, events = folder.games, folder.events
     deals = deal_metrics(games, events, [*DEAL_METRICS, exp.metric])
     table = sweep_table(games, events, primary=exp.metric, margin=exp.margin, deals=deals)
     figures: dict[str, Figure] = {"metric": plot_metric(table, exp.metric)}
@@ -224,9 +222,9 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
                             if exp.metric in ("first_player_win", "first_player_edge")
                             else est_layer.DEFAULT_MARGIN)
         figures["skill"] = plot_skill(table, exp)
-    atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
+    atomic_write(run_dir / SWEEP_TABLE, table.to_csv(index=False))
     if flags is not None:
-        atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
+        atomic_write(run_dir / SWEEP_SKILL, flags.to_csv(index=False))
     manifest = load_manifest(run_dir)
     doc = sweep_document(exp, table, flags, {k: png_bytes(f, dpi=110) for k, f in
                                              figures.items()}, manifest,

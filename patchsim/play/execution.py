@@ -37,27 +37,29 @@ from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.match import BotError
 from patchsim.play.runfolder import (
-    check_batch,
-    check_output_folder,
-    check_table,
-    clean_partials,
-    stamp_digests,
-    table_path,
-)
-from patchsim.play.storage import (
+    FAILED_GAME,
     MANIFEST,
-    STOPPING_FILE,
+    Decided,
+    Decision,
     RunLock,
+    StoppingRecord,
     TableMerger,
     atomic_write_text,
     batch_path,
+    check_batch,
     check_disk,
+    check_output_folder,
+    check_table,
     check_writable,
+    clean_partials,
     clear_batches,
     read_manifest,
     split_merged,
+    stamp_digests,
+    table_path,
     versions,
     write_batch,
+    write_stopping,
 )
 from patchsim.play.worker import (
     BACKENDS,
@@ -166,7 +168,7 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
     manifest. Safe to call again on the same folder (it resumes, or tops the run up when
     ``config.deals`` grew). The folder is locked for the run's life: a second run into it
-    is refused (:class:`~patchsim.play.storage.RunFolderBusy`).
+    is refused (:class:`~patchsim.play.runfolder.RunFolderBusy`).
 
     Limits, the backend (and a Dask scheduler) are checked before anything is written or
     played. Batch files are removed once merged into the tables unless ``keep_batches``.
@@ -398,7 +400,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     complete = failure is None
     if failure is not None:
         merger.abort()
-        rec_path = run_dir / f"failed-game-seed{failure.seed}.json"
+        rec_path = run_dir / FAILED_GAME.format(seed=failure.seed)
         atomic_write_text(json.dumps(failure.record, indent=1), rec_path)
         raise BotFailure(run_dir, failure, rec_path)
     manifest.update({"finished": _dt.datetime.now().isoformat(timespec="seconds"),
@@ -507,9 +509,9 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
 
     or ``config.deals`` (the budget) is reached. The result's notes carry the decisions, each
     with an anytime-valid interval (a confidence sequence) at the deal that decided it; with
-    ``decide_margin`` the run folder gets STOPPING_FILE, which tells a report that the run's
-    length was chosen by a sequential test (so a fixed-sample interval covers less than its
-    level)."""
+    ``decide_margin`` the run folder gets its stopping record (runfolder.stopping), which
+    tells a report that the run's length was chosen by a sequential test (so a fixed-sample
+    interval covers less than its level)."""
     if (halfwidth is None) == (decide_margin is None):
         raise RunError("give either a half-width (until) or an equivalence margin "
                        "(decide_margin), not both")
@@ -532,7 +534,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
     if (Path(run_dir) / MANIFEST).exists():  # resuming: never ask for fewer deals than stored
         first = min(budget, max(first, read_manifest(Path(run_dir))[1].deals))
     notes: list[str] = []
-    decided: list[dict[str, Any]] = []
+    decided: list[Decided] = []
 
     def stop(deals: int) -> bool:
         games = pd.read_parquet(table_path(Path(run_dir), "games"),
@@ -552,7 +554,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
             if kind == CONTINUE:
                 open_groups += 1
             else:
-                inside = "within" if kind == PASS else "outside"
+                inside: Decision = "within" if kind == PASS else "outside"
                 # anytime-valid: the stop was chosen by looking at the data, where the
                 # fixed-sample interval covers less than 95%
                 e = anytime_estimate(x[:at], 0.95, n0=max(10, step_deals))
@@ -560,9 +562,8 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
                              f"50% +-{100 * decide_margin:g} points (sequential test, decided "
                              f"at deal {at}; {100 * e.value:.1f}% [{100 * e.lo:.1f}, "
                              f"{100 * e.hi:.1f}] anytime-valid 95%)")
-                decided.append({"ruleset": str(ruleset), "pairing": str(pairing),
-                                "decision": inside, "deal": at, "rate": e.value,
-                                "lo": e.lo, "hi": e.hi})
+                decided.append(Decided(str(ruleset), str(pairing), inside, at, e.value,
+                                       e.lo, e.hi))
         if halfwidth is not None:
             say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
                 f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
@@ -587,9 +588,7 @@ def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = No
         say(f"stopped at the budget of {budget} deals before reaching the target")
     if decide_margin is not None:
         # the report reads this: its fixed-sample intervals were stopped on
-        atomic_write_text(json.dumps({"rule": "decided", "margin": decide_margin,
-                                      "step_deals": step_deals, "deals": deals,
-                                      "decided": decided}, indent=1),
-                          Path(run_dir) / STOPPING_FILE)
+        write_stopping(Path(run_dir), StoppingRecord(decide_margin, step_deals, deals,
+                                                     tuple(decided)))
     result.notes.extend(notes)
     return session(result)

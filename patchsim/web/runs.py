@@ -31,8 +31,6 @@ from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, shipped_rulesets
 from patchsim.engine.view import replay_positions, ruleset_info
 from patchsim.errors import PatchsimError
-from patchsim.layout import TUNE_MD, TUNE_ROUNDS
-from patchsim.play.reader import inspect_run
 from patchsim.play.runfolder import (
     BATCHES,
     DOCUMENTS,
@@ -42,7 +40,9 @@ from patchsim.play.runfolder import (
     MANIFEST,
     RunFolderError,
     check_table,
+    inspect_run,
 )
+from patchsim.play.runfolder.names import TUNE_MD, TUNE_ROUNDS
 
 log = logging.getLogger("patchsim.web")
 
@@ -193,7 +193,7 @@ def run_id(path: Path) -> str:
 
 def open_run(path: Path, label: str) -> RunFolder:
     """Read a run folder's manifest and rules and check that its games table opens, with the
-    one run-folder reader (:func:`patchsim.play.reader.inspect_run`: the checks and the
+    one run-folder reader (:func:`patchsim.play.runfolder.inspect_run`: the checks and the
     messages of report and resume); a problem becomes ``error``, never an exception."""
     run = RunFolder(run_id(path), path.resolve(), label)
     try:

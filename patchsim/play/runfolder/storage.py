@@ -1,5 +1,6 @@
-"""A run folder on disk: the manifest, the batch files the workers write, and the merged
-Parquet tables (schemas, atomic writes, the merge, loading)."""
+"""Writing a run folder: the lock a run holds, the batch files the workers write, the merge
+into the Parquet tables (in row groups of a fixed size) and the checks before a run starts
+(disk space, a writable folder, a fresh folder's name)."""
 
 from __future__ import annotations
 
@@ -22,23 +23,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from patchsim._version import __version__
-from patchsim.atomic import atomic_path, atomic_write
-from patchsim.play.config import RunConfig, RunError
-from patchsim.play.runfolder import (  # noqa: F401 - the names storage has always offered
-    BATCH_SUFFIX,
-    BATCHES,
+from patchsim.atomic import atomic_path, atomic_write, current_umask
+from patchsim.play.config import RunConfig, RunError, folder_name
+from patchsim.play.runfolder.checks import WRITE_PROBE
+from patchsim.play.runfolder.errors import RunFolderBusy, RunFolderError
+from patchsim.play.runfolder.names import BATCH_SUFFIX, BATCHES, LOCK
+from patchsim.play.runfolder.schemas import (
     EVENTS_SCHEMA,
     GAMES_SCHEMA,
-    LOCK,
-    MANIFEST,
     SCHEMAS,
-    STOPPING_FILE,
-    WRITE_PROBE,
-    RunFolderBusy,
-    RunFolderError,
     conform,
-    folder_name,
-    read_manifest,
     table_path,
 )
 
@@ -93,7 +87,7 @@ class RunLock:
         self.stale: dict[str, Any] | None = None
 
     def acquire(self) -> RunLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~current_umask())
         # a reader (report, serve: runfolder.running) takes the lock shared for an instant to
         # see whether a run holds it; a run holds it for as long as it plays. So a refusal
         # is only believed when it lasts: a few tries over half a second
@@ -136,12 +130,6 @@ def _read_holder(fd: int) -> dict[str, Any]:
         return json.loads(raw) if raw.strip() else {}
     except (OSError, ValueError):
         return {"note": "unreadable lock file"}
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def check_disk(run_dir: Path, games: int) -> None:
