@@ -18,7 +18,7 @@ import pytest
 from patchsim.analysis.tables import EventSummary
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.prices import PriceStudy, patch_summary, price_table
-from patchsim.play import config, runfolder
+from patchsim.play import run_name, runfolder
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.execution import execute
 from patchsim.play.runfolder import (
@@ -210,8 +210,8 @@ def test_a_prices_study_is_read_by_its_columns_and_a_bad_one_is_a_problem(tmp_pa
 ])
 def test_one_name_rule_for_run_files_and_experiments(tmp_path, name, ok):
     """A run file and an experiment accept the same names: those that are their own
-    folder name (config.folder_name); before, a run file took a leading dash."""
-    assert config.is_folder_name(name) == ok
+    folder name (run_name.folder_name); before, a run file took a leading dash."""
+    assert run_name.is_folder_name(name) == ok
     run_file = tmp_path / "run.yaml"
     run_file.write_text(f"name: {json.dumps(name)}\nruleset: edition2\nbots: [greedy]\n")
     exp = tmp_path / "exp.yaml"
@@ -221,7 +221,7 @@ def test_one_name_rule_for_run_files_and_experiments(tmp_path, name, ok):
         assert load_run_config(str(run_file)).name == name
         assert load_experiment(exp).name == name
     else:
-        with pytest.raises(RunError, match=r"name: .*" + config.NAME_RULE[:20]):
+        with pytest.raises(RunError, match=r"name: .*" + run_name.NAME_RULE[:20]):
             load_run_config(str(run_file))
         with pytest.raises(ExperimentError, match="cannot name a folder"):
             load_experiment(exp)

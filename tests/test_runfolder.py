@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 
 from patchsim.cli.main import app
 from patchsim.play import execution, runfolder
-from patchsim.play.config import RunError, folder_name, load_run_config
+from patchsim.play.config import RunError, load_run_config
 from patchsim.play.errors import RunStorageError
 from patchsim.play.execution import execute, portable_path
+from patchsim.play.run_name import folder_name
 from patchsim.play.runfolder import (
     RunFolderError,
     RunLock,

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.bootstrap import RESAMPLES, SEED, bootstrap_over_deals
 from patchsim.analysis.comparison import imbalance_changes, paired_comparison
+from patchsim.analysis.defaults import ALPHA, DEFAULT_MARGIN
 from patchsim.analysis.metrics import (
     DEAL_METRICS,
     RATE_METRICS,
@@ -75,7 +76,7 @@ class SweepResult:
 
 def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
                 metrics: list[str] | None = None, primary: str = "first_player_win",
-                margin: float = 0.02, deals: pd.DataFrame | None = None) -> pd.DataFrame:
+                margin: float = DEFAULT_MARGIN, deals: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (variant, pairing): each metric with its 95% interval over deals, and its
     paired difference to the base on the same deals. The primary metric's p-values are
     Holm-corrected over the variants of each pairing and each variant gets a verdict from
@@ -153,7 +154,7 @@ def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: flo
 
 
 def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
-                alpha: float = 0.05, margin: float = est_layer.DEFAULT_MARGIN,
+                alpha: float = ALPHA, margin: float = est_layer.DEFAULT_MARGIN,
                 ) -> pd.DataFrame:
     """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
     whether the imbalance grows with skill.
@@ -334,7 +335,7 @@ def _distance_range(lo: float, hi: float, center: float) -> tuple[float, float]:
 
 
 def closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
-                    alpha: float = 0.05) -> dict:
+                    alpha: float = ALPHA) -> dict:
     """The variant closest to a fair game by point estimate (which, chosen from the same data,
     flatters it: the winner's curse), and the variants it cannot be told apart from:
     ``{"best": row, "center", "others", "tied": [rulesets], "how": method}``.

@@ -27,6 +27,7 @@ from patchsim.analysis.estimators import (
     Estimate,
     deals_for_equivalence,
     mean_estimate,
+    simultaneous_level,
     verdicts,
 )
 from patchsim.analysis.metrics import BOUNDS, canonical, deal_metrics
@@ -156,7 +157,7 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     spread: dict[str, list[float]] = {m: [] for m in metrics}
     for rnd in range(n_rounds):
         g = games * 2**rnd
-        level = 1 - 0.05 / max(1, len(alive))  # Bonferroni over this round's candidates
+        level = simultaneous_level(len(alive))  # Bonferroni over this round's candidates
         scored = []
         for ov in alive:
             cfg = _config(exp, ov, g, exp.seed)

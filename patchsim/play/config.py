@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from patchsim.engine.ruleset import (
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
 from patchsim.errors import ARGUMENT, OVERRIDE, PatchsimError, Problem
 from patchsim.play.match import MOVE_SECONDS
+from patchsim.play.run_name import NAME_RULE, is_folder_name
 
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
 # a minute. The learned search where every ruleset of the run has a trained model (the
@@ -46,23 +46,6 @@ MAX_RULESETS = 1000  # rulesets of one run file
 MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
 RUN_KEYS = {"name", "description", "ruleset", "rulesets", "bots", "pairings", "games", "seed",
             "set", "batch_deals"}
-
-
-# --- a run's name (it names a folder under reports/) ----------------------------------------
-NAME_RULE = "letters, digits and ._+- (not starting with a dot or a dash)"
-
-
-def folder_name(name: str) -> str:
-    """``name`` made into one plain folder name: no separators, no leading dot (so ``..``
-    or ``../x`` cannot lead out of ``reports/``) or dash (it would read as a flag), nothing
-    but letters, digits and ``._+-``."""
-    safe = re.sub(r"[^A-Za-z0-9._+-]+", "-", str(name)).lstrip(".-")
-    return safe or "run"
-
-
-def is_folder_name(name: str) -> bool:
-    """Whether ``name`` can name a run's folder as it is (:data:`NAME_RULE`)."""
-    return folder_name(name) == name
 
 
 class RunError(PatchsimError, ValueError):

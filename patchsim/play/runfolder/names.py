@@ -79,3 +79,4 @@ SKILL_DOCUMENT = "skill"  # skill.html and skill.md
 
 # the two tables of a run, as the functions that take one name them
 TableKind = Literal["games", "events"]
+TABLE_KINDS: tuple[TableKind, ...] = ("games", "events")

@@ -30,7 +30,13 @@ from patchsim.engine.ruleset import Ruleset
 from patchsim.play.config import RunConfig
 from patchsim.play.runfolder.checks import check_finished, check_not_running, read_manifest
 from patchsim.play.runfolder.errors import RunFolderError
-from patchsim.play.runfolder.names import PRICE_COLUMNS, PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY
+from patchsim.play.runfolder.names import (
+    PRICE_COLUMNS,
+    PRICES_FOLDER,
+    PRICES_STUDY,
+    PRICES_SUMMARY,
+    TABLE_KINDS,
+)
 from patchsim.play.runfolder.schemas import check_table, table_path
 
 
@@ -95,7 +101,7 @@ def inspect_run(run_dir: str | Path, *, verify_tables: bool = True) -> RunHeader
     try:
         check_finished(run_dir, manifest)
         if verify_tables:
-            for kind in ("games", "events"):
+            for kind in TABLE_KINDS:
                 check_table(run_dir, kind, manifest)
         else:  # the games table opens with the run's columns (its footer: cheap)
             check_table(run_dir, "games")

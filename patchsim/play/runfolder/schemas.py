@@ -11,7 +11,14 @@ import pyarrow.parquet as pq
 
 from patchsim.play.runfolder.digests import file_digest, recorded_digests
 from patchsim.play.runfolder.errors import RunFolderError, first_line
-from patchsim.play.runfolder.names import BATCHES, EVENTS, GAMES, LATER_GAME_COLUMNS, MANIFEST
+from patchsim.play.runfolder.names import (
+    BATCHES,
+    EVENTS,
+    GAMES,
+    LATER_GAME_COLUMNS,
+    MANIFEST,
+    TableKind,
+)
 
 _I8, _I32, _I64, _STR, _BOOL = pa.int8(), pa.int32(), pa.int64(), pa.string(), pa.bool_()
 GAMES_SCHEMA = pa.schema([
@@ -31,17 +38,18 @@ EVENTS_SCHEMA = pa.schema([
     ("buttons_before", _I32), ("amount", _I32), ("squares", _STR), ("filled_hole", _BOOL),
     ("opp_position", _I32), ("score_lead", _I32),
 ])
-SCHEMAS = {"games": GAMES_SCHEMA, "events": EVENTS_SCHEMA}
+SCHEMAS: dict[TableKind, pa.Schema] = {"games": GAMES_SCHEMA, "events": EVENTS_SCHEMA}
 # columns a table may lack (written before they existed): per kind
-LATER_COLUMNS = {"games": frozenset(LATER_GAME_COLUMNS), "events": frozenset()}
+LATER_COLUMNS: dict[TableKind, frozenset[str]] = {"games": frozenset(LATER_GAME_COLUMNS),
+                                                  "events": frozenset()}
 
 
-def required(kind: str) -> list[pa.Field]:
+def required(kind: TableKind) -> list[pa.Field]:
     """The columns every stored ``kind`` table has, whenever it was written."""
     return [f for f in SCHEMAS[kind] if f.name not in LATER_COLUMNS[kind]]
 
 
-def _columns_fit(schema: pa.Schema, kind: str) -> bool:
+def _columns_fit(schema: pa.Schema, kind: TableKind) -> bool:
     """``schema`` has every required column of ``kind`` and the later ones it has in their
     types."""
     return all(f.name in schema.names and schema.field(f.name).type.equals(f.type)
@@ -50,7 +58,7 @@ def _columns_fit(schema: pa.Schema, kind: str) -> bool:
         if f.name in LATER_COLUMNS[kind] and f.name in schema.names)
 
 
-def conform(table: pa.Table, kind: str) -> pa.Table:
+def conform(table: pa.Table, kind: TableKind) -> pa.Table:
     """``table`` with the later columns it lacks added as missing values (null), in the
     schema's order: an older batch or merged table joins a newer one this way. Columns it
     has are kept as they are (a table that differs otherwise still fails the caller's
@@ -67,12 +75,12 @@ def conform(table: pa.Table, kind: str) -> pa.Table:
                                 names=schema.names + extra)
 
 
-def table_path(run_dir: Path, kind: str) -> Path:
+def table_path(run_dir: Path, kind: TableKind) -> Path:
     """games.parquet or events.parquet (``kind``: games or events) of a run folder."""
     return Path(run_dir) / {"games": GAMES, "events": EVENTS}[kind]
 
 
-def check_table(run_dir: Path, kind: str, manifest: dict[str, Any] | None = None) -> None:
+def check_table(run_dir: Path, kind: TableKind, manifest: dict[str, Any] | None = None) -> None:
     """Check that a stored table opens, has the run's columns and, when the manifest records
     its digest, is the file the run wrote; RunFolderError naming the file otherwise."""
     path = table_path(run_dir, kind)
@@ -120,7 +128,7 @@ def _what_to_do(run_dir: Path) -> str:
     return "restore it from a copy of the run folder, or play the run again in a new folder"
 
 
-def check_batch(path: Path, kind: str) -> None:
+def check_batch(path: Path, kind: TableKind) -> None:
     """Check a batch file (Arrow IPC) opens with the run's columns; RunFolderError naming
     the file and what to do otherwise."""
     try:

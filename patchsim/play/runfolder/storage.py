@@ -24,13 +24,12 @@ import pyarrow.parquet as pq
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write, current_umask
-from patchsim.play.config import RunConfig, RunError, folder_name
+from patchsim.play.config import RunConfig, RunError
+from patchsim.play.run_name import folder_name
 from patchsim.play.runfolder.checks import WRITE_PROBE
 from patchsim.play.runfolder.errors import RunFolderBusy, RunFolderError
-from patchsim.play.runfolder.names import BATCH_SUFFIX, BATCHES, LOCK
+from patchsim.play.runfolder.names import BATCH_SUFFIX, BATCHES, LOCK, TABLE_KINDS, TableKind
 from patchsim.play.runfolder.schemas import (
-    EVENTS_SCHEMA,
-    GAMES_SCHEMA,
     SCHEMAS,
     conform,
     table_path,
@@ -47,7 +46,7 @@ ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the
 DISK_BYTES_PER_GAME = 2600
 
 
-def batch_path(run_dir: Path, run_id: str, key: str, kind: str) -> Path:
+def batch_path(run_dir: Path, run_id: str, key: str, kind: TableKind) -> Path:
     """A batch file: named with the run's id, so files of another run can never be merged."""
     return Path(run_dir) / BATCHES / f"{run_id}-{key}.{kind}.{BATCH_SUFFIX}"
 
@@ -200,11 +199,11 @@ class TableMerger:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self._stack = contextlib.ExitStack()
-        self._writers: dict[str, pq.ParquetWriter] = {}
-        self._tmp: dict[str, Path] = {}
-        self._pending: dict[str, list[pa.Table]] = {}
-        self._rows: dict[str, int] = {}
-        for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
+        self._writers: dict[TableKind, pq.ParquetWriter] = {}
+        self._tmp: dict[TableKind, Path] = {}
+        self._pending: dict[TableKind, list[pa.Table]] = {}
+        self._rows: dict[TableKind, int] = {}
+        for kind, schema in SCHEMAS.items():
             tmp = self._stack.enter_context(atomic_path(table_path(self.run_dir, kind),
                                                         suffix=".parquet"))
             # lz4 and no min/max statistics on text columns: half the merge's cost at the
@@ -216,7 +215,7 @@ class TableMerger:
                                                    write_statistics=numeric)
             self._pending[kind], self._rows[kind] = [], 0
 
-    def add(self, kind: str, table: pa.Table) -> None:
+    def add(self, kind: TableKind, table: pa.Table) -> None:
         """Append a table (rows already in game-id order) to ``kind`` (games or events)."""
         self._pending[kind].append(table)
         self._rows[kind] += table.num_rows
@@ -230,7 +229,7 @@ class TableMerger:
             self._pending[kind], self._rows[kind] = [rest], rest.num_rows
 
     def add_batch_files(self, run_dir: Path, run_id: str, key: str) -> None:
-        for kind in ("games", "events"):
+        for kind in TABLE_KINDS:
             path = batch_path(run_dir, run_id, key, kind)
             try:
                 table = read_batch(path)
@@ -285,7 +284,7 @@ def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
     """Turn the merged tables back into one batch file per (ruleset, pairing) before a
     top-up (the batch files of merged runs are deleted), reading one row group at a time.
     A row's ruleset and pairing follow from its game id (see ``batches.game_id``)."""
-    for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
+    for kind, schema in SCHEMAS.items():
         source = pq.ParquetFile(table_path(run_dir, kind))
         with contextlib.ExitStack() as stack:
             writers: dict[tuple[int, int], Any] = {}
