@@ -512,3 +512,8 @@ def test_simultaneous_intervals_split_alpha_over_the_family():
     assert E.simultaneous_level(0) == pytest.approx(0.95)
     assert E.simultaneous_level(5) == pytest.approx(0.99)
     assert E.simultaneous_level(4, alpha=0.1) == pytest.approx(0.975)
+
+
+def test_the_wilson_interval_reaches_the_bounds_exactly_at_the_ends():
+    assert E.wilson_interval(0, 10)[0] == 0.0 and E.wilson_interval(10, 10)[1] == 1.0
+    assert E.wilson_interval(0, 10)[1] < 0.35 and E.wilson_interval(10, 10)[0] > 0.65

@@ -187,7 +187,10 @@ def wilson_interval(successes: float, trials: int, level: float = VERDICT_LEVEL
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
     half = (z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
             / (1 + z * z / trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at the ends the interval reaches the bound exactly (rounding would leave 0.9999...)
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= trials else min(1.0, centre + half)
+    return lo, hi
 
 
 def simultaneous_level(k: int, alpha: float = ALPHA) -> float:

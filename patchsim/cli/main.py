@@ -229,8 +229,9 @@ def run(
         if backend == "loky":
             start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
         from patchsim.analysis.summary import format_summary, run_summary
-        from patchsim.play.execution import execute, execute_until
+        from patchsim.play.execution import execute
         from patchsim.play.runfolder import RunFolder
+        from patchsim.play.steps import execute_until
 
         stopping = until is not None or until_decided is not None
         if until is not None and until_decided is not None:
@@ -278,9 +279,11 @@ def _warm_line(worker, done: int, total: int) -> None:
     progress bar already on screen is redrawn below the line)."""
     from tqdm import tqdm
 
+    from patchsim.play.cluster import COMPILE_COST
+
     if worker is None:
         line = (f"warming {total} Dask worker(s): the first on each machine compiles "
-                "patchsim's code (about 20 s), the others then load it")
+                f"patchsim's code ({COMPILE_COST}), the others then load it")
     else:
         how = "loaded from the cache" if worker.was_warm else "compiled"
         line = (f"  {done}/{total} ready: {worker.address} on {worker.host}, {how} in "
@@ -300,8 +303,9 @@ def warm(
 ) -> None:
     """Warm a Dask cluster: load patchsim's compiled code into every worker before a run.
 
-    A line per worker: the first worker on each machine compiles (about 20 s), the others
-    then load the code from the cache folder they share. Runs with --backend dask warm the
+    A line per worker: the first worker on each machine compiles (about 70 s on an idle
+    core, minutes on a busy machine), the others then load the code from the cache folder
+    they share. Runs with --backend dask warm the
     workers too (warm ones answer at once); this does it ahead, for the run's ruleset and
     bots."""
     from patchsim.play.cluster import warm_cluster

@@ -42,8 +42,8 @@ from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.experiments.experiment import Experiment
 from patchsim.experiments.experiment_checks import Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
-from patchsim.play.execution import play_in_steps
 from patchsim.play.runfolder import RunFolder, fresh_dir
+from patchsim.play.steps import play_in_steps
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
 TOO_FEW = "undecided: too few deals"
