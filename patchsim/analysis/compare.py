@@ -372,8 +372,8 @@ def _as_comparison_table(rows: pd.DataFrame, margin: float, alpha: float) -> pd.
                                "metric": "metric_name", "p_adjusted": "p_holm"})
     out.insert(1, "metric", [REGISTRY[n].label for n in out["metric_name"]])
     out["kind"] = [_kind(REGISTRY[n]) for n in out["metric_name"]]
-    out["tost_p"] = [est.tost_pvalue(change_of(r, 1 - alpha), margin) if r.kind == "rate"
-                     else NAN for r in out.itertuples(index=False)]
+    out["tost_p"] = [est.tost_pvalue(change_of(r, 1 - alpha, est.RATE_DIFF_BOUNDS), margin)
+                     if r.kind == "rate" else NAN for r in out.itertuples(index=False)]
     out["adjustment"] = [FAMILY_NAMES[f] for f in out["family"]]
     out.attrs.update(margin=margin, alpha=alpha)
     _flag(out)
@@ -395,8 +395,17 @@ def correct_jointly(comparisons: list[Comparison], alpha: float = est.ALPHA) -> 
     if len(frames) < 2:
         return
     for f in frames:
+        # a table made before these columns (or by hand): the families and margins of
+        # compare, rates against the table's margin, every other metric against none
+        if "family" not in f:
+            f["family"] = (np.where(f["metric"] == PRIMARY, "holm", "bh") if "metric" in f
+                           else "holm")
+        if "margin" not in f:
+            f["margin"] = np.where(f["kind"] == "rate",
+                                   float(f.attrs.get("margin", DEFAULT_MARGIN)), 0.0)
         f["p_adjusted"] = f["p_holm"]
-    redecide(frames, alpha, 1 - alpha, lambda v, r: verdict_text(v, r["kind"]))
+    redecide(frames, alpha, 1 - alpha, lambda v, r: verdict_text(v, r["kind"]),
+             bounds=lambda r: est.RATE_DIFF_BOUNDS if r.kind == "rate" else None)
     for f in frames:
         f["p_holm"] = f.pop("p_adjusted")
         _flag(f)

@@ -191,21 +191,27 @@ def write_verdicts(out: pd.DataFrame, changes: Sequence[est.Estimate],
     out["verdict_level"] = [v.interval.level for v in verdicts]
 
 
-def change_of(row: Any, level: float) -> est.Estimate:
+def change_of(row: Any, level: float,
+              bounds: tuple[float, float] | None | str = "metric") -> est.Estimate:
     """The change a row of a comparison table holds (``diff``, ``se``, ``lo``, ``hi``,
-    ``deals``, ``sd``; bounded as its metric, by ``metric_name`` or ``metric``)."""
-    name = getattr(row, "metric_name", None) or row.metric
+    ``deals``, ``sd``), bounded as its metric (``bounds="metric"``: by ``metric_name``, else
+    ``metric``) or by the ``bounds`` given."""
+    if isinstance(bounds, str):
+        bounds = diff_bounds(getattr(row, "metric_name", None) or row.metric)
     return est.Estimate(row.diff, row.se, row.lo, row.hi, int(row.deals), row.sd, level,
-                        diff_bounds(name))
+                        bounds)
 
 
 def redecide(frames: Sequence[pd.DataFrame], alpha: float, level: float,
-             say: Callable[[est.Verdict, pd.Series], str]) -> None:
+             say: Callable[[est.Verdict, pd.Series], str],
+             bounds: Callable[[Any], tuple[float, float] | None] | None = None) -> None:
     """Decide the rows of several comparison tables together (in place), each row in the
-    family its ``family`` column names: with several variants against one reference, a
-    family per variant is not enough."""
+    family its ``family`` column names, against its ``margin``: with several variants
+    against one reference, a family per variant is not enough. ``bounds``: a row's bounds
+    (default: its metric's)."""
     cat = pd.concat(list(frames), ignore_index=True)
-    changes = [change_of(r, level) for r in cat.itertuples(index=False)]
+    changes = [change_of(r, level) if bounds is None else change_of(r, level, bounds(r))
+               for r in cat.itertuples(index=False)]
     write_verdicts(cat, changes, list(cat["family"]), alpha,
                    lambda v, i: say(v, cat.iloc[i]))
     start = 0
