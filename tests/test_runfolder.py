@@ -535,3 +535,15 @@ def test_the_stopping_record_is_written_and_read_by_one_pair_of_functions(tmp_pa
         (tmp_path / "stopping.json").write_text(bad)
         with pytest.raises(RunFolderError, match="stopping.json is damaged"):
             read_stopping(tmp_path)
+
+
+def test_the_statistics_read_table_files_and_say_so_for_a_folder(tmp_path):
+    """The table readers take a table's file (the run folder's names are the run folder's);
+    a run folder given as before is refused with the way to read it."""
+    from patchsim.analysis.tables import game_events, game_moves, read_games, scan_events
+
+    for read in (read_games, scan_events, lambda p: game_moves(p, 0),
+                 lambda p: game_events(p, 0)):
+        with pytest.raises(ValueError, match=r"is a folder: give the (games|events) table's "
+                           r"file, or read a run folder with .*RunFolder\(path\)"):
+            read(tmp_path)

@@ -287,6 +287,9 @@ def scan_events(source: str | Path, games: pd.DataFrame | Iterable[int] | None =
     (a games table or game ids; None: every game in the file), reading ``batch_rows`` events
     at a time and only the columns the summary needs."""
     path = Path(source)
+    if path.is_dir():  # it took a run folder before: the run folder's reader knows its files
+        raise ValueError(f"{path} is a folder: give the events table's file, or read a run "
+                         "folder with patchsim.play.runfolder.RunFolder(path).events")
     pf = pq.ParquetFile(path, read_dictionary=list(EVENT_TEXT))
     names = set(pf.schema_arrow.names)
     cols = [c for c in EVENT_COLUMNS if c in names]

@@ -55,6 +55,16 @@ BOT_COLUMNS = ("bot0", "bot1", "winner_bot")
 
 
 # --- the games table --------------------------------------------------------------------------
+def table_file(path: str | Path, kind: str) -> Path:
+    """``path`` as a table's file; ValueError for a folder (these readers took a run folder
+    before: the run folder's reader, patchsim.play.runfolder.RunFolder, knows its files)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give the {kind} table's file, or read a run "
+                         f"folder with patchsim.play.runfolder.RunFolder(path).{kind}")
+    return path
+
+
 def read_games(path: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.DataFrame:
     """A games table (``path``: its games.parquet), only ``columns`` (by default those the
     analyses use: no move lists), text columns as categoricals with sorted categories (the
@@ -62,7 +72,7 @@ def read_games(path: str | Path, columns: Iterable[str] = GAME_COLUMNS) -> pd.Da
     derived from the move lists, read a row group at a time; a column the table lacks (added
     since it was written: the run folder's check allows only those, ``LATER_COLUMNS``)
     comes back as missing values (NaN), never a made-up zero."""
-    path = Path(path)
+    path = table_file(path, "games")
     wanted = list(dict.fromkeys(columns))
     names = pq.read_schema(path).names
     cols = [c for c in names if c in wanted]
@@ -118,7 +128,7 @@ def _values(s: pd.Series) -> set[str]:
 def game_moves(path: str | Path, game_id: int) -> list[int]:
     """One game's move codes, read from a games table (``path``) without loading the
     others."""
-    t = _rows_of_game(Path(path), game_id, ["moves"])
+    t = _rows_of_game(table_file(path, "games"), game_id, ["moves"])
     return [int(x) for x in t.column("moves").to_pylist()[0]] if t.num_rows else []
 
 
@@ -127,7 +137,7 @@ def game_events(path: str | Path, game_id: int,
                 ) -> pd.DataFrame:
     """One game's events (in their stored order), read from an events table (``path``)
     without loading the others."""
-    return _rows_of_game(Path(path), game_id, list(columns)).to_pandas()
+    return _rows_of_game(table_file(path, "events"), game_id, list(columns)).to_pandas()
 
 
 def _rows_of_game(path: Path, game_id: int, columns: list[str]) -> pa.Table:
@@ -175,4 +185,4 @@ def read_rows(path: str | Path, positions: Iterable[int], columns: list[str]) ->
 # the event summary's names, offered here as before (patchsim.analysis.event_summary)
 __all__ = ["BATCH_ROWS", "BOT_COLUMNS", "GAME_COLUMNS", "GAME_TEXT", "EventSummary",
            "as_summary", "compact_games", "game_events", "game_moves", "read_games",
-           "read_rows", "scan_events", "summarize", "take"]
+           "read_rows", "scan_events", "summarize", "table_file", "take"]
