@@ -146,7 +146,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.run:
         from patchsim.analysis.degenerate import war_summary
-        from patchsim.play.reader import read_run
+        from patchsim.play.runfolder import read_run
 
         games = read_run(args.run).games
         table = war_summary(games)

@@ -18,7 +18,8 @@ from pathlib import Path
 _UMASK_LOCK = threading.Lock()
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's umask, read without a window in which another thread sees it changed."""
     # Linux reports the umask without changing it. Elsewhere it can only be read by setting
     # it and setting it back, which threads writing batch files at the same time must not
     # interleave (one would "restore" the other's temporary value for good).
@@ -43,7 +44,7 @@ def atomic_path(path: str | Path, *, suffix: str = "") -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -18,7 +18,7 @@ from patchsim.engine.game import Game, IllegalMoveError, IllegalReason, Move, de
 from patchsim.engine.ruleset import load_ruleset
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.execution import execute
-from patchsim.play.storage import read_manifest
+from patchsim.play.runfolder import read_manifest
 
 BOTS = ["greedy", "random"]
 GAMES, SEED = 40, 3

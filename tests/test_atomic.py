@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patchsim.atomic import _umask as current_umask
-from patchsim.atomic import atomic_path, atomic_write
+from patchsim.atomic import atomic_path, atomic_write, current_umask
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from patchsim.analysis.compare import (
 )
 from patchsim.analysis.stats import first_player_advantage, leather_games
 from patchsim.cli import analysis as cli_analysis
-from patchsim.play.storage import load_events, load_games
+from patchsim.play.runfolder import load_events, load_games, table_path
 
 GAMES = 60
 
@@ -333,9 +333,9 @@ def test_comparisons_from_the_events_summary_are_the_in_memory_ones(
     from patchsim.analysis.tables import read_games, scan_events
 
     def both(run: Path) -> tuple[tuple, tuple]:
-        games = read_games(run)
-        return (games, scan_events(run, games, batch_rows=101)), (load_games(run),
-                                                                   load_events(run))
+        games = read_games(table_path(run, "games"))
+        events = scan_events(table_path(run, "events"), games, batch_rows=101)
+        return (games, events), (load_games(run), load_events(run))
 
     (g, e), (g_ref, e_ref) = both(two_rulesets)
     new, ref = compare_rulesets(g, e), compare_rulesets(g_ref, e_ref)

@@ -101,3 +101,43 @@ def test_bootstrap_is_seeded_and_chunking_does_not_change_it() -> None:
     assert c.lo != a.lo
     one = bootstrap_over_deals(x[:1], gap)
     assert np.isnan(one.lo) and np.isnan(one.hi)
+
+
+def test_a_family_per_metric_adjusts_each_over_its_own_rows() -> None:
+    """compare asks the primary question (Holm) and exploratory ones (BH) in one call."""
+    parts = [_two(s, 0.05) for s in range(3)]
+    base = pd.concat([b.assign(pairing=f"p{k}") for k, (b, _) in enumerate(parts)])
+    var = pd.concat([v.assign(pairing=f"p{k}") for k, (_, v) in enumerate(parts)])
+    names = ["first_player_win", "mean_score"]
+    raw = paired_comparison(base, var, names, family="none")
+    split = paired_comparison(base, var, names,
+                              family={"first_player_win": "holm", "mean_score": "bh"})
+    prim = (split["metric"] == "first_player_win").to_numpy()
+    np.testing.assert_allclose(split["p_adjusted"][prim], E.holm(raw["p"][prim]))
+    np.testing.assert_allclose(split["p_adjusted"][~prim],
+                               E.benjamini_hochberg(raw["p"][~prim]))
+    assert list(split["family"]) == ["holm", "bh"] * 3
+    with pytest.raises(ValueError, match="no family for mean_score"):
+        paired_comparison(base, var, names, family={"first_player_win": "holm"})
+
+
+def test_the_unpaired_interval_is_wider_when_the_deals_correlate() -> None:
+    base, var = _two(3, 0.0)
+    t = paired_comparison(base, var, ["mean_score"], family="none", unpaired=True).iloc[0]
+    b, v = base["mean_score"].to_numpy(), var["mean_score"].to_numpy()
+    se = np.hypot(b.std(ddof=1), v.std(ddof=1)) / np.sqrt(len(b))
+    half = E.t_ppf(0.975, len(b) - 1) * se
+    assert t["lo_unpaired"] == pytest.approx(t["diff"] - half)
+    assert t["hi_unpaired"] == pytest.approx(t["diff"] + half)
+    assert t["corr"] == pytest.approx(np.corrcoef(b, v)[0, 1])
+    assert t["hi_unpaired"] - t["lo_unpaired"] > 5 * (t["hi"] - t["lo"])  # pairing pays
+
+
+def test_an_empty_group_is_a_row_of_zero_deals_unless_skipped() -> None:
+    base, var = _two(4, 0.0, n=30)
+    base = base.assign(mean_score=np.nan)
+    kept = paired_comparison(base, var, ["first_player_win", "mean_score"], family="holm")
+    assert list(kept["deals"]) == [30, 0] and kept["verdict_kind"].iat[1] == "undefined"
+    skipped = paired_comparison(base, var, ["first_player_win", "mean_score"],
+                                family="holm", skip_empty=True)
+    assert list(skipped["metric"]) == ["first_player_win"]

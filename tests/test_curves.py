@@ -17,7 +17,7 @@ from runs import shared_run
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError, final_position
-from patchsim.play.storage import read_manifest
+from patchsim.play.runfolder import read_manifest
 from patchsim.reporting.curves import (
     CURVE_COLUMNS,
     STATE_COLUMNS,

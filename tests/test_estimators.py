@@ -495,3 +495,25 @@ def test_re_reading_a_fixed_sample_verdict_inflates_its_error_and_a_sequential_t
     assert looped / runs > 0.09
     assert sequential / runs <= 0.07
     assert "sequential test" in E.SEQUENTIAL_ADVICE
+
+
+def test_the_wilson_interval_matches_statsmodels_and_names_its_level():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for wins, n, level in ((8, 10, 0.95), (0, 10, 0.95), (10, 10, 0.9), (52, 100, 0.99)):
+        lo, hi = E.wilson_interval(wins, n, level)
+        want = proportion_confint(wins, n, alpha=1 - level, method="wilson")
+        assert (lo, hi) == pytest.approx(want, abs=1e-12)
+    assert E.wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_simultaneous_intervals_split_alpha_over_the_family():
+    assert E.simultaneous_level(1) == pytest.approx(0.95)
+    assert E.simultaneous_level(0) == pytest.approx(0.95)
+    assert E.simultaneous_level(5) == pytest.approx(0.99)
+    assert E.simultaneous_level(4, alpha=0.1) == pytest.approx(0.975)
+
+
+def test_the_wilson_interval_reaches_the_bounds_exactly_at_the_ends():
+    assert E.wilson_interval(0, 10)[0] == 0.0 and E.wilson_interval(10, 10)[1] == 1.0
+    assert E.wilson_interval(0, 10)[1] < 0.35 and E.wilson_interval(10, 10)[0] > 0.65

@@ -16,7 +16,7 @@ from patchsim.cli.main import app
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.sweep import run_sweep
 from patchsim.experiments.tune import candidates, run_tune
-from patchsim.play.storage import load_games
+from patchsim.play.runfolder import load_games
 
 
 def write(tmp_path: Path, data: dict, name: str = "exp.yaml") -> Path:

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from patchsim.analysis.metrics import METRICS, RATE_METRICS, estimate
+from patchsim.play.runfolder import table_path
 
 
 def deals_of(metric: str, values: list[float]) -> pd.DataFrame:
@@ -70,7 +71,7 @@ def test_deal_metrics_from_the_events_summary_are_the_in_memory_ones(
 
     from patchsim.analysis.metrics import deal_metrics
     from patchsim.analysis.tables import read_games, scan_events
-    from patchsim.play.storage import load_events, load_games
+    from patchsim.play.runfolder import load_events, load_games
 
     run = shared_run(tmp_path_factory, "small", "edition2", 40, ["greedy", "income"])
     games, events = load_games(run), load_events(run)
@@ -86,11 +87,12 @@ def test_deal_metrics_from_the_events_summary_are_the_in_memory_ones(
         ["leather_hits", "leather_placed", "first_leather_useful"]].mean().reset_index()
     with np.errstate(invalid="ignore", divide="ignore"):
         ref["leather_useful"] = ref["leather_hits"] / ref["leather_placed"]
-    compact = read_games(run)
-    for d in (deal_metrics(compact, scan_events(run, compact, batch_rows=101)),
+    compact = read_games(table_path(run, "games"))
+    events_path = table_path(run, "events")
+    for d in (deal_metrics(compact, scan_events(events_path, compact, batch_rows=101)),
               deal_metrics(games, events)):
         cols = ["ruleset", "pairing", "deal", "leather_useful", "first_leather_useful"]
         pd.testing.assert_frame_equal(d[cols], ref[cols], check_exact=True, check_dtype=False)
     # and every other metric is the same with the compact games table
-    pd.testing.assert_frame_equal(deal_metrics(compact, scan_events(run, compact)),
+    pd.testing.assert_frame_equal(deal_metrics(compact, scan_events(events_path, compact)),
                                   deal_metrics(games, events), check_exact=True)

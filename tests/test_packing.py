@@ -25,7 +25,7 @@ from patchsim.engine.tables import compile_ruleset, parse_square, split
 from patchsim.play import loops, runfolder
 from patchsim.play.config import load_run_config
 from patchsim.play.execution import execute
-from patchsim.play.reader import read_run
+from patchsim.play.runfolder import read_run, table_path
 
 BOTS = ["greedy", "random"]
 
@@ -112,7 +112,7 @@ def test_an_older_run_folder_tops_up_with_the_old_games_missing_their_holes(
     make_old(run_dir)
     execute(cfg(games=30), run_dir, jobs=1, backend="sequential")
     assert runfolder.check_folder(run_dir).problem is None
-    games = read_games(run_dir).sort_values("deal")
+    games = read_games(table_path(run_dir, "games")).sort_values("deal")
     old = games["deal"] < 10
     assert len(games) == 30
     assert games.loc[old, "holes0"].isna().all()
@@ -122,7 +122,7 @@ def test_an_older_run_folder_tops_up_with_the_old_games_missing_their_holes(
 def test_an_older_batch_file_joins_the_merge_with_its_holes_missing(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from patchsim.play import storage
+    from patchsim.play.runfolder import storage
 
     run_dir = tmp_path / "run"
     execute(cfg(), run_dir, jobs=1, backend="sequential", keep_batches=True)
@@ -172,10 +172,10 @@ def test_a_game_opening_with_seven_passes_is_flagged() -> None:
 
 
 def test_the_reader_derives_the_opening_passes_from_the_stored_moves(played: Path) -> None:
-    derived = read_games(played)["opening_passes"]
+    derived = read_games(table_path(played, "games"))["opening_passes"]
     whole = pq.read_table(played / "games.parquet").to_pandas()
     assert derived.tolist() == dg.opening_passes(whole).astype(int).tolist()
-    assert "moves" not in read_games(played).columns  # the moves stay on disk
+    assert "moves" not in read_games(table_path(played, "games")).columns  # the moves stay on disk
 
 
 # --- per bot: the report's table --------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Issue 18: one reader of a run folder (play/reader.py) for the report, the web app and the
+"""Issue 18: one reader of a run folder (play/runfolder/) for the report, the web app and the
 command line, the names of the folder's files and study columns in one place
-(patchsim/layout.py), one run-name rule and one busy-folder error."""
+(patchsim/play/runfolder/names.py), one run-name rule and one busy-folder error."""
 
 from __future__ import annotations
 
@@ -15,16 +15,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from patchsim import layout
 from patchsim.analysis.tables import EventSummary
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 from patchsim.experiments.prices import PriceStudy, patch_summary, price_table
-from patchsim.play import runfolder
+from patchsim.play import run_name, runfolder
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.execution import execute
-from patchsim.play.reader import inspect_run, read_prices, read_run
-from patchsim.play.runfolder import RunFolderBusy, RunFolderError, RunNotFinished
-from patchsim.play.storage import RunLock
+from patchsim.play.runfolder import (
+    RunFolderBusy,
+    RunFolderError,
+    RunLock,
+    RunNotFinished,
+    inspect_run,
+    read_prices,
+    read_run,
+)
+from patchsim.play.runfolder import names as layout
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +210,8 @@ def test_a_prices_study_is_read_by_its_columns_and_a_bad_one_is_a_problem(tmp_pa
 ])
 def test_one_name_rule_for_run_files_and_experiments(tmp_path, name, ok):
     """A run file and an experiment accept the same names: those that are their own
-    folder name (layout.folder_name); before, a run file took a leading dash."""
-    assert layout.is_folder_name(name) == ok
+    folder name (run_name.folder_name); before, a run file took a leading dash."""
+    assert run_name.is_folder_name(name) == ok
     run_file = tmp_path / "run.yaml"
     run_file.write_text(f"name: {json.dumps(name)}\nruleset: edition2\nbots: [greedy]\n")
     exp = tmp_path / "exp.yaml"
@@ -215,7 +221,7 @@ def test_one_name_rule_for_run_files_and_experiments(tmp_path, name, ok):
         assert load_run_config(str(run_file)).name == name
         assert load_experiment(exp).name == name
     else:
-        with pytest.raises(RunError, match=r"name: .*" + layout.NAME_RULE[:20]):
+        with pytest.raises(RunError, match=r"name: .*" + run_name.NAME_RULE[:20]):
             load_run_config(str(run_file))
         with pytest.raises(ExperimentError, match="cannot name a folder"):
             load_experiment(exp)
@@ -237,20 +243,23 @@ OTHER_FOLDERS = {("bots/learned.py", layout.MANIFEST), ("play/train.py", layout.
                  ("cli/train.py", layout.REPORT_MD)}
 
 
-def test_a_run_folders_file_names_are_spelled_only_in_layout() -> None:
-    """Every module takes a run folder's file names from patchsim.layout (directly or
-    through runfolder), so that a reader and a writer cannot disagree on one."""
-    package = Path(layout.__file__).parent
+def test_a_run_folders_file_names_are_spelled_only_in_names() -> None:
+    """Every module takes a run folder's file names (and a study's written beside them) from
+    patchsim.play.runfolder.names, so that a reader and a writer cannot disagree on one."""
+    package = Path(layout.__file__).parents[2]
     names = {layout.MANIFEST, layout.GAMES, layout.EVENTS, layout.STOPPING_FILE,
              layout.REPORT_HTML, layout.REPORT_MD, layout.PRICES_SUMMARY, layout.PRICES_STUDY,
-             layout.PRICES_TABLE, layout.SWEEP_MD, layout.SWEEP_HTML}
+             layout.PRICES_TABLE, layout.SWEEP_MD, layout.SWEEP_HTML, layout.TUNE_MD,
+             layout.TUNE_ROUNDS, layout.TUNE_FINALISTS, layout.LADDER_MD, layout.SWEEP_TABLE,
+             layout.SWEEP_SKILL, layout.SKILL_STUDY, layout.SKILL_DIVERSITY,
+             layout.SKILL_LEVEL_DEALS, layout.SKILL_DUEL_DEALS, layout.SKILL_CHANGES}
     found = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        if rel == "layout.py":
+        if rel == "play/runfolder/names.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names \
                     and (rel, node.value) not in OTHER_FOLDERS:
                 found.append(f"{rel}:{node.lineno} {node.value!r}")
-    assert not found, "use the names of patchsim.layout: " + ", ".join(found)
+    assert not found, "use the names of patchsim.play.runfolder.names: " + ", ".join(found)

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from patchsim.cli.main import app
 from patchsim.engine.ruleset import RulesetError, load_ruleset
-from patchsim.play import execution, storage, worker
+from patchsim.play import execution, worker
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.errors import RunStorageError
 from patchsim.play.execution import execute
-from patchsim.play.storage import LOCK, RunFolderBusy, RunLock
+from patchsim.play.runfolder import LOCK, RunFolderBusy, RunLock, storage
 
 KINDS = ("games", "events")
 

@@ -19,7 +19,7 @@ from runs import shared_run
 from patchsim.analysis import estimators as E
 from patchsim.analysis.selfplay import distinct_games
 from patchsim.document.format import ci, pct
-from patchsim.play.storage import load_games
+from patchsim.play.runfolder import load_games
 from patchsim.reporting import plots
 from patchsim.reporting.report import ReportError, load_run, write_report
 
@@ -329,7 +329,7 @@ def test_report_from_streamed_tables_is_the_in_memory_one(which: str, tmp_path: 
     its text and pictures are byte for byte those of a report built on the full in-memory
     tables, as every report was before."""
     from patchsim.analysis.tables import EventSummary
-    from patchsim.play.storage import load_events, load_games
+    from patchsim.play.runfolder import load_events, load_games
     from patchsim.reporting.report import Run, build_sections, render_markdown
 
     run_dir = request.getfixturevalue(which)

@@ -17,12 +17,19 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from patchsim.cli.main import app
-from patchsim.play import execution, runfolder, storage
+from patchsim.play import execution, runfolder
 from patchsim.play.config import RunError, load_run_config
 from patchsim.play.errors import RunStorageError
 from patchsim.play.execution import execute, portable_path
-from patchsim.play.runfolder import RunFolderError, check_folder, folder_name, read_manifest
-from patchsim.play.storage import RunLock, fresh_dir
+from patchsim.play.run_name import folder_name
+from patchsim.play.runfolder import (
+    RunFolderError,
+    RunLock,
+    check_folder,
+    fresh_dir,
+    read_manifest,
+    storage,
+)
 from patchsim.reporting import report as report_module
 
 BOTS = ["greedy", "random"]
@@ -456,8 +463,7 @@ def test_a_readers_probe_of_the_lock_does_not_refuse_a_run(tmp_path, monkeypatch
     run really holds still refuses."""
     import fcntl as real_fcntl
 
-    from patchsim.play import storage
-    from patchsim.play.storage import RunFolderBusy, RunLock
+    from patchsim.play.runfolder import RunFolderBusy, RunLock, storage
 
     busy = {"left": 3}  # a reader holding the lock during the first three tries
     flock = real_fcntl.flock
@@ -474,3 +480,70 @@ def test_a_readers_probe_of_the_lock_does_not_refuse_a_run(tmp_path, monkeypatch
     monkeypatch.setattr(storage.fcntl, "flock", flock)
     with RunLock(tmp_path, {"pid": 2}), pytest.raises(RunFolderBusy):
         RunLock(tmp_path, {"pid": 3}).acquire()
+
+
+# --- the run folder as one object (issue 30) --------------------------------------------------
+def test_a_run_folder_opens_as_one_object_with_its_manifest_tables_and_records(run):
+    from patchsim.play.runfolder import RunFolder
+
+    folder = RunFolder.open(run)
+    assert folder.manifest["run_id"] and folder.manifest_path == run / "manifest.json"
+    assert folder.config.seed == 5 and set(folder.rulesets) == {"edition2"}
+    assert len(folder.games) == folder.header.games_total == 20  # games=20 in cfg()
+    assert "moves" not in folder.games.columns
+    assert folder.events.events > 0
+    first = int(folder.games["game_id"].iloc[0])
+    assert folder.game_moves(first) and not folder.game_events(first).empty
+    assert folder.stopping is None and folder.prices is None and folder.documents() == []
+    path = folder.write_ladder("ladder\n")
+    assert path == run / "ladder.md" and folder.documents() == ["ladder.md"]
+    for bad in ("../x.md", "a/b.md", ".hidden"):
+        with pytest.raises(ValueError, match="not a plain file name"):
+            folder.write_document(bad, "x")
+
+
+def test_a_handle_reads_the_tables_without_checking_and_open_refuses_a_bad_folder(run,
+                                                                                  tmp_path):
+    from patchsim.play.runfolder import RunFolder
+
+    assert len(RunFolder(run).games) == 20  # a handle: the tables as they are
+    with pytest.raises(RunFolderError, match="not a run folder"):
+        RunFolder.open(tmp_path / "nowhere")
+    (run / "events.parquet").write_bytes(b"garbage")
+    with pytest.raises(RunFolderError, match="events.parquet is damaged"):
+        RunFolder.open(run)
+    with pytest.raises(RunFolderError, match="events.parquet: cannot read the table"):
+        _ = RunFolder(run).events
+
+
+def test_the_stopping_record_is_written_and_read_by_one_pair_of_functions(tmp_path):
+    from patchsim.play.runfolder import (
+        Decided,
+        StoppingRecord,
+        read_stopping,
+        write_stopping,
+    )
+
+    assert read_stopping(tmp_path) is None
+    record = StoppingRecord(0.02, 200, 1400, (Decided("edition2", "a vs b", "within", 1400,
+                                                      0.505, 0.48, 0.53),))
+    write_stopping(tmp_path, record)
+    assert read_stopping(tmp_path) == record
+    for bad in ("[1]", '{"deals": "x"}', '{"deals": 5, "decided": [{"rate": 1}]}',
+                '{"deals": 5, "decided": [{"ruleset": "r", "pairing": "p", "deal": 1, '
+                '"rate": 0.5, "lo": 0.4, "hi": 0.6, "decision": "maybe"}]}', "{"):
+        (tmp_path / "stopping.json").write_text(bad)
+        with pytest.raises(RunFolderError, match="stopping.json is damaged"):
+            read_stopping(tmp_path)
+
+
+def test_the_statistics_read_table_files_and_say_so_for_a_folder(tmp_path):
+    """The table readers take a table's file (the run folder's names are the run folder's);
+    a run folder given as before is refused with the way to read it."""
+    from patchsim.analysis.tables import game_events, game_moves, read_games, scan_events
+
+    for read in (read_games, scan_events, lambda p: game_moves(p, 0),
+                 lambda p: game_events(p, 0)):
+        with pytest.raises(ValueError, match=r"is a folder: give the (games|events) table's "
+                           r"file, or read a run folder with .*RunFolder\(path\)"):
+            read(tmp_path)

@@ -855,7 +855,7 @@ def test_custom_bot_module_in_the_working_folder(tmp_path, monkeypatch):
 def test_run_until_stops_when_precise_enough(tmp_path):
     """--until tops the run up in steps and stops at the first step whose interval is narrow
     enough; the result equals a plain run of that many deals."""
-    from patchsim.play.execution import execute_until
+    from patchsim.play.steps import execute_until
 
     cfg = config(bots=("greedy(epsilon=0.05)",), games=400, pairings="self")
     messages = []
@@ -884,7 +884,7 @@ def test_run_until_decided_stops_when_the_sequential_test_decides(tmp_path):
     """--until-decided: a sequential test per pairing of 'first seat within 50% +- m'; random
     play is close to fair, a wide margin is decided quickly and the run stops before its
     budget with the decision in the notes."""
-    from patchsim.play.execution import execute_until
+    from patchsim.play.steps import execute_until
 
     cfg = config(bots=("random",), games=4000, pairings="self")
     res = execute_until(cfg, tmp_path / "sprt", decide_margin=0.2, step_deals=50, jobs=1,

@@ -22,7 +22,7 @@ from patchsim.analysis import stats as st
 from patchsim.analysis.selfplay import DISTINCT_NOTE, distinct_games
 from patchsim.analysis.summary import format_summary, run_summary
 from patchsim.document.format import format_pairings
-from patchsim.play.storage import load_events, load_games
+from patchsim.play.runfolder import load_events, load_games, table_path
 
 # --- shared runs (kept on disk per session; other test modules reuse the same folders) ----------
 
@@ -444,8 +444,8 @@ def test_every_interval_is_the_estimator_layers_rate(small_run: Path):
     """The intervals the report prints are estimators.rate on the same (distinct) games."""
     from patchsim.analysis.tables import read_games, scan_events
 
-    g = read_games(small_run)
-    e = scan_events(small_run, g)
+    g = read_games(table_path(small_run, "games"))
+    e = scan_events(table_path(small_run, "events"), g)
     d = distinct_games(g)
 
     def rate(won: np.ndarray, deal: np.ndarray) -> tuple[float, float, float]:
@@ -661,9 +661,10 @@ def test_event_tables_are_the_in_memory_ones_to_the_bit(which: str,
     run = request.getfixturevalue(which)
     g_ref, e_ref = load_games(run), load_events(run)
     rulesets = load_run(run).rulesets
-    games = read_games(run)
+    games = read_games(table_path(run, "games"))
     assert "moves" not in games.columns and isinstance(games["bot0"].dtype, pd.CategoricalDtype)
-    streamed = scan_events(run, games, batch_rows=97)  # games straddle the batches
+    # games straddle the batches
+    streamed = scan_events(table_path(run, "events"), games, batch_rows=97)
     assert isinstance(streamed, EventSummary) and streamed.events == len(e_ref)
     for g, e in ((games, streamed), (games, summarize(e_ref)), (g_ref, e_ref)):
         same(st.leather_games(g, e), _ref_leather_games(g_ref, e_ref))
@@ -685,8 +686,9 @@ def test_event_tables_are_the_in_memory_ones_to_the_bit(which: str,
 def test_summary_does_not_depend_on_the_batch_size(small_run: Path):
     from patchsim.analysis.tables import read_games, scan_events
 
-    games = read_games(small_run)
-    a, b = scan_events(small_run, games), scan_events(small_run, games, batch_rows=13)
+    games = read_games(table_path(small_run, "games"))
+    events_path = table_path(small_run, "events")
+    a, b = scan_events(events_path, games), scan_events(events_path, games, batch_rows=13)
     for name in ("marks", "claim_seat", "claim_lead", "claim_opp", "placed", "hole", "lost",
                  "place_count", "place_hits", "first_hole", "buy_seat", "buy_pos",
                  "bonus_row", "bonus_seat", "bonus_pos", "bonus_seq"):
@@ -719,4 +721,5 @@ def test_run_summary_of_the_compact_games_table(small_run: Path):
     from patchsim.analysis.tables import read_games
 
     ref = run_summary(load_games(small_run))
-    pd.testing.assert_frame_equal(run_summary(read_games(small_run)), ref, check_exact=True)
+    pd.testing.assert_frame_equal(run_summary(read_games(table_path(small_run, "games"))), ref,
+                                  check_exact=True)

@@ -1,4 +1,4 @@
-"""The one sequential loop (play.execution.play_in_steps): top a run up in steps until a stop
+"""The one sequential loop (play.steps.play_in_steps): top a run up in steps until a stop
 rule holds; used by `run --until` (execute_until) and by the balance gate."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patchsim.play import execution
+from patchsim.play import execution, steps
 
 
 @dataclass
@@ -18,10 +18,10 @@ class FakeResult:
 
 
 def test_step_targets_top_up_to_the_budget() -> None:
-    assert list(execution.step_targets(10, 4)) == [4, 8, 10]
-    assert list(execution.step_targets(10, 4, start=9)) == [9, 10]
-    assert list(execution.step_targets(3, 50)) == [3]
-    assert list(execution.step_targets(6, 0)) == [1, 2, 3, 4, 5, 6]  # a step of at least 1
+    assert list(steps.step_targets(10, 4)) == [4, 8, 10]
+    assert list(steps.step_targets(10, 4, start=9)) == [9, 10]
+    assert list(steps.step_targets(3, 50)) == [3]
+    assert list(steps.step_targets(6, 0)) == [1, 2, 3, 4, 5, 6]  # a step of at least 1
 
 
 def test_play_in_steps_stops_at_the_rule_the_budget_or_an_interrupted_step(
@@ -44,11 +44,11 @@ def test_play_in_steps_stops_at_the_rule_the_budget_or_an_interrupted_step(
         seen.append(deals)
         return deals >= 20
 
-    s = execution.play_in_steps(Config(), Path("x"), [10, 20, 30], done, jobs=1)
+    s = steps.play_in_steps(Config(), Path("x"), [10, 20, 30], done, jobs=1)
     assert (s.done, s.deals, s.played, seen) == (True, 20, 40, [10, 20])
     asked.clear()
-    s = execution.play_in_steps(Config(), Path("x"), [10, 20], lambda d: False, jobs=1)
+    s = steps.play_in_steps(Config(), Path("x"), [10, 20], lambda d: False, jobs=1)
     assert (s.done, s.deals, s.played) == (False, 20, 40)  # the budget ran out
     asked.clear()
-    s = execution.play_in_steps(Config(), Path("x"), [10, 30, 40], lambda d: False, jobs=1)
+    s = steps.play_in_steps(Config(), Path("x"), [10, 30, 40], lambda d: False, jobs=1)
     assert (s.done, s.deals, s.result.complete) == (False, 30, False)  # interrupted: stop

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
-from patchsim.analysis.comparison import decide, verdict_text
+from patchsim.analysis.comparison import change_of, paired_comparison, redecide, verdict_text
+from patchsim.analysis.defaults import ALPHA, DEFAULT_MARGIN
 from patchsim.analysis.games import NAN, Events, split_rulesets
 from patchsim.analysis.leather import leather_table
 from patchsim.analysis.metrics import EVENT_METRICS, Metric
@@ -175,17 +176,6 @@ def game_metrics(games: pd.DataFrame, events: Events | None) -> pd.DataFrame:
     return out
 
 
-def _unpaired(d: est.Estimate, ea: est.Estimate, eb: est.Estimate,
-              alpha: float) -> tuple[float, float]:
-    """The interval the same per-deal values would give if A and B had not shared deals
-    (their standard errors combined as independent): shown only for contrast with the paired
-    one, which is the interval of the comparison."""
-    if d.deals < 2 or not (np.isfinite(ea.se) and np.isfinite(eb.se)):
-        return NAN, NAN
-    half = float(est.t_ppf(1 - alpha / 2, d.deals - 1)) * math.hypot(ea.se, eb.se)
-    return d.value - half, d.value + half
-
-
 def _drop_common_copies(games_a: pd.DataFrame, games_b: pd.DataFrame
                         ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Both runs without the copies of the self-play pairings that are deterministic in both
@@ -239,7 +229,7 @@ def match_games(games_a: pd.DataFrame, games_b: pd.DataFrame) -> pd.DataFrame:
 
 def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
             events_a: Events | None = None, events_b: Events | None = None,
-            margin: float = 0.02, alpha: float = 0.05, label_a: str | None = None,
+            margin: float = DEFAULT_MARGIN, alpha: float = ALPHA, label_a: str | None = None,
             label_b: str | None = None) -> Comparison:
     """Compare variant B against reference A on their shared deals (see the module doc).
 
@@ -269,38 +259,23 @@ def compare(games_a: pd.DataFrame, games_b: pd.DataFrame,
     va = game_metrics(games_a, events_a).set_index("game_id")
     vb = game_metrics(games_b, events_b).set_index("game_id")
     pairings = list(matched["pairing"].unique())  # in order of appearance
-    groups = [(p, matched["pairing"] == p) for p in pairings]
+    groups = [(p, (matched["pairing"] == p).to_numpy()) for p in pairings]
     if len(pairings) > 1:
-        groups.append((ALL_PAIRINGS, pd.Series(True, index=matched.index)))
-    rows = []
-    for group, sel in groups:
-        mg = matched[sel]
-        for metric, (kind, _desc) in METRICS.items():
-            if metric not in va.columns or metric not in vb.columns:
-                continue
-            xa = va.loc[mg["game_id_a"], metric].to_numpy()
-            xb = vb.loc[mg["game_id_b"], metric].to_numpy()
-            ok = np.isfinite(xa) & np.isfinite(xb)
-            if not ok.any():
-                continue
-            deal = mg["deal"].to_numpy()[ok]
-            da, db = est.deal_values(xa[ok], deal), est.deal_values(xb[ok], deal)
-            d = est.paired_difference(da, db, 1 - alpha,
-                                      est.RATE_DIFF_BOUNDS if kind == "rate" else None)
-            lo_u, hi_u = _unpaired(d, est.mean_estimate(da, 1 - alpha),
-                                   est.mean_estimate(db, 1 - alpha), alpha)
-            corr = (float(np.corrcoef(da, db)[0, 1])
-                    if len(da) >= 2 and da.std() > 0 and db.std() > 0 else NAN)
-            rows.append({"group": group, "metric": metric, "kind": kind, "deals": d.deals,
-                         "a": float(da.mean()), "b": float(db.mean()), "diff": d.value,
-                         "se": d.se, "sd": d.sd, "lo": d.lo, "hi": d.hi,
-                         "p": est.difference_pvalue(d), "lo_unpaired": lo_u,
-                         "hi_unpaired": hi_u, "corr": corr,
-                         "tost_p": est.tost_pvalue(d, margin) if kind == "rate" else NAN})
-    metrics = pd.DataFrame(rows)
+        groups.append((ALL_PAIRINGS, np.ones(len(matched), dtype=bool)))
+    deals_a, deals_b = _deal_tables(matched, va, vb, groups)
+    names = [n for n in COMPARED if REGISTRY[n].label in va.columns
+             and REGISTRY[n].label in vb.columns]
+    # the one paired comparison: the primary question a family of its own (Holm over every
+    # pairing), the exploratory metrics another (Benjamini-Hochberg); rates get the margin,
+    # the other metrics none (differs or undecided)
+    metrics = paired_comparison(
+        deals_a, deals_b, names, margin={n: margin if REGISTRY[n].percent else 0.0
+                                         for n in names},
+        family={n: "holm" if n == PRIMARY_NAME else "bh" for n in names}, alpha=alpha,
+        level=1 - alpha, text=lambda v, m: verdict_text(v, _kind(m)), unpaired=True,
+        skip_empty=True)
     if len(metrics):
-        metrics.attrs.update(margin=margin, alpha=alpha)
-        _adjust([metrics], alpha)
+        metrics = _as_comparison_table(metrics, margin, alpha)
     flips = _flips(matched, games_a, games_b, pairings)
     fpa = pd.concat([first_player_advantage(full_a[full_a["pairing"].isin(pairings)],
                                             margin, alpha).assign(side="A", label=la),
@@ -357,77 +332,88 @@ def _label(games: pd.DataFrame) -> str:
     return names[0] if len(names) == 1 else " + ".join(names)
 
 
-PRIMARY = "first-seat win rate"  # the question a comparison is run for
+PRIMARY_NAME = "first_player_win"  # the question a comparison is run for (registry name)
+PRIMARY = REGISTRY[PRIMARY_NAME].label
+FAMILY_NAMES = {"holm": "Holm (primary)", "bh": "BH (exploratory)"}
 
 
-def _adjust(frames: list[pd.DataFrame], alpha: float) -> None:
-    """The verdicts of these comparisons, decided together, in place: one family for the
-    primary metric's rows (every pairing and comparison; Holm) and one for the others, which
-    are exploratory (Benjamini-Hochberg), through :func:`estimators.verdicts`, which adjusts
-    the tests of no change, of equivalence and of a change beyond the margin over the family.
-    ``adjustment`` says which family a row is in; ``p_holm`` keeps the adjusted p-value of
-    no change (its old name), ``p_equivalent`` the adjusted p-value of equivalence,
-    ``p_beyond`` that of a change beyond the margin; then
-    ``verdict_kind``, ``verdict``, ``more_deals``, ``negligible``, the interval the verdict
-    is read off and prints (``verdict_lo``, ``verdict_hi`` at ``verdict_level``: the 95%
-    one for a family of one, else its family's adjusted level), and ``different`` /
-    ``equivalent`` with at least MIN_DEALS deals. Rates get the frame's equivalence margin
-    (``attrs["margin"]``); the other metrics have none (a margin of 0: differs or
-    undecided)."""
-    cat = pd.concat(frames, ignore_index=True)
-    margins = np.concatenate([
-        np.where(f["kind"] == "rate", float(f.attrs.get("margin", est.DEFAULT_MARGIN)), 0.0)
-        for f in frames])
-    prim = (cat["metric"] == PRIMARY).to_numpy() if "metric" in cat else np.ones(len(cat), bool)
-    # rates keep their bounds, so an interval at a family's level is clipped as theirs is
-    changes = [est.Estimate(r.diff, r.se, r.lo, r.hi, int(r.deals), r.sd, 1 - alpha,
-                            est.RATE_DIFF_BOUNDS if r.kind == "rate" else None)
-               for r in cat.itertuples(index=False)]
-    found: list[est.Verdict | None] = [None] * len(cat)
-    for sel, family in ((prim, "holm"), (~prim, "bh")):
-        idx = np.flatnonzero(sel)
-        for i, v in zip(idx, decide([changes[i] for i in idx], margins[idx], alpha=alpha,
-                                    family=family), strict=True):
-            found[i] = v
-    verdicts = [v for v in found if v is not None]
-    cat["p_holm"] = [v.p_difference for v in verdicts]
-    cat["p_equivalent"] = [v.p_equivalence for v in verdicts]
-    cat["p_beyond"] = [v.p_beyond for v in verdicts]
-    cat["adjustment"] = np.where(prim, "Holm (primary)", "BH (exploratory)")
-    cat["verdict_kind"] = [v.kind for v in verdicts]
-    cat["verdict"] = [verdict_text(v, k) for v, k in zip(verdicts, cat["kind"], strict=True)]
-    cat["more_deals"] = [v.more_deals for v in verdicts]
-    cat["negligible"] = [v.negligible for v in verdicts]
-    # the interval each verdict is read off and prints (its family's adjusted level)
-    cat["verdict_lo"] = [v.interval.lo for v in verdicts]
-    cat["verdict_hi"] = [v.interval.hi for v in verdicts]
-    cat["verdict_level"] = [v.interval.level for v in verdicts]
-    start = 0
-    for f in frames:
-        part = cat.iloc[start:start + len(f)]
-        for col in ("p_holm", "p_equivalent", "p_beyond", "adjustment", "verdict_kind",
-                    "verdict", "more_deals", "negligible", "verdict_lo", "verdict_hi",
-                    "verdict_level"):
-            f[col] = part[col].to_numpy()
-        enough = f["deals"] >= MIN_DEALS
-        f["different"] = enough & (f["verdict_kind"] == "differs")
-        f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
-        start += len(f)
+def _deal_tables(matched: pd.DataFrame, va: pd.DataFrame, vb: pd.DataFrame,
+                 groups: list[tuple[str, np.ndarray]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per group (a pairing, or all of them) and deal, each metric's mean over the deal's
+    matched games that both runs measured (a game one side cannot measure is left out on
+    both): the per-deal tables :func:`paired_comparison` takes, the group in ``pairing``."""
+    sides: tuple[list[pd.DataFrame], list[pd.DataFrame]] = ([], [])
+    for group, sel in groups:
+        mg = matched[sel]
+        deal = mg["deal"].to_numpy()
+        cols: tuple[dict[str, pd.Series], dict[str, pd.Series]] = ({}, {})
+        for name in COMPARED:
+            label = REGISTRY[name].label
+            if label not in va.columns or label not in vb.columns:
+                continue
+            xa = va.loc[mg["game_id_a"], label].to_numpy(dtype=float)
+            xb = vb.loc[mg["game_id_b"], label].to_numpy(dtype=float)
+            ok = np.isfinite(xa) & np.isfinite(xb)
+            for out, x in zip(cols, (xa, xb), strict=True):
+                out[name] = pd.Series(x[ok]).groupby(deal[ok], sort=True).mean()
+        for side, c in zip(sides, cols, strict=True):
+            t = pd.DataFrame(c).reindex(np.unique(deal)) if c else pd.DataFrame(
+                index=np.unique(deal))
+            side.append(t.rename_axis("deal").reset_index().assign(pairing=group))
+    return (pd.concat(sides[0], ignore_index=True), pd.concat(sides[1], ignore_index=True))
 
 
-def correct_jointly(comparisons: list[Comparison], alpha: float = 0.05) -> None:
+def _as_comparison_table(rows: pd.DataFrame, margin: float, alpha: float) -> pd.DataFrame:
+    """A paired comparison's rows in the columns a comparison of runs has always had: the
+    group (a pairing or all of them), the metric by its label and kind (rate or the unit),
+    the means under A and B, the TOST p-value of rates and the adjusted p-values by their
+    names here, with ``different`` / ``equivalent`` at MIN_DEALS deals or more."""
+    out = rows.rename(columns={"pairing": "group", "base": "a", "variant": "b",
+                               "metric": "metric_name", "p_adjusted": "p_holm"})
+    out.insert(1, "metric", [REGISTRY[n].label for n in out["metric_name"]])
+    out["kind"] = [_kind(REGISTRY[n]) for n in out["metric_name"]]
+    out["tost_p"] = [est.tost_pvalue(change_of(r, 1 - alpha, est.RATE_DIFF_BOUNDS), margin)
+                     if r.kind == "rate" else NAN for r in out.itertuples(index=False)]
+    out["adjustment"] = [FAMILY_NAMES[f] for f in out["family"]]
+    out.attrs.update(margin=margin, alpha=alpha)
+    _flag(out)
+    return out
+
+
+def _flag(f: pd.DataFrame) -> None:
+    enough = f["deals"] >= MIN_DEALS
+    f["different"] = enough & (f["verdict_kind"] == "differs")
+    f["equivalent"] = enough & (f["verdict_kind"] == "equivalent")
+
+
+def correct_jointly(comparisons: list[Comparison], alpha: float = est.ALPHA) -> None:
     """Adjust every comparison's p-values together (in place): with several variants against
     one reference, a family of tests per variant is not enough. Holm for the primary metric,
-    Benjamini-Hochberg for the exploratory rest (see ``_adjust``)."""
+    Benjamini-Hochberg for the exploratory rest, as in one comparison
+    (:func:`comparison.redecide`)."""
     frames = [c.metrics for c in comparisons if len(c.metrics)]
     if len(frames) < 2:
         return
-    _adjust(frames, alpha)
+    for f in frames:
+        # a table made before these columns (or by hand): the families and margins of
+        # compare, rates against the table's margin, every other metric against none
+        if "family" not in f:
+            f["family"] = (np.where(f["metric"] == PRIMARY, "holm", "bh") if "metric" in f
+                           else "holm")
+        if "margin" not in f:
+            f["margin"] = np.where(f["kind"] == "rate",
+                                   float(f.attrs.get("margin", DEFAULT_MARGIN)), 0.0)
+        f["p_adjusted"] = f["p_holm"]
+    redecide(frames, alpha, 1 - alpha, lambda v, r: verdict_text(v, r["kind"]),
+             bounds=lambda r: est.RATE_DIFF_BOUNDS if r.kind == "rate" else None)
+    for f in frames:
+        f["p_holm"] = f.pop("p_adjusted")
+        _flag(f)
 
 
 def compare_rulesets(games: pd.DataFrame, events: Events | None = None,
-                     a: str | None = None, b: str | None = None, margin: float = 0.02,
-                     alpha: float = 0.05) -> Comparison:
+                     a: str | None = None, b: str | None = None, margin: float = DEFAULT_MARGIN,
+                     alpha: float = ALPHA) -> Comparison:
     """Compare two rulesets of one run (default: the second against the first)."""
     parts = split_rulesets(games, events)
     if len(parts) < 2:

@@ -16,8 +16,10 @@ exploratory metrics) or ``"none"`` (one question). It covers every row of one ca
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +46,8 @@ def verdict_text(v: est.Verdict, m: Metric | str) -> str:
 
 
 def decide(changes: Sequence[est.Estimate], margins: float | Sequence[float] | np.ndarray,
-           *, family: str, alpha: float = 0.05, center: float = 0.0) -> list[est.Verdict]:
+           *, family: est.Family, alpha: float = est.ALPHA, center: float = 0.0
+           ) -> list[est.Verdict]:
     """The verdicts of one family of changes (see the module doc); a thin, named entry to
     :func:`estimators.verdicts`, so that every study states its family."""
     return est.verdicts(list(changes), margins, center, alpha, family=family)
@@ -59,9 +62,11 @@ def _margin_of(m: Metric, margin: Margin) -> float:
 
 
 def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
-                      metrics: Sequence[str], *, margin: Margin = None, family: str = "holm",
-                      alpha: float = 0.05, level: float = 0.95,
+                      metrics: Sequence[str], *, margin: Margin = None,
+                      family: est.Family | Mapping[str, est.Family] = "holm",
+                      alpha: float = est.ALPHA, level: float = VERDICT_LEVEL,
                       text: Callable[[est.Verdict, Metric], str] | None = None,
+                      unpaired: bool = False, skip_empty: bool = False,
                       ) -> pd.DataFrame:
     """The variant minus the base, paired by deal, for each metric.
 
@@ -70,7 +75,13 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     column), with a column per metric (:func:`metrics.deal_metrics` gives them). ``margin``:
     one equivalence margin for every metric, a map metric -> margin, or None (each metric's
     ``default_margin``); a margin of 0 asks only "does it differ?". ``family``: the
-    multiplicity adjustment over all rows of this call ("holm", "bh" or "none").
+    multiplicity adjustment over all rows of this call ("holm", "bh" or "none"), or a map
+    metric -> family, each family then adjusted over its own rows (a primary question and
+    exploratory ones asked in one call). ``unpaired``: also the interval the same per-deal
+    values would give had the two not shared deals (``lo_unpaired``, ``hi_unpaired``: for
+    contrast only) and the correlation of the two sides over deals (``corr``).
+    ``skip_empty``: leave out a (group, metric) with no deal both sides measured (else it
+    is a row of zero deals, counted in its family).
 
     One row per (variant, pairing, metric) present: ``base`` and ``variant`` (means over the
     shared deals), the change ``diff`` with ``se``, ``sd``, ``lo``, ``hi`` (interval at
@@ -81,6 +92,7 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     prints (``verdict_lo``, ``verdict_hi`` at ``verdict_level``: the family's adjusted
     level; the 95% ``lo``, ``hi`` for a family of one)."""
     ms = [metric(m) for m in metrics]
+    family_of = _family_map(family, ms)
     keys = [k for k in ("pairing", "deal") if k in base_deals.columns
             and k in variant_deals.columns]
     if "deal" not in keys:
@@ -90,7 +102,6 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
     ref = base_deals.set_index(keys)
     rows: list[dict] = []
     changes: list[est.Estimate] = []
-    margins: list[float] = []
     by = [*outer, *groups]
     parts = variant_deals.groupby(by, sort=False) if by else [((), variant_deals)]
     for key, grp in parts:
@@ -102,36 +113,113 @@ def paired_comparison(base_deals: pd.DataFrame, variant_deals: pd.DataFrame,
                 continue
             b = joined[f"{col}_base"].to_numpy(dtype=float)
             v = joined[col].to_numpy(dtype=float)
-            d = est.paired_difference(b, v, level, diff_bounds(m.name))
             ok = np.isfinite(b) & np.isfinite(v)
-            mg = _margin_of(m, margin)
-            rows.append({**dict(zip(by, key, strict=True)), "metric": m.name, "kind": m.kind,
-                         "deals": d.deals,
-                         "base": float(b[ok].mean()) if ok.any() else np.nan,
-                         "variant": float(v[ok].mean()) if ok.any() else np.nan,
-                         "diff": d.value, "se": d.se, "sd": d.sd, "lo": d.lo, "hi": d.hi,
-                         "p": est.difference_pvalue(d), "margin": mg})
+            if skip_empty and not ok.any():
+                continue
+            d = est.paired_difference(b, v, level, diff_bounds(m.name))
+            row = {**dict(zip(by, key, strict=True)), "metric": m.name, "kind": m.kind,
+                   "deals": d.deals,
+                   "base": float(b[ok].mean()) if ok.any() else np.nan,
+                   "variant": float(v[ok].mean()) if ok.any() else np.nan,
+                   "diff": d.value, "se": d.se, "sd": d.sd, "lo": d.lo, "hi": d.hi,
+                   "p": est.difference_pvalue(d), "margin": _margin_of(m, margin)}
+            if unpaired:
+                row.update(_unpaired(b[ok], v[ok], d, level))
+            rows.append(row)
             changes.append(d)
-            margins.append(mg)
     out = pd.DataFrame(rows)
     if not rows:
         return out
-    found = decide(changes, margins, family=family, alpha=alpha)
-    out["p_adjusted"] = [v.p_difference for v in found]
-    out["p_equivalent"] = [v.p_equivalence for v in found]
-    out["p_beyond"] = [v.p_beyond for v in found]
-    out["verdict_kind"] = [v.kind for v in found]
     by_name = {m.name: m for m in ms}
     say = text or verdict_text
-    out["verdict"] = [say(v, by_name[n]) for v, n in zip(found, out["metric"], strict=True)]
-    out["more_deals"] = [v.more_deals for v in found]
-    out["negligible"] = [v.negligible for v in found]
-    out["family"] = family
-    # the interval each verdict is read off and prints: its family's adjusted level
-    out["verdict_lo"] = [v.interval.lo for v in found]
-    out["verdict_hi"] = [v.interval.hi for v in found]
-    out["verdict_level"] = [v.interval.level for v in found]
+    write_verdicts(out, changes, [family_of[n] for n in out["metric"]], alpha,
+                   lambda v, i: say(v, by_name[out["metric"].iat[i]]))
     return out
+
+
+def _family_map(family: est.Family | Mapping[str, est.Family], ms: Sequence[Metric]
+                ) -> dict[str, est.Family]:
+    if isinstance(family, str):
+        return {m.name: family for m in ms}
+    missing = [m.name for m in ms if m.name not in family]
+    if missing:
+        raise ValueError(f"paired_comparison: no family for {', '.join(missing)}")
+    return {m.name: family[m.name] for m in ms}
+
+
+def _unpaired(b: np.ndarray, v: np.ndarray, d: est.Estimate, level: float
+              ) -> dict[str, float]:
+    """The interval the same per-deal values would give had the two sides not shared deals
+    (their standard errors combined as independent), and their correlation over deals."""
+    lo = hi = corr = np.nan
+    if d.deals >= 2:
+        sb, sv = est.mean_estimate(b, level).se, est.mean_estimate(v, level).se
+        if np.isfinite(sb) and np.isfinite(sv):
+            half = float(est.t_ppf(0.5 + level / 2, d.deals - 1)) * math.hypot(sb, sv)
+            lo, hi = d.value - half, d.value + half
+        if b.std() > 0 and v.std() > 0:
+            corr = float(np.corrcoef(b, v)[0, 1])
+    return {"lo_unpaired": lo, "hi_unpaired": hi, "corr": corr}
+
+
+def write_verdicts(out: pd.DataFrame, changes: Sequence[est.Estimate],
+                   families: Sequence[est.Family], alpha: float,
+                   say: Callable[[est.Verdict, int], str]) -> None:
+    """Decide the rows of ``out`` (one change each, its margin in ``margin``) family by
+    family (``families``: each row's) and write :data:`VERDICT_COLUMNS` into it, in place;
+    ``say(verdict, row)`` words a verdict. The one place a table of changes gets verdicts:
+    :func:`paired_comparison` and :func:`redecide` (a comparison of runs) both end here."""
+    margins = out["margin"].to_numpy(dtype=float)
+    found: list[est.Verdict | None] = [None] * len(out)
+    for fam in dict.fromkeys(families):
+        idx = [i for i, f in enumerate(families) if f == fam]
+        for i, v in zip(idx, decide([changes[i] for i in idx], margins[idx], family=fam,
+                                    alpha=alpha), strict=True):
+            found[i] = v
+    verdicts = [v for v in found if v is not None]
+    out["p_adjusted"] = [v.p_difference for v in verdicts]
+    out["p_equivalent"] = [v.p_equivalence for v in verdicts]
+    out["p_beyond"] = [v.p_beyond for v in verdicts]
+    out["verdict_kind"] = [v.kind for v in verdicts]
+    out["verdict"] = [say(v, i) for i, v in enumerate(verdicts)]
+    out["more_deals"] = [v.more_deals for v in verdicts]
+    out["negligible"] = [v.negligible for v in verdicts]
+    out["family"] = list(families)
+    # the interval each verdict is read off and prints: its family's adjusted level
+    out["verdict_lo"] = [v.interval.lo for v in verdicts]
+    out["verdict_hi"] = [v.interval.hi for v in verdicts]
+    out["verdict_level"] = [v.interval.level for v in verdicts]
+
+
+def change_of(row: Any, level: float,
+              bounds: tuple[float, float] | None | str = "metric") -> est.Estimate:
+    """The change a row of a comparison table holds (``diff``, ``se``, ``lo``, ``hi``,
+    ``deals``, ``sd``), bounded as its metric (``bounds="metric"``: by ``metric_name``, else
+    ``metric``) or by the ``bounds`` given."""
+    if isinstance(bounds, str):
+        bounds = diff_bounds(getattr(row, "metric_name", None) or row.metric)
+    return est.Estimate(row.diff, row.se, row.lo, row.hi, int(row.deals), row.sd, level,
+                        bounds)
+
+
+def redecide(frames: Sequence[pd.DataFrame], alpha: float, level: float,
+             say: Callable[[est.Verdict, pd.Series], str],
+             bounds: Callable[[Any], tuple[float, float] | None] | None = None) -> None:
+    """Decide the rows of several comparison tables together (in place), each row in the
+    family its ``family`` column names, against its ``margin``: with several variants
+    against one reference, a family per variant is not enough. ``bounds``: a row's bounds
+    (default: its metric's)."""
+    cat = pd.concat(list(frames), ignore_index=True)
+    changes = [change_of(r, level) if bounds is None else change_of(r, level, bounds(r))
+               for r in cat.itertuples(index=False)]
+    write_verdicts(cat, changes, list(cat["family"]), alpha,
+                   lambda v, i: say(v, cat.iloc[i]))
+    start = 0
+    for f in frames:
+        part = cat.iloc[start:start + len(f)]
+        for col in VERDICT_COLUMNS:
+            f[col] = part[col].to_numpy()
+        start += len(f)
 
 
 # --- does the imbalance grow with skill? -------------------------------------------------------
@@ -167,7 +255,8 @@ class ImbalanceChange:
 
 def imbalance_changes(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
                       levels: Sequence[tuple[float, float]], *, margin: float,
-                      center: float = 0.5, alpha: float = 0.05, family: str = "holm",
+                      center: float = 0.5, alpha: float = est.ALPHA,
+                      family: est.Family = "holm",
                       ) -> list[ImbalanceChange]:
     """Does the first seat's imbalance change from one skill level to another? The one
     function the report's skill table and a sweep's skill flags both ask.
@@ -187,5 +276,5 @@ def imbalance_changes(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
             for c, v, (lo, hi) in zip(changes, found, levels, strict=True)]
 
 
-__all__ = ["VERDICT_COLUMNS", "ImbalanceChange", "decide", "imbalance_changes",
-           "paired_comparison", "trend", "verdict_text"]
+__all__ = ["VERDICT_COLUMNS", "ImbalanceChange", "change_of", "decide", "imbalance_changes",
+           "paired_comparison", "redecide", "trend", "verdict_text", "write_verdicts"]

@@ -34,204 +34,53 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, get_args
 
 import numpy as np
-import pandas as pd
 from scipy import special
 
-
-# Student's t and the normal distribution through scipy.special, the functions scipy.stats
-# evaluates for t.ppf, t.cdf, t.sf and norm.ppf (the same numbers), without importing
-# scipy.stats (0.4 s on every `patchsim run`).
-def t_ppf(q, df):
-    """Quantile ``q`` of Student's t with ``df`` degrees of freedom (scipy.special, so a run
-    does not import scipy.stats)."""
-    return special.stdtrit(df, q)
-
-
-def t_cdf(x, df):
-    """P(T <= x) for Student's t with ``df`` degrees of freedom."""
-    return special.stdtr(df, x)
-
-
-def t_sf(x, df):
-    """P(T > x) for Student's t with ``df`` degrees of freedom."""
-    return special.stdtr(df, -x)
-
-
-NAN = float("nan")
-DEFAULT_MARGIN = 0.02  # equivalence margin of the first-seat win rate: +-2 points
-MIN_DEALS = 10  # no verdict on fewer deals (a table row is flagged "too few games")
-MAX_DEALS_ADVICE = 1_000_000  # more deals in all than this: "too close to decide"
-WIN_BOUNDS = (0.0, 1.0)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A mean over deals: value, standard error, interval at ``level``, number of deals and
-    the per-deal standard deviation (what sample sizes are computed from)."""
-
-    value: float
-    se: float
-    lo: float
-    hi: float
-    deals: int
-    sd: float
-    level: float = 0.95
-    bounds: tuple[float, float] | None = None  # a bounded metric's interval is clipped to these
-
-    @property
-    def halfwidth(self) -> float:
-        return (self.hi - self.lo) / 2
-
-
-def at_level(e: Estimate, level: float) -> Estimate:
-    """The same estimate with its t-interval at another ``level`` (a family's adjusted
-    level): the interval the p-values of this module are dual to, clipped to the bounds."""
-    if level == e.level or e.deals < 1 or not np.isfinite(e.se):
-        return e
-    q = float(t_ppf(0.5 + level / 2, max(e.deals - 1, 1)))
-    lo, hi = e.value - q * e.se, e.value + q * e.se
-    if e.bounds is not None:
-        lo, hi = float(np.clip(lo, *e.bounds)), float(np.clip(hi, *e.bounds))
-    return Estimate(e.value, e.se, lo, hi, e.deals, e.sd, level, e.bounds)
-
-
-def deal_values(values: np.ndarray | pd.Series, deal: np.ndarray | pd.Series) -> np.ndarray:
-    """One number per deal: the mean of ``values`` over each deal's games, in deal order."""
-    v = pd.Series(np.asarray(values, dtype=float))
-    return v.groupby(np.asarray(deal), sort=True).mean().to_numpy()
-
-
-def _clean(x: np.ndarray | Sequence[float]) -> np.ndarray:
-    a = np.asarray(x, dtype=float)
-    return a[np.isfinite(a)]
-
-
-def mean_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
-                  bounds: tuple[float, float] | None = None) -> Estimate:
-    """Mean of per-deal values with a t-interval over deals.
-
-    With ``bounds`` (a bounded metric) the standard error is that of the values with one
-    imaginary deal at each bound added, and the interval is clipped to the bounds; the mean
-    is that of the values alone."""
-    v = _clean(x)
-    n = len(v)
-    if n == 0:
-        return Estimate(NAN, NAN, NAN, NAN, 0, NAN, level)
-    m = float(v.mean())
-    sd = float(v.std(ddof=1)) if n >= 2 else NAN
-    if bounds is not None:
-        padded = np.concatenate([v, list(bounds)])
-        se = float(padded.std(ddof=1) / math.sqrt(n + 2))
-        q = float(t_ppf(0.5 + level / 2, max(n - 1, 1)))
-        lo, hi = bounds
-        return Estimate(m, se, float(np.clip(m - q * se, lo, hi)),
-                        float(np.clip(m + q * se, lo, hi)), n, sd, level, bounds)
-    if n < 2:
-        return Estimate(m, NAN, NAN, NAN, n, NAN, level)
-    los, his = t_intervals(np.array([m]), np.array([sd]), np.array([n]), level)
-    return Estimate(m, sd / math.sqrt(n), float(los[0]), float(his[0]), n, sd, level)
-
-
-def t_intervals(mean: np.ndarray, sd: np.ndarray, deals: np.ndarray,
-                level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Many t-intervals at once (e.g. one per point of a curve): means of per-deal values
-    with their per-deal standard deviations and numbers of deals; NaN below two deals."""
-    mean, sd = np.asarray(mean, dtype=float), np.asarray(sd, dtype=float)
-    n = np.asarray(deals, dtype=float)
-    ok = n >= 2
-    q = np.where(ok, t_ppf(0.5 + level / 2, np.where(ok, n - 1, 1)), np.nan)
-    half = q * sd / np.sqrt(np.where(ok, n, 1))
-    return mean - half, mean + half
-
-
-def rate(won: np.ndarray | pd.Series, deal: np.ndarray | pd.Series,
-         level: float = 0.95) -> Estimate:
-    """A win rate (or any 0/1 outcome) over games grouped in deals: the mean of the per-deal
-    rates with the bounded t-interval of :func:`mean_estimate`."""
-    return mean_estimate(deal_values(won, deal), level, WIN_BOUNDS)
-
-
-RATE_DIFF_BOUNDS = (-1.0, 1.0)  # a change of a per-deal rate lies between these
-
-
-def paired_difference(a: np.ndarray | Sequence[float], b: np.ndarray | Sequence[float],
-                      level: float = 0.95,
-                      bounds: tuple[float, float] | None = None) -> Estimate:
-    """``b - a`` on the same deals (arrays aligned by deal; pairs with a NaN are dropped).
-
-    For rates pass ``bounds=RATE_DIFF_BOUNDS``: the weak prior of :func:`mean_estimate` (one
-    imaginary deal at each bound) keeps thirty deals that happen to agree from giving a
-    zero-width interval, and so a verdict of "equivalent" that the data cannot carry."""
-    av, bv = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if av.shape != bv.shape:
-        raise ValueError(f"paired_difference: {len(av)} and {len(bv)} deals do not pair up")
-    ok = np.isfinite(av) & np.isfinite(bv)
-    return mean_estimate(bv[ok] - av[ok], level, bounds)
-
-
-def difference_pvalue(est: Estimate, center: float = 0.0) -> float:
-    """Two-sided t-test p-value that the mean equals ``center``."""
-    if est.deals < 2 or not np.isfinite(est.se):
-        return NAN
-    if est.se == 0:
-        return 1.0 if est.value == center else 0.0
-    return float(2 * t_sf(abs(est.value - center) / est.se, est.deals - 1))
-
-
-def tost_pvalue(est: Estimate, margin: float, center: float = 0.0) -> float:
-    """p-value of the two one-sided tests that the mean lies within ``center +- margin``."""
-    if est.deals < 2 or not np.isfinite(est.se):
-        return NAN
-    if est.se == 0:
-        return 0.0 if abs(est.value - center) < margin else 1.0
-    df = est.deals - 1
-    p_low = t_sf((est.value - (center - margin)) / est.se, df)
-    p_high = t_cdf((est.value - (center + margin)) / est.se, df)
-    return float(max(p_low, p_high))
-
-
-# --- sample sizes -------------------------------------------------------------------------------
-def z_quantile(p: float) -> float:
-    """Quantile ``p`` of the standard normal distribution."""
-    return float(special.ndtri(p))
-
-
-def deals_for_precision(sd: float, halfwidth: float, level: float = 0.95) -> int:
-    """Deals for an interval of +-``halfwidth`` when per-deal values have spread ``sd``."""
-    if not (np.isfinite(sd) and halfwidth > 0):
-        return 0
-    return max(2, math.ceil((z_quantile(0.5 + level / 2) * sd / halfwidth) ** 2))
-
-
-def deals_for_difference(sd: float, delta: float, alpha: float = 0.05,
-                         power: float = 0.8) -> int:
-    """Deals for a two-sided test at ``alpha`` to detect a true change ``delta`` with
-    ``power`` (``sd``: spread of the per-deal values, or of the per-deal differences when
-    paired)."""
-    if not (np.isfinite(sd) and delta != 0):
-        return 0
-    z = z_quantile(1 - alpha / 2) + z_quantile(power)
-    return max(2, math.ceil((z * sd / abs(delta)) ** 2))
-
-
-def deals_for_equivalence(sd: float, margin: float, true_diff: float = 0.0,
-                          alpha: float = 0.05, power: float = 0.8) -> int:
-    """Deals for the two one-sided tests at ``alpha`` to show equivalence within +-``margin``
-    with ``power`` when the true change is ``true_diff`` (inside the margin)."""
-    gap = margin - abs(true_diff)
-    if not (np.isfinite(sd) and gap > 0):
-        return 0
-    # at true_diff = 0 both one-sided tests must pass: beta is split between them
-    beta = (1 - power) / 2 if true_diff == 0 else 1 - power
-    return max(2, math.ceil(((z_quantile(1 - alpha) + z_quantile(1 - beta)) * sd / gap) ** 2))
-
+from patchsim.analysis.defaults import ALPHA, DEFAULT_MARGIN, VERDICT_LEVEL
+from patchsim.analysis.intervals import (
+    MAX_DEALS_ADVICE,
+    MIN_DEALS,
+    NAN,
+    RATE_DIFF_BOUNDS,
+    WIN_BOUNDS,
+    Estimate,
+    at_level,
+    deal_values,
+    deals_for_difference,
+    deals_for_equivalence,
+    deals_for_precision,
+    difference_pvalue,
+    finite,
+    mean_estimate,
+    paired_difference,
+    rate,
+    simultaneous_level,
+    t_cdf,
+    t_intervals,
+    t_ppf,
+    t_sf,
+    tost_pvalue,
+    wilson_interval,
+    z_quantile,
+)
+from patchsim.analysis.sequential import (
+    CONTINUE,
+    FAIL,
+    PASS,
+    BandTest,
+    anytime_estimate,
+)
 
 # --- verdicts ------------------------------------------------------------------------------------
-VERDICT_LEVEL = 0.95  # a verdict is decided by, and prints, the 95% interval of the change
-FAMILIES = ("none", "holm", "bh")  # how a family of verdicts is adjusted for multiplicity
+# how a family of verdicts is adjusted for multiplicity: none (one question), Holm
+# (family-wise error), Benjamini-Hochberg (false discovery rate)
+Family = Literal["none", "holm", "bh"]
+# what a verdict says of a change (see Verdict)
+VerdictKind = Literal["equivalent", "differs", "undecided", "undefined"]
+FAMILIES: tuple[Family, ...] = get_args(Family)
 FAMILY_WORDS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 SEQUENTIAL_ADVICE = (
     "Adding deals to a fixed-sample study and reading its verdict again raises its error "
@@ -287,7 +136,7 @@ class Verdict:
     alpha exactly when, with a family of one, the 95% interval shows it. ``family`` and
     ``family_size`` say how they were adjusted."""
 
-    kind: str
+    kind: VerdictKind
     estimate: Estimate
     margin: float
     center: float
@@ -297,7 +146,7 @@ class Verdict:
     p_beyond: float = NAN
     nonzero: bool = False
     too_close: bool = False
-    family: str = "none"
+    family: Family = "none"
     family_size: int = 1
     shown: Estimate | None = None
     chance: float = NAN
@@ -386,8 +235,8 @@ def _as_list(x: float | Sequence[float] | np.ndarray | None, n: int) -> list[flo
     return out
 
 
-def decision_levels(pvalues: np.ndarray | Sequence[float], family: str,
-                    alpha: float = 0.05) -> np.ndarray:
+def decision_levels(pvalues: np.ndarray | Sequence[float], family: Family,
+                    alpha: float = ALPHA) -> np.ndarray:
     """The level each question of a family is tested at by ``family``'s procedure: a
     rejected question's raw p-value lies below it, so the interval at one minus it shows the
     claim. Holm (step-down): alpha / (k - r + 1) for the question of rank r that is
@@ -422,8 +271,8 @@ def decision_levels(pvalues: np.ndarray | Sequence[float], family: str,
 
 def verdicts(estimates: Sequence[Estimate],
              margin: float | Sequence[float] | np.ndarray = DEFAULT_MARGIN,
-             center: float | Sequence[float] | np.ndarray = 0.0, alpha: float = 0.05, *,
-             family: str = "holm", power: float = 0.8) -> list[Verdict]:
+             center: float | Sequence[float] | np.ndarray = 0.0, alpha: float = ALPHA, *,
+             family: Family = "holm", power: float = 0.8) -> list[Verdict]:
     """The verdicts of a family of questions asked together (the variants of a sweep, the
     levels of a skill table, the patches of a price study, the pairings and comparisons of a
     report): the one function every study calls.
@@ -471,6 +320,7 @@ def verdicts(estimates: Sequence[Estimate],
             out.append(Verdict("undefined", e, m, c, NAN, NAN, family=family,
                                family_size=size))
             continue
+        kind: VerdictKind
         if m > 0 and np.isfinite(p_eq[k]) and p_eq[k] < alpha:
             kind, a = "equivalent", a_eq[k]
         elif m > 0 and np.isfinite(p_out[k]) and p_out[k] < alpha:
@@ -494,7 +344,7 @@ def verdicts(estimates: Sequence[Estimate],
 
 
 def verdict(est: Estimate, margin: float = DEFAULT_MARGIN, center: float = 0.0,
-            alpha: float = 0.05) -> Verdict:
+            alpha: float = ALPHA) -> Verdict:
     """The verdict on one question asked alone: :func:`verdicts` with a family of one."""
     return verdicts([est], margin, center, alpha, family="none")[0]
 
@@ -517,7 +367,7 @@ class Advice:
 
 
 def decide_chance(est: Estimate, margin: float, more: np.ndarray | Sequence[int] | int,
-                  center: float = 0.0, alpha: float = 0.05) -> np.ndarray:
+                  center: float = 0.0, alpha: float = ALPHA) -> np.ndarray:
     """The chance, on the data so far, that ``more`` further deals decide the verdict (either
     way: equivalent or beyond the margin; with a margin of 0, away from 0).
 
@@ -546,7 +396,7 @@ def decide_chance(est: Estimate, margin: float, more: np.ndarray | Sequence[int]
                    0.0, 1.0)
 
 
-def decision_advice(est: Estimate, margin: float, center: float = 0.0, alpha: float = 0.05,
+def decision_advice(est: Estimate, margin: float, center: float = 0.0, alpha: float = ALPHA,
                     power: float = 0.8) -> Advice:
     """How many more deals would decide an undecided verdict with a chance of ``power``
     (:func:`decide_chance`), or that the change is too close to decide.
@@ -581,7 +431,7 @@ def decision_advice(est: Estimate, margin: float, center: float = 0.0, alpha: fl
 
 
 def more_deals_to_decide(est: Estimate, margin: float, center: float = 0.0,
-                         alpha: float = 0.05, power: float = 0.8) -> tuple[int, bool]:
+                         alpha: float = ALPHA, power: float = 0.8) -> tuple[int, bool]:
     """(more deals that would decide it with ``power``, too close to decide): the figures of
     :func:`decision_advice`."""
     a = decision_advice(est, margin, center, alpha, power)
@@ -622,132 +472,16 @@ def benjamini_hochberg(pvalues: np.ndarray | Sequence[float]) -> np.ndarray:
     return _adjust(pvalues, "fdr_bh")
 
 
-# --- sequential test -----------------------------------------------------------------------------
-PASS, FAIL, CONTINUE = "pass", "fail", "continue"
-
-
-@dataclass(frozen=True)
-class BandTest:
-    """A sequential test of whether the mean of per-deal outcomes lies inside ``[low, high]``
-    (pass) or outside it (fail), looked at after every deal if need be.
-
-    For each finite edge a generalised SPRT (the log-likelihood ratio of a normal model with
-    the variance estimated from the data, as engine-testing frameworks use on game outcomes)
-    tests "the mean is on the edge" against "the mean is ``resolution`` inside it" (for a
-    two-sided band the default resolution reaches the centre). Pass needs every edge's test
-    to accept the inside; fail needs one to accept its edge. Wald's bounds give: a false pass
-    at most about ``alpha`` when the true mean is on an edge, a false fail at most about
-    ``beta`` when it is ``resolution`` inside every edge (``beta`` is split between the
-    edges). One-sided bands (an infinite edge) need a ``resolution``."""
-
-    low: float
-    high: float
-    alpha: float = 0.05
-    beta: float = 0.05
-    min_deals: int = 10
-    resolution: float | None = None
-
-    @classmethod
-    def around(cls, center: float, tolerance: float, **kw: Any) -> BandTest:
-        """The band ``center +- tolerance``."""
-        return cls(center - tolerance, center + tolerance, **kw)
-
-    def __post_init__(self) -> None:
-        if not self.low < self.high:
-            raise ValueError(f"band [{self.low}, {self.high}]: low must be below high")
-        finite = math.isfinite(self.low) + math.isfinite(self.high)
-        if finite == 0:
-            raise ValueError("band: at least one edge must be finite")
-        if finite == 1 and not (self.resolution and self.resolution > 0):
-            raise ValueError("a one-sided band needs a resolution > 0")
-
-    @property
-    def step(self) -> float:
-        """How far inside an edge the alternative lies."""
-        if self.resolution:
-            return self.resolution
-        return (self.high - self.low) / 2
-
-    @property
-    def edges(self) -> list[tuple[float, float]]:
-        """(edge, the alternative inside it) for each finite edge."""
-        out = []
-        if math.isfinite(self.low):
-            out.append((self.low, self.low + self.step))
-        if math.isfinite(self.high):
-            out.append((self.high, self.high - self.step))
-        return out
-
-    @property
-    def bounds(self) -> tuple[float, float]:
-        b_edge = self.beta / len(self.edges)
-        return math.log(b_edge / (1 - self.alpha)), math.log((1 - b_edge) / self.alpha)
-
-    def _llrs(self, n: np.ndarray, total: np.ndarray, squares: np.ndarray
-              ) -> list[np.ndarray]:
-        """Log-likelihood ratios (inside vs edge) per finite edge, from the count, sum and
-        sum of squares of the outcomes (vectorised over looks)."""
-        n = np.maximum(n, 1)
-        xbar = total / n
-        var = squares / n - xbar**2  # the MLE of the variance, as in the GSPRT
-        # a floor keeps a run of identical outcomes from giving an infinite ratio
-        var = np.maximum(var, max(0.25 * self.step**2, 1e-12))
-        # H1: mean mu1 (inside) against H0: mean mu0 (the edge)
-        return [n * (mu1 - mu0) * (xbar - (mu0 + mu1) / 2) / var for mu0, mu1 in self.edges]
-
-    def llrs(self, x: np.ndarray | Sequence[float]) -> list[float]:
-        """Log-likelihood ratios of the outcomes ``x``, one per finite edge."""
-        v = _clean(x)
-        return [float(r[0]) for r in self._llrs(np.array([len(v)]), np.array([v.sum()]),
-                                                np.array([(v**2).sum()]))]
-
-    def decide(self, x: np.ndarray | Sequence[float]) -> str:
-        """The decision after the deals ``x`` (per-deal outcomes, in play order)."""
-        v = _clean(x)
-        return self.first_decision(v, [len(v)])[0]
-
-    def first_decision(self, x: np.ndarray | Sequence[float],
-                       looks: Sequence[int] | range) -> tuple[str, int]:
-        """The first decision when looking after ``looks`` deals (increasing), and the number
-        of deals it took; (``continue``, last look) if none is reached."""
-        v = _clean(x)
-        at = np.asarray([k for k in looks if k <= len(v)], dtype=np.int64)
-        if len(at) == 0:
-            return CONTINUE, 0
-        total = np.concatenate([[0.0], np.cumsum(v)])[at]
-        squares = np.concatenate([[0.0], np.cumsum(v**2)])[at]
-        ratios = self._llrs(at.astype(float), total, squares)
-        low, high = self.bounds
-        ready = at >= self.min_deals
-        fail = ready & np.logical_or.reduce([r <= low for r in ratios])
-        passed = ready & np.logical_and.reduce([r >= high for r in ratios])
-        done = np.flatnonzero(fail | passed)
-        if len(done) == 0:
-            return CONTINUE, int(at[-1])
-        i = int(done[0])
-        return (FAIL if fail[i] else PASS), int(at[i])
-
-
-# --- intervals after a sequential stop -----------------------------------------------------------
-def anytime_estimate(x: np.ndarray | Sequence[float], level: float = 0.95,
-                     n0: int = 100) -> Estimate:
-    """The mean of per-deal values with an anytime-valid interval (a confidence sequence):
-    it covers the true mean at ``level`` simultaneously over every number of deals, so it
-    keeps its coverage when the number of deals was chosen by looking at the data (a
-    sequential test that stopped, a run stopped when decided), where the fixed-sample
-    t-interval of :func:`mean_estimate` covers less.
-
-    The normal-mixture boundary of Robbins (see Howard et al. 2021, "Time-uniform,
-    nonparametric, nonasymptotic confidence sequences"), two-sided by a union of two
-    one-sided sequences at (1 - level) / 2 each, with the per-deal spread estimated from the
-    deals: ``|mean - mu| <= sqrt((n + n0) * sd^2 * log((n + n0) / (n0 * a^2))) / n`` with
-    ``a = (1 - level) / 2``. ``n0`` sets where the sequence is tightest (about the deals at
-    which it is expected to be read)."""
-    v = _clean(x)
-    n = len(v)
-    if n < 2:
-        return Estimate(float(v.mean()) if n else NAN, NAN, NAN, NAN, n, NAN, level)
-    m, sd = float(v.mean()), float(v.std(ddof=1))
-    a = (1 - level) / 2
-    half = math.sqrt((n + n0) * sd**2 * math.log((n + n0) / (n0 * a**2))) / n
-    return Estimate(m, sd / math.sqrt(n), m - half, m + half, n, sd, level)
+# the estimator layer's names, wherever they are defined (intervals, sequential, here)
+__all__ = [
+    "ALPHA", "Advice", "BandTest", "CONTINUE", "DEFAULT_MARGIN", "Estimate", "FAIL",
+    "FAMILIES", "FAMILY_WORDS", "Family", "MAX_DEALS_ADVICE", "MIN_DEALS", "NAN", "NEAR",
+    "PASS", "RATE_DIFF_BOUNDS", "SEQUENTIAL_ADVICE", "TRY_FACTOR", "VERDICT_LEVEL", "Verdict",
+    "VerdictKind", "WIN_BOUNDS", "anytime_estimate", "at_level", "benjamini_hochberg",
+    "beyond_pvalue", "deal_values", "deals_for_difference", "deals_for_equivalence",
+    "deals_for_precision", "decide_chance", "decision_advice", "decision_levels",
+    "difference_pvalue", "equivalence_pvalue", "finite", "holm", "level_words",
+    "mean_estimate", "more_deals_to_decide", "paired_difference", "rate", "simultaneous_level",
+    "t_cdf", "t_intervals", "t_ppf", "t_sf", "tost_pvalue", "verdict", "verdicts",
+    "wilson_interval", "z_quantile",
+]

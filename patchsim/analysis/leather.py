@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA
 from patchsim.analysis.games import NAN, Events, is_self_play, iter_groups, ruleset_of
 from patchsim.analysis.selfplay import copied_pairings, distinct
 from patchsim.analysis.tables import EventSummary, as_summary
@@ -86,7 +87,7 @@ def leather_games(games: pd.DataFrame, events: Events) -> pd.DataFrame:
 
 
 def leather_table(games: pd.DataFrame, events: Events,
-                  alpha: float = 0.05) -> pd.DataFrame:
+                  alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and leather mark (pooled over pairings): games, how often it was claimed,
     by seat 0, by the player leading / trailing on score at the claim; how often it filled an
     isolated one-square hole ("useful": per game, lost patches counting as not useful), an
@@ -134,7 +135,7 @@ def leather_table(games: pd.DataFrame, events: Events,
 
 
 def first_leather_useless(games: pd.DataFrame, events: Events, center: float = 0.5,
-                          margin: float = 0.10, alpha: float = 0.05) -> pd.DataFrame:
+                          margin: float = 0.10, alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and pairing: how often the first leather patch was useless (it filled no
     isolated one-square hole, or was lost: rank 1 of :func:`leather_table` on the pairing's
     games), as :func:`estimators.rate` over deals, with :func:`estimators.verdicts` against
@@ -202,7 +203,7 @@ def bonus_events(games: pd.DataFrame, events: Events) -> pd.DataFrame:
 
 
 def bonus_table(games: pd.DataFrame, events: Events,
-                rulesets: Mapping[str, Any] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+                rulesets: Mapping[str, Any] | None = None, alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and pairing: how often the 7x7 bonus was claimed (per-deal interval), by
     which seat, when (the claimer's track position), the claimer's win rate, and how often it
     changed the winner: the holder won by fewer points than the bonus is worth (margin <

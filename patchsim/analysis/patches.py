@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA
 from patchsim.analysis.games import NAN, Events, iter_groups, ruleset_of
 from patchsim.analysis.selfplay import distinct
 from patchsim.analysis.tables import EventSummary, as_summary, take
@@ -53,7 +54,7 @@ def _lpm_difference(won: np.ndarray, flag: np.ndarray, groups: np.ndarray,
 
 
 def patch_table(games: pd.DataFrame, events: Events,
-                rulesets: Mapping[str, Any] | None = None, alpha: float = 0.05) -> pd.DataFrame:
+                rulesets: Mapping[str, Any] | None = None, alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and patch (pooled over pairings): how often it is bought, when (track
     position before the buy), by which seat; the win rate of a seat that bought it and of a
     seat that did not (:func:`estimators.rate`); their difference with a cluster-robust

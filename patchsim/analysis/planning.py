@@ -13,6 +13,7 @@ import pandas as pd
 from scipy import special
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA, DEFAULT_MARGIN
 from patchsim.analysis.games import NAN, split_rulesets
 from patchsim.document.format import num, pct
 
@@ -24,7 +25,7 @@ def _z(level: float) -> float:
 
 
 def power_beyond(sd: float, deals: int, difference: float, margin: float,
-                 alpha: float = 0.05) -> float:
+                 alpha: float = ALPHA) -> float:
     """Chance that the ``1 - alpha`` interval of a mean over ``deals`` deals (per-deal spread
     ``sd``) lies wholly beyond ``+-margin`` when the true change is ``difference``: the
     chance of the verdict "differs, beyond +-m" (normal approximation)."""
@@ -37,7 +38,7 @@ def power_beyond(sd: float, deals: int, difference: float, margin: float,
 
 
 def power_within(sd: float, deals: int, margin: float, true_change: float = 0.0,
-                 alpha: float = 0.05) -> float:
+                 alpha: float = ALPHA) -> float:
     """Chance that the ``1 - alpha`` interval lies wholly inside ``+-margin`` when the true
     change is ``true_change``: the chance of the verdict "equivalent within +-m"."""
     if not (deals > 0 and np.isfinite(sd) and sd > 0):
@@ -62,7 +63,7 @@ def _smallest(power_at, power: float, guess: float) -> int:
     return max(2, hi)
 
 
-def deals_beyond_margin(sd: float, difference: float, margin: float, alpha: float = 0.05,
+def deals_beyond_margin(sd: float, difference: float, margin: float, alpha: float = ALPHA,
                         power: float = 0.8) -> int:
     """Deals for the verdict "differs, beyond +-``margin``" with ``power`` when the true change
     is ``difference``: the 95% interval must clear the margin, so the distance planned for
@@ -76,7 +77,7 @@ def deals_beyond_margin(sd: float, difference: float, margin: float, alpha: floa
 
 
 def deals_within_margin(sd: float, margin: float, true_change: float = 0.0,
-                        alpha: float = 0.05, power: float = 0.8) -> int:
+                        alpha: float = ALPHA, power: float = 0.8) -> int:
     """Deals for the verdict "equivalent within +-``margin``" with ``power`` when the true
     change is ``true_change``: the 95% interval must lie inside the margin on both sides
     (at a change of 0 this is :func:`estimators.deals_for_equivalence` at ``alpha / 2``, the
@@ -104,8 +105,8 @@ def _first_seat_sds(gp: pd.DataFrame, x: pd.Series) -> tuple[float, float]:
     return sd, unpaired
 
 
-def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = 0.02,
-         difference: float = 0.04, alpha: float = 0.05, power: float = 0.8,
+def plan(games: pd.DataFrame, target_halfwidth: float = 0.01, margin: float = DEFAULT_MARGIN,
+         difference: float = 0.04, alpha: float = ALPHA, power: float = 0.8,
          equivalence: float = 0.0) -> pd.DataFrame:
     """How many deals a question needs, from the per-deal spread seen in a pilot run, for the
     designs the runner plays: seat-swapped deals (the first-seat win rate of each ruleset and
@@ -197,7 +198,7 @@ def _what(points: float, change: bool) -> str:
 def format_plan(table: pd.DataFrame) -> str:
     """The plan as text for the terminal."""
     a = table.attrs
-    m, diff = 100 * a.get("margin", 0.02), 100 * a.get("difference", 0.04)
+    m, diff = 100 * a.get("margin", DEFAULT_MARGIN), 100 * a.get("difference", 0.04)
     eq = 100 * a.get("equivalence", 0.0)
     lines = [f"deals needed for each verdict with {100 * a.get('power', 0.8):.0f}% power "
              "(a deal is one seat-swapped pair of games per ruleset; verdicts are read off the "

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA
 
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 
@@ -57,7 +58,7 @@ def cluster_sandwich(x: np.ndarray, resid: np.ndarray, hess_inv: np.ndarray,
 
 
 def ratings(games: pd.DataFrame, prior_elo: float | None = 400.0, anchor: str | None = None,
-            cluster: bool = True, alpha: float = 0.05) -> pd.DataFrame:
+            cluster: bool = True, alpha: float = ALPHA) -> pd.DataFrame:
     """Bradley-Terry (Elo) ratings of the bots in a run, with a seat term:
     P(seat 0 wins) = logistic(h + r[bot0] - r[bot1]).
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis.bootstrap import RESAMPLES, bootstrap_over_deals
+from patchsim.analysis.defaults import ALPHA
 from patchsim.analysis.games import NAN, first_bot, is_self_play, iter_groups, second_bot
 from patchsim.analysis.selfplay import copied_pairings, distinct
 
@@ -65,7 +66,7 @@ def _deal_counts(mat: np.ndarray, lowest: float, width: int):
 
 
 def describe_by_deal(values: np.ndarray, deal: np.ndarray, n_boot: int = RESAMPLES,
-                     seed: int = 0, alpha: float = 0.05) -> dict[str, float]:
+                     seed: int = 0, alpha: float = ALPHA) -> dict[str, float]:
     """Mean, median, quartiles and IQR, with percentile intervals from the one bootstrap over
     deals (:func:`bootstrap_over_deals`: whole deals resampled, so that a deal's two games
     stay together)."""

@@ -31,6 +31,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis.comparison import imbalance_changes
+from patchsim.analysis.defaults import ALPHA
 from patchsim.analysis.estimators import DEFAULT_MARGIN, MIN_DEALS, Estimate
 from patchsim.analysis.games import (
     NAN,
@@ -82,7 +83,7 @@ def pair_counts(win: np.ndarray, deal: np.ndarray, one_game: bool = False
     return int((k[full] == 2).sum()), int((k[full] == 1).sum()), int((k[full] == 0).sum())
 
 
-def pairing_table(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+def pairing_table(games: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and pairing, lines like an engine-testing tool: the first bot in the first
     seat, in the second seat, pooled (not for self-play, where it is 50% by construction), and
     first seat against second seat. Every line's rate and interval is
@@ -132,7 +133,7 @@ def pairing_table(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
 SKILL_GAP = 0.9  # a bot that wins more than this share in both seats decides the games
 
 
-def seat_information(games: pd.DataFrame, alpha: float = 0.05,
+def seat_information(games: pd.DataFrame, alpha: float = ALPHA,
                      limit: float = SKILL_GAP) -> tuple[bool, str]:
     """Can this pairing's games say anything about the seats? ``(informative, reason)``.
 
@@ -160,7 +161,7 @@ def seat_information(games: pd.DataFrame, alpha: float = 0.05,
 
 
 def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
-                           alpha: float = 0.05,
+                           alpha: float = ALPHA,
                            alone: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
     """Per ruleset and pairing: the first seat's win rate (:func:`estimators.rate`: per-deal
     interval) and its verdict against 50% (:func:`estimators.verdicts`: "equivalent within
@@ -207,7 +208,8 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     single = [(str(r["ruleset"]), str(r["pairing"])) in keys for r in rows]
     ests = [r.pop("_est") for r in rows]
     found: list[est.Verdict | None] = [None] * len(rows)
-    for pick, family in ((True, "none"), (False, "holm")):
+    asked: tuple[tuple[bool, est.Family], ...] = ((True, "none"), (False, "holm"))
+    for pick, family in asked:
         idx = [i for i, s in enumerate(single) if s == pick]
         if not idx:
             continue
@@ -225,7 +227,7 @@ def first_player_advantage(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
 
 
 def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
-                  alpha: float = 0.05) -> pd.DataFrame:
+                  alpha: float = ALPHA) -> pd.DataFrame:
     """Does the first seat's advantage change with the bots' skill?
 
     Per ruleset, each self-play pairing is a skill level, in the order the run lists them;
@@ -294,7 +296,7 @@ def skill_balance(games: pd.DataFrame, margin: float = DEFAULT_MARGIN,
     return pd.DataFrame(rows).reindex(columns=cols)
 
 
-def game_summary(games: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
+def game_summary(games: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
     """Per ruleset and pairing: game length, passes, buys, how often the tie-break decided
     (:func:`estimators.rate`), the bonus rate and who reached the end first. Deterministic
     self-play counts each deal's game once (``distinct_games`` False)."""

@@ -1,4 +1,5 @@
-"""Bots: one small protocol, a registry of built-in strategies, and bot specs.
+"""Bots: one small protocol, and the registry of built-in strategies a spec names (the spec
+grammar is :mod:`patchsim.bots.spec`; bots from a user's module, :mod:`patchsim.bots.imported`).
 
 A bot is anything with a ``choose(game, moves, rng)`` method that returns one of ``moves``.
 It gets a private copy of the game (so it cannot change the real one), the legal moves and a
@@ -14,32 +15,27 @@ Bots are named by specs: ``greedy``, ``mcts(iterations=1000, rollout=greedy)``, 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import difflib
-import importlib
-import importlib.machinery
-import importlib.util
-import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from patchsim.bots import policies as P
 from patchsim.bots import scripted, search
+from patchsim.bots.imported import import_bot as _import_bot
+from patchsim.bots.spec import (
+    BotSpecError,
+    Param,
+    canonical_spec,
+    coerce_param,
+    parse_spec,
+)
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
 from patchsim.engine.tables import Tables
-from patchsim.engine.yamlfile import YamlFileError, parse_yaml
-from patchsim.errors import PatchsimError
-
-
-class BotSpecError(PatchsimError, ValueError):
-    """A bot spec that names no bot, or gives it a bad parameter."""
 
 
 @runtime_checkable
@@ -119,19 +115,7 @@ class _Forbidding(CompiledBot):
         # a bot used move by move (Python API) binds to the game's ruleset itself
         bot = self.bind(game.tables) if self.forbid else self
         return CompiledBot.choose_code(bot, game, rng_state)
-
-
 # --- registry ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Param:
-    default: Any
-    help: str
-    kind: type = float
-    choices: tuple[str, ...] = ()
-    low: float | None = None
-    high: float | None = None
-
-
 @dataclass(frozen=True)
 class BotInfo:
     name: str
@@ -151,21 +135,6 @@ def register(name: str, description: str, params: dict[str, Param] | None = None
         return factory
 
     return deco
-
-
-def canonical_spec(name: str, given: dict[str, Any]) -> str:
-    if not given:
-        return name
-    inner = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(given.items()))
-    return f"{name}({inner})"
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e15:
-            return str(int(v))
-        return repr(v)  # shortest text that reads back as the same float
-    return str(v)
 
 
 @register("random", "Every legal move equally likely; leather squares uniform (the benchmark).")
@@ -423,100 +392,6 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                          high=10**6),
           "widen_max": Param(8, "eval=learned/pack/net: most placements a patch a widened "
                              "node searches", int, low=1, high=64)})(_mcts_factory)
-
-
-# --- specs ------------------------------------------------------------------------------------
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split on ``sep`` outside parentheses."""
-    out: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return [s.strip() for s in out if s.strip()]
-
-
-def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """A spec as (name, parameters). Accepts ``name``, ``name(k=v, ...)`` or a mapping."""
-    if isinstance(spec, dict):
-        if "name" not in spec:
-            raise BotSpecError(f"bot mapping {spec!r} has no 'name' key")
-        return str(spec["name"]), {k: v for k, v in spec.items() if k != "name"}
-    if not isinstance(spec, str) or not spec.strip():
-        raise BotSpecError(f"bot spec must be a non-empty string or mapping, got {spec!r}")
-    text = spec.strip()
-    if "(" not in text:
-        return text, {}
-    if not text.endswith(")") or text.count("(") != text.count(")"):
-        raise BotSpecError(f"bot spec {spec!r}: unbalanced parentheses")
-    name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
-    params: dict[str, Any] = {}
-    for part in _split_top(inner):
-        if "=" not in part:
-            raise BotSpecError(f"bot spec {spec!r}: parameter {part!r} is not key=value")
-        key, raw = part.split("=", 1)
-        key, raw = key.strip(), raw.strip()
-        params[key] = raw if "(" in raw else _scalar(raw)  # "(": a nested spec (rollout)
-    return name, params
-
-
-def _scalar(raw: str) -> Any:
-    """A spec value: int, float (1e-3 included, which YAML 1.1 reads as text), bool, text."""
-    for conv in (int, float):
-        try:
-            return conv(raw)
-        except ValueError:
-            pass
-    try:
-        return parse_yaml(raw, "bot parameter")
-    except YamlFileError:
-        return raw
-
-
-def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
-    """``value`` of parameter ``key`` of ``bot`` checked against ``param`` (choices, kind,
-    bounds) and converted to its kind; BotSpecError naming the bot, key and value."""
-    if param.choices:
-        if value not in param.choices:
-            raise BotSpecError(f"{bot}: {key}={value!r} is not one of "
-                               f"{', '.join(param.choices)}")
-        return value
-    if param.kind is str:
-        if isinstance(value, dict):  # a nested bot mapping (mcts rollout)
-            return value
-        if value is None:  # `key=` with nothing after it (YAML reads it as null)
-            raise BotSpecError(f"{bot}: {key}= has no value")
-        return str(value)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BotSpecError(f"{bot}: {key}={value!r} is not a number")
-    if not math.isfinite(float(value)):
-        raise BotSpecError(f"{bot}: {key}={value!r} must be a finite number")
-    if param.kind is int:
-        if float(value) != int(value):
-            raise BotSpecError(f"{bot}: {key}={value!r} must be a whole number")
-        value = int(value)
-    else:
-        value = float(value)
-    lo, hi = param.low, param.high
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        def num(x: float | None) -> str:  # 1000000000, not 1e+09
-            return _fmt(float(x or 0))
-
-        rule = (f"between {num(lo)} and {num(hi)}" if lo is not None and hi is not None
-                else f"at least {num(lo)}" if lo is not None else f"at most {num(hi)}")
-        raise BotSpecError(f"{bot}: {key}={value!r} must be {rule}")
-    return value
-
-
 def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
     """The bot a spec names; BotSpecError listing what exists when it names none.
 
@@ -544,66 +419,6 @@ def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) 
             raise BotSpecError(f"{name}: unknown parameter {key!r} (parameters: {known})")
         clean[key] = coerce_param(name, key, value, info.params[key])
     return info.factory(**clean)
-
-
-def _import_module(name: str, folders: Sequence[str]) -> ModuleType:
-    """Import module ``name`` (dotted: ``pkg.mod``), looking for its top-level module or
-    package in ``folders`` first, then where ``import`` looks. Nothing global but
-    sys.modules changes: sys.path is left alone, so another thread's imports and the
-    caller's interpreter are unaffected. A module in a folder is found by its own name;
-    a plain module it imports from the same folder must be installed or on sys.path (a
-    package's own submodules are found through the package)."""
-    top = name.partition(".")[0]
-    if folders and top not in sys.modules:
-        spec = importlib.machinery.PathFinder.find_spec(top, [str(f) for f in folders])
-        if spec is not None and spec.loader is not None:
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[top] = module  # as import does: a module may import itself
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(top, None)
-                raise
-    return importlib.import_module(name)
-
-
-def _import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ()) -> Bot:
-    module_name, _, attr = path.partition(":")
-    try:
-        module = _import_module(module_name, bot_path)
-    except ModuleNotFoundError as e:
-        where = f" (searched also {', '.join(bot_path)})" if bot_path else ""
-        raise BotSpecError(f"cannot import bot module {module_name!r}: {e}{where}") from None
-    except SyntaxError as e:
-        raise BotSpecError(f"bot module {module_name!r} has a syntax error: {e.filename}, "
-                           f"line {e.lineno}: {e.msg}") from None
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's module may raise anything
-        # on import, sys.exit() too (a KeyboardInterrupt here may be the user's Ctrl-C)
-        raise BotSpecError(f"bot module {module_name!r} raised {type(e).__name__} while "
-                           f"being imported: {e}") from None
-    factory = getattr(module, attr, None)
-    if factory is None:
-        raise BotSpecError(f"module {module_name!r} has no attribute {attr!r}")
-    try:
-        bot = factory(**params)
-    except TypeError as e:
-        raise BotSpecError(f"{path}: bad parameters {params!r}: {e}") from None
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's constructor may raise
-        # anything, sys.exit() too
-        raise BotSpecError(f"{path}({_params_text(params)}) raised {type(e).__name__} when "
-                           f"constructed: {e}") from None
-    if not callable(getattr(bot, "choose", None)):
-        raise BotSpecError(f"{path} is not a bot: it has no choose(game, moves, rng) method")
-    if not isinstance(getattr(bot, "spec", None), str):
-        with contextlib.suppress(AttributeError):
-            bot.spec = canonical_spec(path, params)
-    return bot
-
-
-def _params_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
-
-
 def bot_spec(bot: Bot) -> str:
     return getattr(bot, "spec", type(bot).__name__)
 
@@ -611,4 +426,3 @@ def bot_spec(bot: Bot) -> str:
 def describe_bots() -> list[tuple[str, str]]:
     """(name, one-line description) of every registered bot."""
     return [(i.name, i.description) for i in REGISTRY.values()]
-

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
     command_line,
@@ -25,7 +26,7 @@ from patchsim.cli.prices import prices_errors
 
 
 def _is_run_dir(ref: str) -> bool:
-    from patchsim.layout import MANIFEST
+    from patchsim.play.runfolder.names import MANIFEST
 
     p = Path(ref)
     return p.is_dir() and (p / MANIFEST).exists()
@@ -43,7 +44,8 @@ def report(
         "--compare-with", help="Another run folder on the same deals (same seed and bots) "
         "to compare with; it is the reference.")] = None,
     margin: Annotated[float, typer.Option(
-        help="Equivalence margin for 'balanced' and 'the same' (0.02: +-2 points).")] = 0.02,
+        help="Equivalence margin for 'balanced' and 'the same' (0.02: +-2 points)."
+    )] = DEFAULT_MARGIN,
     prices: Annotated[bool, typer.Option(
         "--prices", help="First measure causal patch prices (restricted play and price "
         "response) for the run's first ruleset and bot, into RUN/prices, and show them.")]
@@ -112,7 +114,7 @@ def compare(
                                      "name or YAML file).")],
     b: Annotated[str, typer.Argument(help="Variant: a run folder, or a ruleset.")],
     margin: Annotated[float, typer.Option(
-        help="Equivalence margin (0.02: the same within +-2 points).")] = 0.02,
+        help="Equivalence margin (0.02: the same within +-2 points).")] = DEFAULT_MARGIN,
     games: Annotated[int, typer.Option(
         help="With rulesets: games per pairing and ruleset (seat-swapped pairs).")] = 400,
     bots: Annotated[str, typer.Option(
@@ -165,7 +167,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
     from patchsim.engine.ruleset import RulesetError, load_ruleset
     from patchsim.play.config import RunError, make_run_config
     from patchsim.play.execution import execute
-    from patchsim.play.storage import new_run_dir
+    from patchsim.play.runfolder import new_run_dir
 
     if games < 1:
         raise fail(f"--games must be at least 1, got {games}")
@@ -213,7 +215,7 @@ def plan(
         help="A true difference to show as \"differs, beyond +-margin\" (0.04: 4 points; "
              "planned on its distance from the margin).")] = 0.04,
     margin: Annotated[float, typer.Option(
-        help="The verdicts' margin (0.02: +-2 points).")] = 0.02,
+        help="The verdicts' margin (0.02: +-2 points).")] = DEFAULT_MARGIN,
     equivalence: Annotated[float, typer.Option(
         help="A true change to show as \"equivalent within +-margin\" (0: none).")] = 0.0,
     power: Annotated[float, typer.Option(help="Power of the tests (0.8: 80%).")] = 0.8,

@@ -94,7 +94,7 @@ def run_failure(e: RunError, again: Callable[[Path], str] | None = None) -> type
     a study passes its own, e.g. the same sweep with ``--out`` that folder)."""
     # imported here, not at the top: `patchsim --help` loads no numpy, numba nor the runner
     from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
-    from patchsim.play.storage import RunFolderBusy
+    from patchsim.play.runfolder import RunFolderBusy
 
     cont = again or resume_command
     text = message(e)

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
     command_line,
     fail,
@@ -198,8 +197,7 @@ def run(
     """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
-    from patchsim.play.runfolder import check_not_running
-    from patchsim.play.storage import new_run_dir, read_manifest
+    from patchsim.play.runfolder import check_not_running, new_run_dir, read_manifest
     from patchsim.play.worker import local_backend, start_workers, stop_workers
 
     try:
@@ -231,8 +229,9 @@ def run(
         if backend == "loky":
             start_workers(n_jobs, cfg)  # they start while the rest of patchsim loads
         from patchsim.analysis.summary import format_summary, run_summary
-        from patchsim.analysis.tables import read_games
-        from patchsim.play.execution import execute, execute_until
+        from patchsim.play.execution import execute
+        from patchsim.play.runfolder import RunFolder
+        from patchsim.play.steps import execute_until
 
         stopping = until is not None or until_decided is not None
         if until is not None and until_decided is not None:
@@ -261,7 +260,7 @@ def run(
     stop_workers()  # the run is over: idle workers need not tear down at exit
     for note in result.notes:
         typer.echo(f"note: {note}")
-    games_df = read_games(result.run_dir)  # no move lists: flat in memory
+    games_df = RunFolder(result.run_dir).games  # no move lists: flat in memory
     typer.echo(format_summary(run_summary(games_df)))
     typer.echo(f"{result.games} games; this session {result.games_per_s:.0f} games/s; "
                f"tables in {result.run_dir}")
@@ -280,9 +279,11 @@ def _warm_line(worker, done: int, total: int) -> None:
     progress bar already on screen is redrawn below the line)."""
     from tqdm import tqdm
 
+    from patchsim.play.cluster import COMPILE_COST
+
     if worker is None:
         line = (f"warming {total} Dask worker(s): the first on each machine compiles "
-                "patchsim's code (about 20 s), the others then load it")
+                f"patchsim's code ({COMPILE_COST}), the others then load it")
     else:
         how = "loaded from the cache" if worker.was_warm else "compiled"
         line = (f"  {done}/{total} ready: {worker.address} on {worker.host}, {how} in "
@@ -302,8 +303,9 @@ def warm(
 ) -> None:
     """Warm a Dask cluster: load patchsim's compiled code into every worker before a run.
 
-    A line per worker: the first worker on each machine compiles (about 20 s), the others
-    then load the code from the cache folder they share. Runs with --backend dask warm the
+    A line per worker: the first worker on each machine compiles (about 60 s on an idle
+    core, minutes on a busy machine), the others then load the code from the cache folder
+    they share. Runs with --backend dask warm the
     workers too (warm ones answer at once); this does it ahead, for the run's ruleset and
     bots."""
     from patchsim.play.cluster import warm_cluster
@@ -346,10 +348,9 @@ def ladder_cmd(
     (per deal) and Bradley-Terry (Elo) ratings."""
 
     from patchsim.analysis.ladder import format_ladder, head_to_head, ladder
-    from patchsim.analysis.tables import read_games
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.execution import execute
-    from patchsim.play.storage import new_run_dir
+    from patchsim.play.runfolder import RunFolder, new_run_dir
 
     try:
         # import-path bots from the working folder, as `run` finds them
@@ -368,9 +369,10 @@ def ladder_cmd(
             execute(cfg, run_dir, jobs=n_jobs, progress=bar, command=command_line())
     except RunError as e:
         raise run_failure(e) from None
-    g = read_games(run_dir)
+    folder = RunFolder(run_dir)
+    g = folder.games
     text = format_ladder(ladder(g), head_to_head(g))
-    atomic_write(run_dir / "ladder.md", text + "\n")
+    folder.write_ladder(text + "\n")
     typer.echo(text)
 
 

@@ -57,7 +57,7 @@ def prices(
     from patchsim.experiments.prices import measure_prices
     from patchsim.experiments.prices_document import PATCHES_TITLE
     from patchsim.experiments.prices_files import write_prices
-    from patchsim.play.storage import fresh_dir
+    from patchsim.play.runfolder import fresh_dir
 
     if ";" in bots:
         raise fail(f"--bots {bots!r}: give one bot; it plays against itself restricted")

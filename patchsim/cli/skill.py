@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.cli.common import command_line, fail, jobs_count
 
 # the library's parameter names (how its messages start) -> this command's flags
@@ -111,7 +112,7 @@ def skill(
     )
     from patchsim.play.config import RunError, load_run_config
     from patchsim.play.match import BotError
-    from patchsim.play.storage import fresh_dir
+    from patchsim.play.runfolder import fresh_dir
     from patchsim.reporting.skill_plot import short_label
 
     spec: dict = {}
@@ -159,7 +160,7 @@ def skill(
             diversity=diversity or spec.get("diversity", "auto"),
             compare=compare and spec.get("compare", True),
             metric=spec.get("metric", "first_player_win"),
-            margin=spec.get("margin", 0.02),
+            margin=spec.get("margin", DEFAULT_MARGIN),
             echo=typer.echo if progress else None, bot_path=[os.getcwd()])
         folder = write_trace(traces, target, command_line())
     except SkillError as e:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.analysis.metrics import METRICS
 from patchsim.analysis.metrics import metric as find_metric
 from patchsim.bots.registry import BotSpecError, make_bot
@@ -41,8 +42,8 @@ from patchsim.experiments.experiment_checks import (
     is_whole,
     known_metric,
 )
-from patchsim.layout import NAME_RULE, folder_name, is_folder_name
 from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
+from patchsim.play.run_name import NAME_RULE, folder_name, is_folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
             "variants", "grid", "sample", "skill", "metric", "margin", "tune", "check",
@@ -99,7 +100,7 @@ class Experiment:
     check: dict[str, Any] | None = None
     batch_deals: int | None = None
     tolerances: list[Tolerance] = field(default_factory=list)
-    margin: float = 0.02  # equivalence margin of the primary metric (``metric``)
+    margin: float = DEFAULT_MARGIN  # equivalence margin of the primary metric (``metric``)
     # a ``skill:`` mapping: the skill trace ``patchsim skill`` plays (levels, bots, ...)
     trace: dict[str, Any] | None = None
 
@@ -242,12 +243,12 @@ def load_experiment(path: str | Path) -> Experiment:
     low, high = METRIC_RANGES.get(metric, (-math.inf, math.inf))
     if not is_number(margin) or not 0 < margin < math.inf:
         bad("margin", f"expected a number above 0 (0.02: +-2 points), got {quote(margin)}")
-        margin = 0.02
+        margin = DEFAULT_MARGIN
     elif margin >= (high - low) / 2:
         # a margin of half the range makes every value "the same as fair"
         bad("margin", f"must be below {(high - low) / 2:g}, half the range of {metric} "
                       f"[{low:g}, {high:g}] (0.02: +-2 points), got {margin:g}")
-        margin = 0.02
+        margin = DEFAULT_MARGIN
 
     variants: list[Variant] = []
     grid_fields: list[str] = []

@@ -39,12 +39,11 @@ from patchsim.analysis.estimators import (
     anytime_estimate,
 )
 from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
-from patchsim.analysis.tables import read_games, scan_events
 from patchsim.experiments.experiment import Experiment
 from patchsim.experiments.experiment_checks import Tolerance
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
-from patchsim.play.execution import play_in_steps
-from patchsim.play.storage import fresh_dir
+from patchsim.play.runfolder import RunFolder, fresh_dir
+from patchsim.play.steps import play_in_steps
 
 HOLDS, FAILS, UNDECIDED = 0, 1, 2
 TOO_FEW = "undecided: too few deals"
@@ -147,8 +146,8 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     def decided(deals: int) -> bool:
         """Evaluate every check on the deals played; True once the gate is decided."""
         nonlocal lines
-        played = read_games(out_dir)
-        deals_table = deal_metrics(played, scan_events(out_dir, played),
+        folder = RunFolder(out_dir)  # the tables grow at every step: read anew
+        deals_table = deal_metrics(folder.games, folder.events,
                                    list(dict.fromkeys(t.metric for t, _ in plan)))
         k = targets.index(deals) + 1
         lines = [f"step {k}/{looks}: {2 * deals} games per pairing (sequential test per "

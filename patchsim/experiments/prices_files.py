@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from patchsim.atomic import current_umask
 from patchsim.document.model import Document
 from patchsim.document.render import to_markdown, write
 from patchsim.experiments.price_fit import Crossing
@@ -31,8 +32,8 @@ from patchsim.experiments.prices import (
     price_table,
     prices_document_of,
 )
-from patchsim.layout import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
-from patchsim.play.storage import read_manifest
+from patchsim.play.runfolder import read_manifest
+from patchsim.play.runfolder.names import PRICES_FOLDER, PRICES_STUDY, PRICES_SUMMARY, PRICES_TABLE
 from patchsim.reporting.plots import new_figure, png_bytes
 
 
@@ -142,18 +143,12 @@ def write_prices(study: PriceStudy, out_dir: str | os.PathLike[str]) -> PricesRe
         write(doc, tmp, "prices")  # prices.html, prices.md and the picture, prices.png
         (tmp / STUDY_FILE).write_text(json.dumps(study_header(study), indent=1),
                                       encoding="utf-8")
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp leaves 0700
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp leaves 0700
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return PricesResult(target, table, summary, to_markdown(doc), doc)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 __all__ = ["PricesResult", "plot_prices", "prices_for_run", "study_header", "write_prices"]

@@ -41,14 +41,25 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
+from patchsim.atomic import current_umask
 from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse_spec
 from patchsim.document import render
 from patchsim.document.model import slug
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.config import RunError, default_bots, load_run_config
 from patchsim.play.execution import execute
+from patchsim.play.runfolder import load_events, load_games
+from patchsim.play.runfolder.names import (
+    SKILL_CHANGES,
+    SKILL_DIVERSITY,
+    SKILL_DOCUMENT,
+    SKILL_DUEL_DEALS,
+    SKILL_DUELS,
+    SKILL_LEVEL_DEALS,
+    SKILL_LEVELS,
+    SKILL_STUDY,
+)
 from patchsim.play.simulate import simulate
-from patchsim.play.storage import load_events, load_games
 from patchsim.reporting.skill_section import trace_document, traces_document
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
@@ -59,7 +70,7 @@ SAMPLE_PLIES = 8  # about the first four moves of each seat
 EPSILON = 0.05
 METHODS = ("temperature", "epsilon", "none")
 TIMED_ITERATIONS = 10**6  # under a time budget the iterations only bound the tree
-STUDY_FILE = "trace.json"
+STUDY_FILE = SKILL_STUDY
 # the level table's packing figures a trace's JSON gives per level (issue 29)
 PACKING_FIGURES = ("mean_score", "bonus_rate", "holes", "opens_with_passes")
 GAME_ID_STRIDE = 10**12  # game ids of one part of the trace: far below this
@@ -389,13 +400,13 @@ def rule_change(traces: Sequence[SkillTrace]) -> pd.DataFrame:
 
 def _write_tables(trace: SkillTrace, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    trace.levels_table.to_csv(folder / "levels.csv", index=False)
-    trace.levels_table.to_parquet(folder / "levels.parquet", index=False)
-    trace.duels_table.to_csv(folder / "duels.csv", index=False)
-    trace.duels_table.to_parquet(folder / "duels.parquet", index=False)
-    trace.level_deals.to_parquet(folder / "level_deals.parquet", index=False)
-    trace.duel_deals.to_parquet(folder / "duel_deals.parquet", index=False)
-    trace.diversity.to_csv(folder / "diversity.csv", index=False)
+    trace.levels_table.to_csv(folder / f"{SKILL_LEVELS}.csv", index=False)
+    trace.levels_table.to_parquet(folder / f"{SKILL_LEVELS}.parquet", index=False)
+    trace.duels_table.to_csv(folder / f"{SKILL_DUELS}.csv", index=False)
+    trace.duels_table.to_parquet(folder / f"{SKILL_DUELS}.parquet", index=False)
+    trace.level_deals.to_parquet(folder / SKILL_LEVEL_DEALS, index=False)
+    trace.duel_deals.to_parquet(folder / SKILL_DUEL_DEALS, index=False)
+    trace.diversity.to_csv(folder / SKILL_DIVERSITY, index=False)
     (folder / STUDY_FILE).write_text(json.dumps(trace.figures(), indent=1) + "\n",
                                      encoding="utf-8")
 
@@ -424,12 +435,10 @@ def write_trace(trace: SkillTrace | Sequence[SkillTrace], out_dir: str | os.Path
             for t in traces:
                 _write_tables(t, tmp / slug(t.ruleset))
             changes = rule_change(traces)
-            changes.to_csv(tmp / "changes.csv", index=False)
+            changes.to_csv(tmp / SKILL_CHANGES, index=False)
             doc = traces_document(traces, changes, _method_text(traces[0]), command)
-        render.write(doc, tmp, "skill")  # skill.html, skill.md and the figures
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp leaves 0700
+        render.write(doc, tmp, SKILL_DOCUMENT)  # skill.html, skill.md and the figures
+        os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp leaves 0700
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

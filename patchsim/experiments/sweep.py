@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from patchsim.analysis import estimators as est_layer
 from patchsim.analysis.bootstrap import RESAMPLES, SEED, bootstrap_over_deals
 from patchsim.analysis.comparison import imbalance_changes, paired_comparison
+from patchsim.analysis.defaults import ALPHA, DEFAULT_MARGIN
 from patchsim.analysis.metrics import (
     DEAL_METRICS,
     RATE_METRICS,
@@ -32,7 +33,6 @@ from patchsim.analysis.metrics import (
     estimate,
 )
 from patchsim.analysis.metrics import METRICS as REGISTRY
-from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
 from patchsim.document.render import write
@@ -40,8 +40,7 @@ from patchsim.experiments.experiment import Experiment
 from patchsim.experiments.sweep_document import sweep_document, verdict_lines
 from patchsim.play.config import MAX_GAMES, RunConfig, RunError, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
-from patchsim.play.runfolder import load_manifest
-from patchsim.play.storage import fresh_dir
+from patchsim.play.runfolder import SWEEP_SKILL, SWEEP_TABLE, RunFolder, fresh_dir, load_manifest
 from patchsim.reporting.plots import png_bytes
 
 # each metric's one-sentence description, as the report prints it (from the registry)
@@ -77,7 +76,7 @@ class SweepResult:
 
 def sweep_table(games: pd.DataFrame, events: pd.DataFrame | None,
                 metrics: list[str] | None = None, primary: str = "first_player_win",
-                margin: float = 0.02, deals: pd.DataFrame | None = None) -> pd.DataFrame:
+                margin: float = DEFAULT_MARGIN, deals: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (variant, pairing): each metric with its 95% interval over deals, and its
     paired difference to the base on the same deals. The primary metric's p-values are
     Holm-corrected over the variants of each pairing and each variant gets a verdict from
@@ -155,7 +154,7 @@ def paired_abs_gap(a: np.ndarray, b: np.ndarray, center: float = 0.0, level: flo
 
 
 def skill_flags(table: pd.DataFrame, deals: pd.DataFrame, skill: list[str], *,
-                alpha: float = 0.05, margin: float = est_layer.DEFAULT_MARGIN,
+                alpha: float = ALPHA, margin: float = est_layer.DEFAULT_MARGIN,
                 ) -> pd.DataFrame:
     """Per variant: the first-seat edge of the weakest and the strongest bot (self-play), and
     whether the imbalance grows with skill.
@@ -211,8 +210,8 @@ def run_sweep(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
 
 def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
     # per-game event summaries, never the whole event log in memory
-    games = read_games(run_dir)
-    events = scan_events(run_dir, games)
+    folder = RunFolder(run_dir)
+    games, events = folder.games, folder.events
     deals = deal_metrics(games, events, [*DEAL_METRICS, exp.metric])
     table = sweep_table(games, events, primary=exp.metric, margin=exp.margin, deals=deals)
     figures: dict[str, Figure] = {"metric": plot_metric(table, exp.metric)}
@@ -224,9 +223,9 @@ def write_sweep_report(exp: Experiment, run_dir: Path) -> SweepResult:
                             if exp.metric in ("first_player_win", "first_player_edge")
                             else est_layer.DEFAULT_MARGIN)
         figures["skill"] = plot_skill(table, exp)
-    atomic_write(run_dir / "sweep.csv", table.to_csv(index=False))
+    atomic_write(run_dir / SWEEP_TABLE, table.to_csv(index=False))
     if flags is not None:
-        atomic_write(run_dir / "sweep-skill.csv", flags.to_csv(index=False))
+        atomic_write(run_dir / SWEEP_SKILL, flags.to_csv(index=False))
     manifest = load_manifest(run_dir)
     doc = sweep_document(exp, table, flags, {k: png_bytes(f, dpi=110) for k, f in
                                              figures.items()}, manifest,
@@ -336,7 +335,7 @@ def _distance_range(lo: float, hi: float, center: float) -> tuple[float, float]:
 
 
 def closest_to_fair(m: str, t: pd.DataFrame, deals: pd.DataFrame | None,
-                    alpha: float = 0.05) -> dict:
+                    alpha: float = ALPHA) -> dict:
     """The variant closest to a fair game by point estimate (which, chosen from the same data,
     flatters it: the winner's curse), and the variants it cannot be told apart from:
     ``{"best": row, "center", "others", "tied": [rulesets], "how": method}``.

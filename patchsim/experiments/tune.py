@@ -27,10 +27,10 @@ from patchsim.analysis.estimators import (
     Estimate,
     deals_for_equivalence,
     mean_estimate,
+    simultaneous_level,
     verdicts,
 )
 from patchsim.analysis.metrics import BOUNDS, canonical, deal_metrics
-from patchsim.analysis.tables import read_games, scan_events
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document
 from patchsim.document.render import write
@@ -39,7 +39,7 @@ from patchsim.experiments.experiment_checks import draw_value
 from patchsim.experiments.tune_document import tune_document
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.execution import ProgressFn, execute
-from patchsim.play.storage import fresh_dir
+from patchsim.play.runfolder import TUNE_FINALISTS, TUNE_ROUNDS, RunFolder, fresh_dir
 
 FRESH_SEED_OFFSET = 1_000_003  # finalists are re-checked on deals no candidate was chosen on
 
@@ -108,8 +108,8 @@ def _config(exp: Experiment, ov: dict[str, Any], games: int, seed: int) -> RunCo
 def _deal_values(run_dir: Path, metrics: list[str]) -> pd.DataFrame:
     """One row per deal, each metric averaged over the pairings (deals are common to the
     pairings, so this keeps the deal as the unit)."""
-    games = read_games(run_dir)
-    deals = deal_metrics(games, scan_events(run_dir, games), metrics)
+    folder = RunFolder(run_dir)
+    deals = deal_metrics(folder.games, folder.events, metrics)
     # the columns under the targets' names (an old name of a metric stays the target's key)
     cols = {m: deals[canonical(m)] for m in metrics}
     return pd.DataFrame(cols).groupby(deals["deal"].to_numpy(), sort=True).mean()
@@ -157,7 +157,7 @@ def run_tune(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
     spread: dict[str, list[float]] = {m: [] for m in metrics}
     for rnd in range(n_rounds):
         g = games * 2**rnd
-        level = 1 - 0.05 / max(1, len(alive))  # Bonferroni over this round's candidates
+        level = simultaneous_level(len(alive))  # Bonferroni over this round's candidates
         scored = []
         for ov in alive:
             cfg = _config(exp, ov, g, exp.seed)
@@ -229,6 +229,6 @@ def _write_report(exp: Experiment, out_dir: Path, rounds: pd.DataFrame, final: p
     doc = tune_document(exp, rounds, final, targets,
                         {m: _tolerance(m, t) for m, t in targets.items()})
     _html, path = write(doc, out_dir, "tune")
-    atomic_write(out_dir / "tune-rounds.csv", rounds.to_csv(index=False))
-    atomic_write(out_dir / "tune-finalists.csv", final.to_csv(index=False))
+    atomic_write(out_dir / TUNE_ROUNDS, rounds.to_csv(index=False))
+    atomic_write(out_dir / TUNE_FINALISTS, final.to_csv(index=False))
     return path, doc

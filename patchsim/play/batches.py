@@ -27,7 +27,7 @@ from patchsim.play.match import (
     max_plies,
     play_game,
 )
-from patchsim.play.storage import EVENTS_SCHEMA, GAMES_SCHEMA
+from patchsim.play.runfolder import EVENTS_SCHEMA, GAMES_SCHEMA
 
 
 @dataclass(frozen=True)

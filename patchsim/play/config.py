@@ -23,8 +23,8 @@ from patchsim.engine.ruleset import (
 )
 from patchsim.engine.yamlfile import YamlFileError, read_yaml
 from patchsim.errors import ARGUMENT, OVERRIDE, PatchsimError, Problem
-from patchsim.layout import NAME_RULE, is_folder_name
 from patchsim.play.match import MOVE_SECONDS
+from patchsim.play.run_name import NAME_RULE, is_folder_name
 
 # The default line-up: a scripted bot and the strongest bot that keeps the main job at about
 # a minute. The learned search where every ruleset of the run has a trained model (the

@@ -21,12 +21,12 @@ the favourite before it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
+from patchsim.analysis import estimators as est
 from patchsim.bots.features import N_ALL_FEATURES, predicted_margin, value0
 from patchsim.bots.learned import ModelError, fill_params, model_for
 from patchsim.bots.registry import BotSpecError, CompiledBot, MCTSBot, make_bot
@@ -92,14 +92,10 @@ def rollouts(game: Game, bot: CompiledBot, n: int, seed: int = 0,
     return winners, margins
 
 
-def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (95% by default)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(wins: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of seat 0's share of ``n`` rollouts (each rollout an
+    independent trial): :func:`patchsim.analysis.estimators.wilson_interval`."""
+    return est.wilson_interval(wins, n)
 
 
 def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot =

@@ -4,7 +4,6 @@ Dask cluster through joblib), resumable, topped up on request, or stopped on pre
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as _dt
 import json
 import os
@@ -20,15 +19,6 @@ import pandas as pd
 from joblib import Parallel, delayed, parallel_config
 from joblib.externals.loky.process_executor import TerminatedWorkerError
 
-from patchsim.analysis.estimators import (
-    CONTINUE,
-    PASS,
-    WIN_BOUNDS,
-    BandTest,
-    anytime_estimate,
-    deal_values,
-    mean_estimate,
-)
 from patchsim.bots.learned import ModelError, bot_model_provenance
 from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.play.batches import Batch, plan_batches
@@ -37,25 +27,24 @@ from patchsim.play.config import MAX_GAMES, RunConfig, RunError, run_identity
 from patchsim.play.errors import BotFailure, RunInterrupted, RunStorageError
 from patchsim.play.match import BotError
 from patchsim.play.runfolder import (
-    check_batch,
-    check_output_folder,
-    check_table,
-    clean_partials,
-    stamp_digests,
-    table_path,
-)
-from patchsim.play.storage import (
+    FAILED_GAME,
     MANIFEST,
-    STOPPING_FILE,
+    TABLE_KINDS,
     RunLock,
     TableMerger,
     atomic_write_text,
     batch_path,
+    check_batch,
     check_disk,
+    check_output_folder,
+    check_table,
     check_writable,
+    clean_partials,
     clear_batches,
     read_manifest,
     split_merged,
+    stamp_digests,
+    table_path,
     versions,
     write_batch,
 )
@@ -166,7 +155,7 @@ def execute(config: RunConfig, run_dir: Path, *, jobs: int = 1, backend: str = "
     """Play every batch of ``config`` not yet stored in ``run_dir``; write the tables and the
     manifest. Safe to call again on the same folder (it resumes, or tops the run up when
     ``config.deals`` grew). The folder is locked for the run's life: a second run into it
-    is refused (:class:`~patchsim.play.storage.RunFolderBusy`).
+    is refused (:class:`~patchsim.play.runfolder.RunFolderBusy`).
 
     Limits, the backend (and a Dask scheduler) are checked before anything is written or
     played. Batch files are removed once merged into the tables unless ``keep_batches``.
@@ -285,7 +274,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     total_games = 2 * config.deals * len(config.rulesets) * len(config.pairings)
     if merged >= config.deals and table_path(run_dir, "games").exists():
         # complete and merged already: nothing to play, if the tables are the run's
-        for kind in ("games", "events"):
+        for kind in TABLE_KINDS:
             check_table(run_dir, kind, manifest)
         return RunResult(run_dir, total_games, 0.0, 0.0, True, notes=notes)
     batches = _plan(config, segments, merged)
@@ -293,7 +282,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     if merged:
         head = Batch(0, 0, 0, merged).key
         if not batch_path(run_dir, run_id, head, "games").exists():
-            for kind in ("games", "events"):  # read back: they must be the run's own
+            for kind in TABLE_KINDS:  # read back: they must be the run's own
                 check_table(run_dir, kind, manifest)
             split_merged(run_dir, run_id, len(config.rulesets), len(config.pairings),
                          lambda r, p: Batch(r, p, 0, merged).key)
@@ -303,7 +292,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
             if batch_path(run_dir, run_id, bt.key, "games").exists()
             and batch_path(run_dir, run_id, bt.key, "events").exists()}
     for key in sorted(done):  # a stored batch that does not open is named, not merged
-        for kind in ("games", "events"):
+        for kind in TABLE_KINDS:
             check_batch(batch_path(run_dir, run_id, key, kind), kind)
     todo = [bt for bt in batches if bt.key not in done]
     manifest.update({
@@ -398,7 +387,7 @@ def _execute_in(config: RunConfig, run_dir: Path, ctx, parallel, *, jobs: int, b
     complete = failure is None
     if failure is not None:
         merger.abort()
-        rec_path = run_dir / f"failed-game-seed{failure.seed}.json"
+        rec_path = run_dir / FAILED_GAME.format(seed=failure.seed)
         atomic_write_text(json.dumps(failure.record, indent=1), rec_path)
         raise BotFailure(run_dir, failure, rec_path)
     manifest.update({"finished": _dt.datetime.now().isoformat(timespec="seconds"),
@@ -447,149 +436,3 @@ def _closing_quietly(results: Iterator) -> Iterator[Iterator]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r".*tasks .*(cancelled|not used)")
             results.close()  # type: ignore[attr-defined]
-
-
-@dataclass
-class Steps:
-    """What :func:`play_in_steps` did: the last step's result (None if no step ran), the
-    deals the run holds, the games played in this session over every step, and whether the
-    stop rule was met (False: the budget ran out, or a step did not complete)."""
-
-    result: RunResult | None
-    deals: int
-    played: int
-    done: bool
-
-
-def play_in_steps(config: RunConfig, run_dir: Path, targets: Iterator[int] | list[int],
-                  done: Callable[[int], bool], **kw: Any) -> Steps:
-    """The one sequential loop: top the run up to each number of deals in ``targets``
-    (increasing; the run folder is reused, so each step plays only the new deals) and after
-    every complete step ask ``done(deals)`` whether to stop. Stops at the first ``done``,
-    after the last target, or at a step that did not complete (interrupted). ``kw`` goes to
-    :func:`execute`. The stop rule reads the run folder itself: the loop knows nothing about
-    what is tested (the run's first-seat rate, an experiment's tolerances)."""
-    played, deals, last = 0, 0, None
-    for target in targets:
-        deals = target
-        config.deals = deals
-        last = execute(config, run_dir, **kw)
-        played += last.played
-        if not last.complete:
-            return Steps(last, deals, played, False)
-        if done(deals):
-            return Steps(last, deals, played, True)
-    return Steps(last, deals, played, False)
-
-
-def step_targets(budget: int, step: int, start: int | None = None) -> Iterator[int]:
-    """``start`` (default ``step``) deals, then ``step`` more at a time, up to ``budget``."""
-    deals = min(budget, max(start if start is not None else step, 1))
-    while True:
-        yield deals
-        if deals >= budget:
-            return
-        deals = min(budget, deals + max(step, 1))
-
-
-def execute_until(config: RunConfig, run_dir: Path, halfwidth: float | None = None, *,
-                  decide_margin: float | None = None, step_deals: int = 200,
-                  echo: Callable[[str], None] | None = None, **kw: Any) -> RunResult:
-    """Sequential stopping: play ``step_deals`` more deals at a time (topping the run up)
-    until, for every ruleset and pairing, either
-
-    - ``halfwidth``: the 95% interval of the first seat's win rate is at most that wide on
-      each side (the rule looks only at the width, which hardly depends on the estimate, so
-      it does not bias the estimate as stopping on significance would); or
-    - ``decide_margin``: a sequential test (a generalised SPRT on deal outcomes,
-      :class:`~patchsim.analysis.estimators.BandTest`, alpha = beta = 5%) has decided whether
-      the rate lies within 50% +- the margin (fair) or outside it (a seat advantage),
-
-    or ``config.deals`` (the budget) is reached. The result's notes carry the decisions, each
-    with an anytime-valid interval (a confidence sequence) at the deal that decided it; with
-    ``decide_margin`` the run folder gets STOPPING_FILE, which tells a report that the run's
-    length was chosen by a sequential test (so a fixed-sample interval covers less than its
-    level)."""
-    if (halfwidth is None) == (decide_margin is None):
-        raise RunError("give either a half-width (until) or an equivalence margin "
-                       "(decide_margin), not both")
-    for name, value in (("until", halfwidth), ("decide_margin", decide_margin)):
-        if value is not None and not 0 < value < 0.5:
-            what = "a half-width" if name == "until" else "a margin"
-            raise RunError.about(name, f"give {what} between 0 and 0.5 (0.01: 1 point), "
-                                 f"got {value}", value=value)
-    say = echo or (lambda _line: None)
-    t0 = time.perf_counter()
-    played = 0  # over every step: the session's rate, not the last step's (set below)
-
-    def session(result: RunResult) -> RunResult:
-        seconds = time.perf_counter() - t0
-        return dataclasses.replace(result, seconds=seconds, played=played,
-                                   games_per_s=played / seconds if played else 0.0)
-
-    budget = config.deals
-    first = min(budget, max(step_deals, 1))
-    if (Path(run_dir) / MANIFEST).exists():  # resuming: never ask for fewer deals than stored
-        first = min(budget, max(first, read_manifest(Path(run_dir))[1].deals))
-    notes: list[str] = []
-    decided: list[dict[str, Any]] = []
-
-    def stop(deals: int) -> bool:
-        games = pd.read_parquet(table_path(Path(run_dir), "games"),
-                                columns=["ruleset", "pairing", "deal", "winner"])
-        widest, open_groups = 0.0, 0
-        notes.clear()
-        decided.clear()
-        for (ruleset, pairing), g in games.groupby(["ruleset", "pairing"], sort=False,
-                                                   observed=True):
-            x = deal_values((g["winner"] == 0).to_numpy(), g["deal"].to_numpy())
-            if halfwidth is not None:
-                widest = max(widest, mean_estimate(x, 0.95, WIN_BOUNDS).halfwidth)
-                continue
-            assert decide_margin is not None
-            kind, at = BandTest.around(0.5, decide_margin).first_decision(
-                x, range(10, len(x) + 1))
-            if kind == CONTINUE:
-                open_groups += 1
-            else:
-                inside = "within" if kind == PASS else "outside"
-                # anytime-valid: the stop was chosen by looking at the data, where the
-                # fixed-sample interval covers less than 95%
-                e = anytime_estimate(x[:at], 0.95, n0=max(10, step_deals))
-                notes.append(f"{ruleset}, {pairing}: the first seat's win rate is {inside} "
-                             f"50% +-{100 * decide_margin:g} points (sequential test, decided "
-                             f"at deal {at}; {100 * e.value:.1f}% [{100 * e.lo:.1f}, "
-                             f"{100 * e.hi:.1f}] anytime-valid 95%)")
-                decided.append({"ruleset": str(ruleset), "pairing": str(pairing),
-                                "decision": inside, "deal": at, "rate": e.value,
-                                "lo": e.lo, "hi": e.hi})
-        if halfwidth is not None:
-            say(f"{deals} deals: widest 95% half-width of the first-seat win rate "
-                f"{100 * widest:.2f} points (target {100 * halfwidth:.2f})")
-            return widest <= halfwidth
-        say(f"{deals} deals: {len(notes)} decided, {open_groups} still open")
-        return open_groups == 0
-
-    steps = play_in_steps(config, run_dir, step_targets(budget, step_deals, first), stop,
-                          **kw)
-    played = steps.played
-    result = steps.result
-    assert result is not None  # at least one step is always played
-    if not result.complete:
-        return session(result)
-    deals = steps.deals
-    if steps.done and halfwidth is not None:
-        say(f"target reached at {deals} deals: every 95% half-width is at most "
-            f"{100 * halfwidth:.2f} points")
-    elif steps.done:
-        say(f"target reached at {deals} deals: every pairing is decided")
-    else:
-        say(f"stopped at the budget of {budget} deals before reaching the target")
-    if decide_margin is not None:
-        # the report reads this: its fixed-sample intervals were stopped on
-        atomic_write_text(json.dumps({"rule": "decided", "margin": decide_margin,
-                                      "step_deals": step_deals, "deals": deals,
-                                      "decided": decided}, indent=1),
-                          Path(run_dir) / STOPPING_FILE)
-    result.notes.extend(notes)
-    return session(result)

@@ -34,8 +34,13 @@ from patchsim.play.config import (
     run_identity,
 )
 from patchsim.play.execution import batch_results, execute, make_parallel
-from patchsim.play.runfolder import check_output_folder
-from patchsim.play.storage import MANIFEST, batch_path, check_writable, write_batch
+from patchsim.play.runfolder import (
+    MANIFEST,
+    batch_path,
+    check_output_folder,
+    check_writable,
+    write_batch,
+)
 from patchsim.play.worker import (
     check_jobs,
     local_backend,

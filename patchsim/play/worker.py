@@ -34,7 +34,7 @@ from patchsim.play import loops as playout
 from patchsim.play.batches import Batch, BatchStopped, play_batch
 from patchsim.play.config import RunConfig, RunError
 from patchsim.play.match import BotError, max_events, max_plies, play_game
-from patchsim.play.storage import batch_path, write_batch
+from patchsim.play.runfolder import batch_path, write_batch
 
 
 def warm_up(config: RunConfig) -> None:

@@ -41,6 +41,7 @@ from patchsim.engine.game import Game, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.view import BOARD_SCRIPT, replay_positions, ruleset_info
+from patchsim.play.runfolder import table_path
 from patchsim.reporting.plots import new_figure
 
 METRICS = ("score", "buttons", "income")
@@ -235,14 +236,15 @@ def sample_records(run_dir: str | Path, rulesets: Mapping[str, Ruleset], limit: 
     cols = ["game_id", "ruleset", "pairing", "deal", "deal_seed", "bot0", "bot1", "score0",
             "score1", "winner"]
     # text as categoricals: a fraction of the memory of a plain read of a large run
-    games = read_games(run_dir, columns=cols).sort_values("game_id")
+    path = table_path(Path(run_dir), "games")
+    games = read_games(path, columns=cols).sort_values("game_id")
     firsts = games.groupby(["ruleset", "pairing"], sort=False).head(1)
     out = []
     for row in firsts.head(limit).itertuples(index=False):
         rs = rulesets.get(str(row.ruleset))
         if rs is None:
             continue
-        codes = game_moves(run_dir, int(row.game_id))  # one row group, not the file
+        codes = game_moves(path, int(row.game_id))  # one row group, not the file
         game = Game.new(rs, circle=deal_circle(rs, int(row.deal_seed)))
         for code in codes:
             game.apply(code)

@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.document.palette import patch_colour  # THE patch palette (web, report, pictures)
 from patchsim.engine.render import LABELS
 
@@ -56,7 +57,7 @@ def _err(rate: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 # --- seats and pairings -------------------------------------------------------------------------
 def seat_winrates(fpa: pd.DataFrame, pairings: pd.DataFrame | None = None,
-                  margin: float = 0.02) -> Figure:
+                  margin: float = DEFAULT_MARGIN) -> Figure:
     """First-seat win rate per ruleset and pairing with its 95% interval over deals, 50% and
     the +-margin band marked; with ``pairings`` (from
     ``stats.pairing_table``), a second panel: each first bot's win rate in the first seat, the
@@ -290,7 +291,7 @@ def bonus_timing(events: pd.DataFrame, table: pd.DataFrame | None = None,
 
 
 # --- comparison -------------------------------------------------------------------------------
-def comparison_chart(metrics: pd.DataFrame, margin: float = 0.02) -> Figure:
+def comparison_chart(metrics: pd.DataFrame, margin: float = DEFAULT_MARGIN) -> Figure:
     """Rate metrics: the change B - A in points with the paired 95% interval (thick) and the
     unpaired one the same data would give without shared deals (thin); grey band: +-margin."""
     m = metrics[metrics["kind"] == "rate"] if len(metrics) else metrics

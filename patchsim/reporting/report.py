@@ -27,6 +27,7 @@ from patchsim.analysis.compare import (
     plan,
     split_rulesets,
 )
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.analysis.selfplay import distinct
 from patchsim.atomic import atomic_write
 from patchsim.document.model import Document, Section
@@ -51,7 +52,7 @@ from patchsim.reporting.skill_section import report_sections
 
 
 def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
-                 margin: float = 0.02,
+                 margin: float = DEFAULT_MARGIN,
                  comparisons: list[Comparison] | None = None) -> Path:
     """Write ``run_dir/report.html`` (self-contained) and ``run_dir/report.md`` (images in
     ``run_dir/figures/``); return the HTML path. With several rulesets in the run, each is
@@ -75,7 +76,7 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
     return out_html
 
 
-def build_document(run: Run, other: Run | None = None, margin: float = 0.02,
+def build_document(run: Run, other: Run | None = None, margin: float = DEFAULT_MARGIN,
                    comparisons: list[Comparison] | None = None) -> Document:
     """The report as a Document (:mod:`patchsim.document`), every section built."""
     title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
@@ -127,7 +128,7 @@ def headline_questions(games: pd.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
-def build_sections(run: Run, other: Run | None = None, margin: float = 0.02,
+def build_sections(run: Run, other: Run | None = None, margin: float = DEFAULT_MARGIN,
                    comparisons: list[Comparison] | None = None) -> list[Section]:
     """Every section of the report, tables and figures computed once (``comparisons``: those
     of :func:`comparisons_for`, if the caller has them already)."""

@@ -1,5 +1,5 @@
 """Reading a finished run folder for the report: ``load_run`` -> ``Run`` (the one reader,
-:func:`patchsim.play.reader.read_run`), or ``ReportError`` naming the file at fault.
+:func:`patchsim.play.runfolder.read_run`), or ``ReportError`` naming the file at fault.
 """
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchsim.errors import PatchsimError
-from patchsim.play.reader import Run, read_run
-from patchsim.play.runfolder import RunFolderError
+from patchsim.play.runfolder import Run, RunFolderError, read_run
 
 __all__ = ["ReportError", "Run", "load_run"]
 
@@ -18,7 +17,7 @@ class ReportError(PatchsimError, ValueError):
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read a finished run folder with the one reader (:func:`patchsim.play.reader.read_run`:
+    """Read a finished run folder with the one reader (:func:`patchsim.play.runfolder.read_run`:
     not running, manifest and tables whole and unchanged); ReportError with its message,
     naming the file at fault, if it is not one. ``Run.notes``: what to tell (no digests)."""
     try:

@@ -54,12 +54,12 @@ def sample_games(run: Run, limit: int = 3) -> list[dict[str, Any]]:
         row = sub.sort_values(["deal", "order"]).iloc[0]
         try:
             game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
-            for code in game_moves(run.run_dir, int(row["game_id"])):
+            for code in game_moves(table_path(run.run_dir, "games"), int(row["game_id"])):
                 game.apply(int(code))
         except Exception:  # noqa: BLE001 - a picture must never stop the report
             continue
         # only this game's events, read from the file (the run's are never all in memory)
-        ev = game_events(run.run_dir, int(row["game_id"]))
+        ev = game_events(table_path(run.run_dir, "events"), int(row["game_id"]))
         buys = ev[ev["event"] == "buy"][["seat", "position", "patch"]].to_dict("records")
         leather = (ev[ev["event"] == "leather_claim"].rename(columns={"position": "mark"})
                    [["mark", "seat"]].to_dict("records"))
@@ -86,7 +86,7 @@ def sample_with_moves(run_dir: Path, per_group: int = CURVE_GAMES,
     path = table_path(run_dir, "games")
     cols = ["game_id", "ruleset", "pairing", "deal_seed", "bot0", "bot1", "moves"]
     # categorical: 2 bytes a game
-    keys = read_games(run_dir, columns=["ruleset", "pairing", "game_id"])
+    keys = read_games(path, columns=["ruleset", "pairing", "game_id"])
     if game_ids is not None:
         keys = keys[keys["game_id"].isin(game_ids).to_numpy()]  # the index stays the row
     # the first games of each group in file order, groups in order of appearance; only the

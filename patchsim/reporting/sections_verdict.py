@@ -4,8 +4,6 @@ rest of the report, and the note of a run whose length a sequential test chose.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from patchsim.analysis import estimators as est
@@ -14,7 +12,7 @@ from patchsim.analysis.selfplay import DISTINCT_NOTE
 from patchsim.analysis.stats import MIN_DEALS
 from patchsim.document.format import ci, num, pct, plural
 from patchsim.document.model import Section
-from patchsim.play.runfolder import STOPPING_FILE
+from patchsim.play.runfolder import STOPPING_FILE, RunFolderError, read_stopping
 from patchsim.reporting.common import skill_change
 from patchsim.reporting.run import Run
 
@@ -82,21 +80,18 @@ def verdict_section(run: Run, fpa: pd.DataFrame, skill: pd.DataFrame, leather: p
 def stopping_note(run: Run) -> str:
     """A note for a run whose length a sequential test chose (``run --until-decided`` writes
     the folder's stopping record), or ''."""
-    path = run.run_dir / STOPPING_FILE
-    if not path.exists():
-        return ""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        margin = float(record.get("margin", 0))
-        stopped_at = int(record["deals"])
-        parts = [f"{d['ruleset']}, {d['pairing']}: {pct(float(d['rate']))} "
-                 f"{ci(float(d['lo']), float(d['hi']))} at deal {int(d['deal'])}"
-                 for d in record.get("decided", [])]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        record = read_stopping(run.run_dir)
+    except RunFolderError:
         # a file is data: a damaged record is said, not a crash of the whole report
         return (f"The run's stopping record ({STOPPING_FILE}) is damaged and was ignored; if "
                 "a sequential test chose the run's length, its intervals cover somewhat less "
                 "than 95%.")
+    if record is None:
+        return ""
+    margin, stopped_at = record.margin, record.deals
+    parts = [f"{d.ruleset}, {d.pairing}: {pct(d.rate)} {ci(d.lo, d.hi)} at deal {d.deal}"
+             for d in record.decided]
     deals = int(run.games["deal"].nunique()) if "deal" in run.games else stopped_at
     if deals != stopped_at:
         return (f"A sequential test stopped this run at {stopped_at:,} deals; it was extended "

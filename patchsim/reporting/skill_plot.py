@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.analysis.skill import LEVEL_METRICS, RATE_LIKE
 from patchsim.reporting.plots import SEAT_COLOURS, new_figure
 
@@ -28,7 +29,7 @@ def short_label(bot: str, limit: int = 28) -> str:
 
 
 def skill_figure(levels: pd.DataFrame, duels: pd.DataFrame,
-                 metric: str = "first_player_win", margin: float | None = 0.02,
+                 metric: str = "first_player_win", margin: float | None = DEFAULT_MARGIN,
                  title: str = "") -> Figure:
     """Left: ``metric`` per level (95% band over deals) against the cumulative Elo of the
     level over the first (its band: the Elo interval); for a rate, the 50% line and the

@@ -1,16 +1,13 @@
-"""The names in a run folder: every file a run, a report or a study writes there, the columns
-of the prices study a report reads, and the rule for a run's name (it names a folder).
-
-On the lowest floor, importing nothing of patchsim, so that every layer spells these names
-the same way: the statistics (which may not import the runner), the runner's configuration
-(which its run-folder reader imports), the report (which may not import the studies) and the
-studies that write the files. :mod:`patchsim.play.runfolder` offers them with the reader.
+"""The names in a run folder: every file a run, a report or a study writes there, and the
+columns of the prices study a report reads. Importing nothing of patchsim and no pandas, so
+that the runner's workers, the report, the web app and the studies spell every name the
+same way; :class:`patchsim.play.runfolder.RunFolder` turns them into paths and reads them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, fields
+from typing import Literal
 
 # --- a run's own files ------------------------------------------------------------------------
 MANIFEST = "manifest.json"
@@ -22,6 +19,9 @@ STOPPING_FILE = "stopping.json"
 BATCHES = "batches"
 LOCK = ".patchsim.lock"
 BATCH_SUFFIX = "arrow"  # batch files: Arrow IPC with lz4, far cheaper to write than Parquet
+
+# a failed game's record, left for a bug report (its seed in the name)
+FAILED_GAME = "failed-game-seed{seed}.json"
 
 # games-table columns added after runs were first stored (the isolated holes left at the end,
 # issue 29): a table written before lacks them, and every reader fills them as missing
@@ -35,6 +35,9 @@ SWEEP_HTML = "sweep.html"
 SWEEP_MD = "sweep.md"
 TUNE_MD = "tune.md"
 TUNE_ROUNDS = "tune-rounds.csv"
+TUNE_FINALISTS = "tune-finalists.csv"
+SWEEP_TABLE = "sweep.csv"
+SWEEP_SKILL = "sweep-skill.csv"
 LADDER_MD = "ladder.md"
 # the documents a folder may hold, in the order a listing shows them
 DOCUMENTS = (REPORT_HTML, SWEEP_HTML, REPORT_MD, SWEEP_MD, TUNE_MD, LADDER_MD)
@@ -64,18 +67,16 @@ class PriceRow:
 PRICE_COLUMNS = tuple(f.name for f in fields(PriceRow))
 
 
-# --- a run's name ---------------------------------------------------------------------------------
-NAME_RULE = "letters, digits and ._+- (not starting with a dot or a dash)"
+# --- a skill trace's folder (``patchsim skill``; one folder per ruleset when several) -----------
+SKILL_LEVELS = "levels"  # .csv and .parquet: one row per level
+SKILL_DUELS = "duels"  # .csv and .parquet: one row per duel of neighbouring levels
+SKILL_LEVEL_DEALS = "level_deals.parquet"  # one row per level and deal
+SKILL_DUEL_DEALS = "duel_deals.parquet"
+SKILL_DIVERSITY = "diversity.csv"
+SKILL_STUDY = "trace.json"  # the figures the trace measured
+SKILL_CHANGES = "changes.csv"  # several rulesets: each one's change from the first
+SKILL_DOCUMENT = "skill"  # skill.html and skill.md
 
-
-def folder_name(name: str) -> str:
-    """``name`` made into one plain folder name: no separators, no leading dot (so ``..``
-    or ``../x`` cannot lead out of ``reports/``) or dash (it would read as a flag), nothing
-    but letters, digits and ``._+-``."""
-    safe = re.sub(r"[^A-Za-z0-9._+-]+", "-", str(name)).lstrip(".-")
-    return safe or "run"
-
-
-def is_folder_name(name: str) -> bool:
-    """Whether ``name`` can name a run's folder as it is (:data:`NAME_RULE`)."""
-    return folder_name(name) == name
+# the two tables of a run, as the functions that take one name them
+TableKind = Literal["games", "events"]
+TABLE_KINDS: tuple[TableKind, ...] = ("games", "events")

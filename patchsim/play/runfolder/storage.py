@@ -1,5 +1,6 @@
-"""A run folder on disk: the manifest, the batch files the workers write, and the merged
-Parquet tables (schemas, atomic writes, the merge, loading)."""
+"""Writing a run folder: the lock a run holds, the batch files the workers write, the merge
+into the Parquet tables (in row groups of a fixed size) and the checks before a run starts
+(disk space, a writable folder, a fresh folder's name)."""
 
 from __future__ import annotations
 
@@ -22,23 +23,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from patchsim._version import __version__
-from patchsim.atomic import atomic_path, atomic_write
+from patchsim.atomic import atomic_path, atomic_write, current_umask
 from patchsim.play.config import RunConfig, RunError
-from patchsim.play.runfolder import (  # noqa: F401 - the names storage has always offered
-    BATCH_SUFFIX,
-    BATCHES,
-    EVENTS_SCHEMA,
-    GAMES_SCHEMA,
-    LOCK,
-    MANIFEST,
+from patchsim.play.run_name import folder_name
+from patchsim.play.runfolder.checks import WRITE_PROBE
+from patchsim.play.runfolder.errors import RunFolderBusy, RunFolderError
+from patchsim.play.runfolder.names import BATCH_SUFFIX, BATCHES, LOCK, TABLE_KINDS, TableKind
+from patchsim.play.runfolder.schemas import (
     SCHEMAS,
-    STOPPING_FILE,
-    WRITE_PROBE,
-    RunFolderBusy,
-    RunFolderError,
     conform,
-    folder_name,
-    read_manifest,
     table_path,
 )
 
@@ -53,7 +46,7 @@ ROW_GROUP = 65536  # fixed row-group size: the merged files do not depend on the
 DISK_BYTES_PER_GAME = 2600
 
 
-def batch_path(run_dir: Path, run_id: str, key: str, kind: str) -> Path:
+def batch_path(run_dir: Path, run_id: str, key: str, kind: TableKind) -> Path:
     """A batch file: named with the run's id, so files of another run can never be merged."""
     return Path(run_dir) / BATCHES / f"{run_id}-{key}.{kind}.{BATCH_SUFFIX}"
 
@@ -93,7 +86,7 @@ class RunLock:
         self.stale: dict[str, Any] | None = None
 
     def acquire(self) -> RunLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~current_umask())
         # a reader (report, serve: runfolder.running) takes the lock shared for an instant to
         # see whether a run holds it; a run holds it for as long as it plays. So a refusal
         # is only believed when it lasts: a few tries over half a second
@@ -136,12 +129,6 @@ def _read_holder(fd: int) -> dict[str, Any]:
         return json.loads(raw) if raw.strip() else {}
     except (OSError, ValueError):
         return {"note": "unreadable lock file"}
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def check_disk(run_dir: Path, games: int) -> None:
@@ -212,11 +199,11 @@ class TableMerger:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self._stack = contextlib.ExitStack()
-        self._writers: dict[str, pq.ParquetWriter] = {}
-        self._tmp: dict[str, Path] = {}
-        self._pending: dict[str, list[pa.Table]] = {}
-        self._rows: dict[str, int] = {}
-        for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
+        self._writers: dict[TableKind, pq.ParquetWriter] = {}
+        self._tmp: dict[TableKind, Path] = {}
+        self._pending: dict[TableKind, list[pa.Table]] = {}
+        self._rows: dict[TableKind, int] = {}
+        for kind, schema in SCHEMAS.items():
             tmp = self._stack.enter_context(atomic_path(table_path(self.run_dir, kind),
                                                         suffix=".parquet"))
             # lz4 and no min/max statistics on text columns: half the merge's cost at the
@@ -228,7 +215,7 @@ class TableMerger:
                                                    write_statistics=numeric)
             self._pending[kind], self._rows[kind] = [], 0
 
-    def add(self, kind: str, table: pa.Table) -> None:
+    def add(self, kind: TableKind, table: pa.Table) -> None:
         """Append a table (rows already in game-id order) to ``kind`` (games or events)."""
         self._pending[kind].append(table)
         self._rows[kind] += table.num_rows
@@ -242,7 +229,7 @@ class TableMerger:
             self._pending[kind], self._rows[kind] = [rest], rest.num_rows
 
     def add_batch_files(self, run_dir: Path, run_id: str, key: str) -> None:
-        for kind in ("games", "events"):
+        for kind in TABLE_KINDS:
             path = batch_path(run_dir, run_id, key, kind)
             try:
                 table = read_batch(path)
@@ -297,7 +284,7 @@ def split_merged(run_dir: Path, run_id: str, groups: int, pairings: int,
     """Turn the merged tables back into one batch file per (ruleset, pairing) before a
     top-up (the batch files of merged runs are deleted), reading one row group at a time.
     A row's ruleset and pairing follow from its game id (see ``batches.game_id``)."""
-    for kind, schema in (("games", GAMES_SCHEMA), ("events", EVENTS_SCHEMA)):
+    for kind, schema in SCHEMAS.items():
         source = pq.ParquetFile(table_path(run_dir, kind))
         with contextlib.ExitStack() as stack:
             writers: dict[tuple[int, int], Any] = {}

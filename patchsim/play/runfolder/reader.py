@@ -1,16 +1,18 @@
-"""The one reader of a finished run folder, for the report, the web app, sweeps and the
-command line: :func:`read_run` gives a :class:`Run` (manifest, configuration, rulesets,
-games, event summary and the studies stored in the folder), :func:`inspect_run` the same
-checks without loading the tables (the web app's listing).
+"""The one reader of a finished run folder, behind :class:`~patchsim.play.runfolder.RunFolder`
+(the report, the web app, sweeps and the command line): :func:`inspect_run` checks a folder
+without loading the tables (the web app's listing gets a :class:`RunHeader`); a
+:class:`Run` is what a report reads (manifest, configuration, rulesets, games, event
+summary and the studies stored in the folder); :func:`read_prices` the prices study.
 
-Both check the folder the same way and refuse with the same one-paragraph messages
-(:class:`~patchsim.play.runfolder.RunFolderError` and its kinds, which carry the path and,
-where it could be read, the manifest): not a run folder, still running, manifest damaged or
-edited, not finished or a report without its tables, tables missing, damaged or changed.
+It and :meth:`RunFolder.open` check the folder the same way and refuse with the same
+one-paragraph messages (:class:`~patchsim.play.runfolder.errors.RunFolderError` and its
+kinds, which carry the path and, where it could be read, the manifest): not a run folder,
+still running, manifest damaged or edited, not finished or a report without its tables,
+tables missing, damaged or changed.
 
-This module is apart from :mod:`patchsim.play.runfolder` because it needs pandas and the
-statistics' table readers, which the runner's worker processes (importing runfolder to
-write their batches) must not load.
+This module needs pandas and the statistics' table readers, which the runner's worker
+processes (importing the package to write their batches) must not load: the package's
+front door imports it only when asked for it.
 """
 
 from __future__ import annotations
@@ -21,34 +23,29 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from patchsim.analysis.tables import EventSummary, read_games, scan_events
+from patchsim.analysis.tables import EventSummary
 from patchsim.engine.ruleset import Ruleset
-from patchsim.layout import (
+from patchsim.play.config import RunConfig
+from patchsim.play.runfolder.checks import check_finished, check_not_running, read_manifest
+from patchsim.play.runfolder.errors import RunFolderError
+from patchsim.play.runfolder.names import (
     PRICE_COLUMNS,
     PRICES_FOLDER,
     PRICES_STUDY,
     PRICES_SUMMARY,
+    TABLE_KINDS,
 )
-from patchsim.play.config import RunConfig
-from patchsim.play.runfolder import (
-    RunFolderError,
-    check_finished,
-    check_not_running,
-    check_table,
-    read_manifest,
-    table_path,
-)
+from patchsim.play.runfolder.schemas import check_table, table_path
 
 
 @dataclass
 class PricesStudy:
     """A prices study stored in a run folder (``prices/``): one row per patch (at least the
-    columns of :class:`patchsim.layout.PriceRow`) and what it measured (``header``: ruleset,
-    ruleset_hash, bot, games, seed; empty when not recorded). ``problem``: why it could not
-    be read (then ``rows`` is empty)."""
+    columns of :class:`patchsim.play.runfolder.names.PriceRow`) and what it measured
+    (``header``: ruleset, ruleset_hash, bot, games, seed; empty when not recorded).
+    ``problem``: why it could not be read (then ``rows`` is empty)."""
 
     folder: Path
     rows: pd.DataFrame
@@ -104,7 +101,7 @@ def inspect_run(run_dir: str | Path, *, verify_tables: bool = True) -> RunHeader
     try:
         check_finished(run_dir, manifest)
         if verify_tables:
-            for kind in ("games", "events"):
+            for kind in TABLE_KINDS:
                 check_table(run_dir, kind, manifest)
         else:  # the games table opens with the run's columns (its footer: cheap)
             check_table(run_dir, "games")
@@ -116,30 +113,6 @@ def inspect_run(run_dir: str | Path, *, verify_tables: bool = True) -> RunHeader
     names = [r["name"] for r in manifest["config"]["rulesets"]]
     rulesets = dict(zip(names, config.rulesets, strict=True))
     return RunHeader(run_dir, manifest, config, rulesets, games_total, notes)
-
-
-def read_run(run_dir: str | Path) -> Run:
-    """Read a finished run folder, checked (:func:`inspect_run`): its games, an event
-    summary and the prices study stored in it, if any. RunFolderError with a plain message
-    naming the file at fault if it cannot be read."""
-    head = inspect_run(run_dir)
-    run_dir = head.run_dir
-    games_path = table_path(run_dir, "games")
-    try:
-        games = read_games(run_dir)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise RunFolderError(games_path, f"{games_path}: cannot read the table "
-                             f"({type(e).__name__}: {e}); restore it from a copy of the run "
-                             "folder", manifest=head.manifest) from None
-    events_path = table_path(run_dir, "events")
-    try:
-        events = scan_events(run_dir, games)
-    except (OSError, ValueError, KeyError, pa.ArrowException) as e:
-        raise RunFolderError(events_path, f"{events_path}: cannot read the table "
-                             f"({type(e).__name__}: {e}); restore it from a copy of the run "
-                             "folder", manifest=head.manifest) from None
-    return Run(run_dir, games, events, head.manifest, head.rulesets, head.notes, head.config,
-               read_prices(run_dir))
 
 
 def read_prices(run_dir: str | Path) -> PricesStudy | None:
