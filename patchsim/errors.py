@@ -18,6 +18,18 @@ from typing import Any, Self
 OVERRIDE = "override"  # a ruleset field changed by an override: the key is its dotted key
 ARGUMENT = "argument"  # an argument of a library function: the key is the parameter's name
 
+QUOTE_CHARS = 60  # how much of a value an error message quotes
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for error messages: a message quotes
+    a short prefix of what it rejects (a name, a spec, a number), never a whole (possibly
+    megabytes long) value. The one shortening of values in messages, library and front ends."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(str(value)):,} characters)"
+
 
 class Problem(str):
     """One problem: the library's message, with the fields it was made from.
