@@ -19,6 +19,10 @@ OVERRIDE = "override"  # a ruleset field changed by an override: the key is its 
 ARGUMENT = "argument"  # an argument of a library function: the key is the parameter's name
 
 QUOTE_CHARS = 60  # how much of a value an error message quotes
+# The longest bot spec a file or the command line may give (one with a model path and every
+# parameter is a few hundred characters): checked where specs come in, before the bot
+# registry's messages would quote a longer one whole.
+MAX_SPEC_CHARS = 1000
 
 
 def quote(value: object, limit: int = QUOTE_CHARS) -> str:

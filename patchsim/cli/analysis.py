@@ -15,6 +15,7 @@ import typer
 
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
+    bot_specs,
     command_line,
     fail,
     jobs_count,
@@ -170,9 +171,8 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
     if games < 1:
         raise fail(f"--games must be at least 1, got {games}")
     n_jobs = jobs_count(jobs, dask=False)  # before a run folder is made
-    specs = [s.strip() for s in bots.split(";") if s.strip()]
-    if not specs:
-        raise fail("--bots needs at least one bot spec")
+    specs = bot_specs(bots)
+    assert specs is not None  # --bots has a default here
     name = f"{Path(a).stem}-vs-{Path(b).stem}"
     try:
         rulesets = []

@@ -99,8 +99,9 @@ def locate(ref: str | os.PathLike[str], allowed: Allowed = None) -> Path:
         return (configs_dir() / f"{ref}.yaml").resolve()
     shown = short_path(os.fspath(ref))
     try:
-        path = confine(Path(ref).expanduser(), allowed, shown, ref)
-        kind = not_a_file(path)
+        given = Path(ref).expanduser()
+        path = confine(given, allowed, shown, ref)
+        kind = not_a_file(given)  # as given: a broken symbolic link is named as one
         if kind is None:
             return path.resolve()
         what = _kind_text(kind, "a ruleset file")

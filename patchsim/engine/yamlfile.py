@@ -179,6 +179,13 @@ def _yaml11_reading(text: str) -> str:
     return f" (YAML 1.1 reads it as {value})"
 
 
+def _too_long(digits: str) -> str:
+    """The message for an integer of too many digits: its first digits and its length."""
+    count = len(digits.lstrip("+-"))
+    return (f"'{digits[:20]}...' is an integer of {count:,} digits, longer than any patchsim "
+            f"reads ({MAX_INT_DIGITS} digits)")
+
+
 def number_problem(text: str, tag: str) -> str | None:
     """Why the scalar ``text`` (of tag ``tag``) breaks the number rule, or None if it keeps
     it (or is no number at all)."""
@@ -190,8 +197,7 @@ def number_problem(text: str, tag: str) -> str | None:
             return f"{quote(text)} is not a plain decimal {kind}"
         digits = len(text.lstrip("+-"))
         if _INT.fullmatch(text) and digits > MAX_INT_DIGITS:
-            return (f"{quote(text)} is an integer of {digits:,} digits, longer than any "
-                    f"patchsim reads ({MAX_INT_DIGITS} digits)")
+            return _too_long(text)
         return None
     if tag != _BAD_TAG:
         return None
@@ -381,10 +387,7 @@ def parse_json(text: str, label: str) -> Any:
         value, path = todo.pop()
         if isinstance(value, _LongInt):
             where = f"{path}: " if path else ""
-            raise JsonNumberError(
-                f"{label}: {where}{quote(str(value))} is an integer of "
-                f"{len(value.lstrip('-')):,} digits, longer than any patchsim reads "
-                f"({MAX_INT_DIGITS} digits)")
+            raise JsonNumberError(f"{label}: {where}{_too_long(value)}")
         if isinstance(value, dict):
             todo.extend((v, f"{path}.{_json_key(k)}" if path else _json_key(k))
                         for k, v in value.items())
