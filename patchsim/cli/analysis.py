@@ -8,6 +8,8 @@ never a traceback.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -55,6 +57,9 @@ def report(
         help="Games per patch and cost in the prices study.")] = 400,
     jobs: Annotated[int, typer.Option(help="Parallel workers for --prices (-1: all "
                                       "cores).")] = -1,
+    progress: Annotated[bool, typer.Option(
+        help="Show each step of the report on stderr as it starts (a large run's report "
+             "takes tens of seconds).")] = True,
 ) -> None:
     """Write report.html (self-contained) and report.md into a run folder."""
     from patchsim.reporting.report import ReportError, write_report
@@ -68,12 +73,25 @@ def report(
     if prices:
         _measure_prices(run_dir, prices_bot, prices_games, jobs)
     try:
-        path = write_report(run_dir, compare_with=compare_with, margin=margin)
+        path = write_report(run_dir, compare_with=compare_with, margin=margin,
+                            progress=report_steps() if progress else None)
     except ReportError as e:
         raise fail(e) from None
     _notes(run_dir)
     typer.echo(f"report: {path}")
     typer.echo(f"markdown: {path.with_suffix('.md')}")
+
+
+def report_steps() -> Callable[[int, int, str], None]:
+    """A report's progress for the terminal: a line on stderr as each step starts, with the
+    seconds since the first (the library tells the steps, :data:`ReportProgress`)."""
+    t0 = time.monotonic()
+
+    def show(done: int, total: int, what: str) -> None:
+        typer.echo(f"report {done + 1}/{total}: {what} ({time.monotonic() - t0:.0f} s)",
+                   err=True)
+
+    return show
 
 
 def _notes(run_dir: str) -> None:
@@ -142,7 +160,8 @@ def compare(
 
             # one verdict object: the lines printed here are the report's
             cs = comparisons_for(load_run(b), load_run(a), margin)
-            path = write_report(b, compare_with=a, margin=margin, comparisons=cs)
+            path = write_report(b, compare_with=a, margin=margin, comparisons=cs,
+                                progress=report_steps())
         elif any(dirs):
             which = a if dirs[0] else b
             raise fail(f"{which} is a run folder but the other argument is not; give two run "
@@ -150,7 +169,8 @@ def compare(
         else:
             run_dir = _run_two_rulesets(a, b, games, bots, out, seed, jobs)
             cs = comparisons_for(load_run(run_dir), None, margin)
-            path = write_report(run_dir, margin=margin, comparisons=cs)
+            path = write_report(run_dir, margin=margin, comparisons=cs,
+                                progress=report_steps())
     except (CompareError, ReportError) as e:
         raise fail(e) from None
     for c in cs:
