@@ -29,7 +29,11 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     """``repr(value)`` cut to about ``limit`` characters, for error messages: a message quotes
     a short prefix of what it rejects (a name, a spec, a number), never a whole (possibly
     megabytes long) value. The one shortening of values in messages, library and front ends."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past Python's 4,300 digits has no text
+        assert isinstance(value, int)
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(str(value)):,} characters)"

@@ -16,7 +16,13 @@ from patchsim.engine.ruleset_schema import (
     unknown_key_text,
     value_kind,
 )
-from patchsim.engine.yamlfile import YamlFileError, not_a_file, read_yaml, short_path
+from patchsim.engine.yamlfile import (
+    YamlFileError,
+    long_integer,
+    not_a_file,
+    read_yaml,
+    short_path,
+)
 from patchsim.errors import OVERRIDE, Problem, quote
 
 # --------------------------------------------------------------------------------------------
@@ -240,6 +246,11 @@ def resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
                   chain: list[Path], allowed: Allowed = None
                   ) -> tuple[dict[Any, Any], Provenance]:
     """Apply ``extends`` and load a patch table path; return the merged data and provenance."""
+    # data given to the library (YAML and JSON text refuse these as they are read): an
+    # integer of thousands of digits has no text for a message, and no use in a ruleset
+    huge = long_integer(raw)
+    if huge is not None:
+        raise RulesetError([f"{label}: {huge}"], label)
     base: dict[Any, Any] = {}
     prov: Provenance = {}
     if "extends" in raw:

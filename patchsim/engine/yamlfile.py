@@ -179,11 +179,41 @@ def _yaml11_reading(text: str) -> str:
     return f" (YAML 1.1 reads it as {value})"
 
 
-def _too_long(digits: str) -> str:
+def _too_long(digits: str | int) -> str:
     """The message for an integer of too many digits: its first digits and its length."""
+    if isinstance(digits, int):  # from Python data: it may be too long to have a text
+        if digits.bit_length() > 14_000:
+            return (f"an integer of about {int(digits.bit_length() * 0.30103):,} digits, "
+                    f"longer than any patchsim reads ({MAX_INT_DIGITS} digits)")
+        digits = str(digits)
     count = len(digits.lstrip("+-"))
     return (f"'{digits[:20]}...' is an integer of {count:,} digits, longer than any patchsim "
             f"reads ({MAX_INT_DIGITS} digits)")
+
+
+_LIMIT = 10 ** MAX_INT_DIGITS
+
+
+def long_integer(data: Any) -> str | None:
+    """Where ``data`` (parsed YAML or JSON, or Python data given to the library) holds an
+    integer of more than MAX_INT_DIGITS digits, as "key.path: message"; None if nowhere.
+    A walk, not recursion: the data may nest as deep as its parser allowed."""
+    todo: list[tuple[Any, str]] = [(data, "")]
+    seen: set[int] = set()
+    while todo:
+        value, path = todo.pop()
+        too_long = isinstance(value, _LongInt) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LIMIT)
+        if too_long:
+            return f"{path}: {_too_long(value)}" if path else _too_long(value)
+        if isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))  # YAML aliases share values
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                name = f"[{k}]" if isinstance(value, list) else _json_key(str(k))
+                todo.append((v, f"{path}{name}" if isinstance(value, list) or not path
+                             else f"{path}.{name}"))
+    return None
 
 
 def number_problem(text: str, tag: str) -> str | None:
@@ -380,20 +410,10 @@ def parse_json(text: str, label: str) -> Any:
         return long[-1]
 
     data = json.loads(text, parse_int=parse_int)
-    if not long:
-        return data
-    todo: list[tuple[Any, str]] = [(data, "")]
-    while todo:  # a walk, not recursion: the text may nest as deep as json allows
-        value, path = todo.pop()
-        if isinstance(value, _LongInt):
-            where = f"{path}: " if path else ""
-            raise JsonNumberError(f"{label}: {where}{_too_long(value)}")
-        if isinstance(value, dict):
-            todo.extend((v, f"{path}.{_json_key(k)}" if path else _json_key(k))
-                        for k, v in value.items())
-        elif isinstance(value, list):
-            todo.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
-    raise AssertionError("a long integer was parsed but not found")  # pragma: no cover
+    where = long_integer(data) if long else None
+    if where is not None:
+        raise JsonNumberError(f"{label}: {where}")
+    return data
 
 
 def _json_key(key: str) -> str:
