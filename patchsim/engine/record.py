@@ -116,8 +116,8 @@ class GameRecord:
             kind = not_a_file(path)
             if kind is not None and kind != "a character device":  # /dev/zero: read bounded
                 # a pipe without a writer would block the read for ever: say what it is
-                raise RecordError(f"{shown}: {kind}" if kind.startswith("no such")
-                                  else f"{shown}: is {kind}, not a game record file")
+                what = kind if kind.startswith("no such") else f"it is {kind}, not a file"
+                raise RecordError(f"{shown}: cannot read the record: {what}")
             text = read_text_bounded(path, MAX_RECORD_BYTES, "a game record", shown)
         except InputTooLargeError as e:
             raise RecordError(str(e)) from None
