@@ -181,9 +181,8 @@ def compare(
 def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, seed: int,
                       jobs: int) -> Path:
     """Play rulesets a and b on the same deals: an experiment of two rulesets."""
-    import yaml
-
     from patchsim.engine.ruleset import RulesetError, load_ruleset
+    from patchsim.engine.yamlfile import dump_yaml
     from patchsim.play.config import RunError, make_run_config
     from patchsim.play.execution import execute
     from patchsim.play.storage import new_run_dir
@@ -215,7 +214,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         # the run as an experiment file beside its tables, to run it again (file references
         # absolute: the file lives elsewhere)
         refs = [str(Path(r).resolve()) if Path(r).is_file() else r for r in (a, b)]
-        atomic_write(run_dir / "experiment.yaml", yaml.safe_dump(
+        atomic_write(run_dir / "experiment.yaml", dump_yaml(
             {"name": name, "rulesets": refs, "bots": specs, "games": games, "seed": seed},
             sort_keys=False))
     except RunError as e:
