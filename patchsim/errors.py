@@ -18,6 +18,26 @@ from typing import Any, Self
 OVERRIDE = "override"  # a ruleset field changed by an override: the key is its dotted key
 ARGUMENT = "argument"  # an argument of a library function: the key is the parameter's name
 
+QUOTE_CHARS = 60  # how much of a value an error message quotes
+# The longest bot spec a file or the command line may give (one with a model path and every
+# parameter is a few hundred characters): checked where specs come in, before the bot
+# registry's messages would quote a longer one whole.
+MAX_SPEC_CHARS = 1000
+
+
+def quote(value: object, limit: int = QUOTE_CHARS) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for error messages: a message quotes
+    a short prefix of what it rejects (a name, a spec, a number), never a whole (possibly
+    megabytes long) value. The one shortening of values in messages, library and front ends."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past Python's 4,300 digits has no text
+        assert isinstance(value, int)
+        return f"an integer of about {int(value.bit_length() * 0.30103):,} digits"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(str(value)):,} characters)"
+
 
 class Problem(str):
     """One problem: the library's message, with the fields it was made from.

@@ -6,8 +6,11 @@ raise the project's error type with a short message; never another exception, ne
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import resource
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -16,17 +19,20 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import typer
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from patchsim.bots.registry import BotSpecError
+from patchsim.cli.common import bot_specs
 from patchsim.cli.main import app
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError, final_position
 from patchsim.engine.ruleset import RulesetError, load_ruleset, ruleset_from_dict
-from patchsim.engine.yamlfile import YamlFileError, parse_yaml
+from patchsim.engine.yamlfile import YamlFileError, dump_yaml, parse_yaml
+from patchsim.errors import MAX_SPEC_CHARS
 from patchsim.experiments.experiment import ExperimentError, load_experiment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,9 +52,17 @@ TOKENS = ["&a ", "*a", "&b [*a, *a, *a, *a]", "[", "]", "{", "}", ": ", "- ", "\
           "1e400", ".nan", ".inf", "<<: *a\n", "!!python/object:os.system", "!!binary ",
           "%YAML 1.1\n", "---\n", "...\n", "x" * 3000, "\t", "#", "é", "\ufeff", "? ", "|\n",
           "true", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "{a: {b: {c: {d: 1}}}}",
-          "extends: edition1\n", "patches: nothing.yaml\n", "/dev/zero", "../", "P19", "a1"]
+          "extends: edition1\n", "patches: nothing.yaml\n", "/dev/zero", "../", "P19", "a1",
+          # numbers YAML 1.1 reads by surprise, and integers past Python's 4,300 digits
+          "1:30", "-1:30:00", "0x10", "0o17", "017", "0b11", "1_000", "1e3", "+.5", "1.2.3",
+          "!!int 0x10", "!!float 1:30", "9" * 5000, "-" + "7" * 4301, "1" * 101,
+          # markup and endless names
+          "<script>alert(1)</script>", "javascript:alert(1)", "<img src=x onerror=alert(1)>",
+          "[x](javascript:alert(1))", "<!--", "y" * 5000 + "(", "greedy;;", ";"]
+HUGE_INTS = st.integers(101, 6000).flatmap(
+    lambda n: st.sampled_from([10 ** n, -(10 ** n) + 1, 7 * 10 ** (n - 1)]))
 VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), HUGE_INTS,
               st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
               st.sampled_from(TOKENS)),
     lambda inner: st.one_of(st.lists(inner, max_size=4),
@@ -105,6 +119,19 @@ def changed(draw: st.DrawFn, data: Any) -> Any:
     return data
 
 
+def unbounded_digits(dump: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``dump`` that can write integers past Python's 4,300 digits (the test writes what a
+    hostile file holds; patchsim reads it with the default limit)."""
+    def write(data: Any) -> str:
+        before = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        try:
+            return dump(data)
+        finally:
+            sys.set_int_max_str_digits(before)
+    return write
+
+
 @contextmanager
 def bounded() -> Iterator[None]:
     """The body may take CPU_SECONDS of CPU time and grow peak memory by MEMORY_GROWTH_KB."""
@@ -159,7 +186,7 @@ def test_ruleset_data(data: Any) -> None:
 @FUZZ
 @given(st.one_of(mutated(EXPERIMENT_TEXTS),
                  st.sampled_from(EXPERIMENT_TEXTS).flatmap(
-                     lambda t: changed(yaml.safe_load(t)).map(yaml.safe_dump))))
+                     lambda t: changed(yaml.safe_load(t)).map(unbounded_digits(yaml.safe_dump)))))
 def test_experiment_files(text: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, \
             mock.patch("patchsim.bots.registry._import_bot", no_imports):
@@ -173,7 +200,8 @@ def _replay(text: str) -> None:
 
 
 @FUZZ
-@given(st.one_of(mutated([RECORD_TEXT]), changed(json.loads(RECORD_TEXT)).map(json.dumps)))
+@given(st.one_of(mutated([RECORD_TEXT]),
+                 changed(json.loads(RECORD_TEXT)).map(unbounded_digits(json.dumps))))
 def test_game_records(text: str) -> None:
     expect((RecordError,), lambda: _replay(text))
 
@@ -195,3 +223,64 @@ def test_the_mutations_reach_valid_and_invalid_input() -> None:
     assert load_ruleset("edition2").content_hash() == ruleset_from_dict(
         RULESET_DATA, source="<fuzz>").content_hash()
     assert isinstance(Game, type) and final_position(GameRecord.from_json(RECORD_TEXT))
+
+
+# numbers in any notation: a number is read only as its plain decimal value, or refused
+NUMBERISH = st.one_of(
+    st.integers(-10 ** 120, 10 ** 120).map(str),
+    st.floats(allow_nan=False).map(repr),
+    st.from_regex(r"\A[-+]?(0[xXoObB][0-9a-fA-F_]{0,6}|[0-9_]{1,5}(:[0-9_]{1,3}){1,2}"
+                  r"|[0-9_.]{1,8}([eE][-+]?[0-9]{0,3})?)\Z"),
+    st.sampled_from(["!!int 0x10", "!!float 1.2.3", "!!int 12", ".inf", "-.inf", ".nan"]))
+PLAIN_INT = re.compile(r"[-+]?(0|[1-9][0-9]*)")
+
+
+@FUZZ
+@given(NUMBERISH)
+def test_a_number_is_read_as_its_decimal_value_or_refused(text: str) -> None:
+    try:
+        value = parse_yaml(f"key: {text}\n", "n.yaml")["key"]
+    except YamlFileError as e:
+        assert str(e).startswith("n.yaml: line 1: key: ") and "plain decimal" in str(e), e
+        assert len(str(e)) < 500
+        return
+    plain = text.removeprefix("!!int ").removeprefix("!!float ")
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        assert value is None or isinstance(value, bool) or value == plain
+    elif isinstance(value, int):
+        assert PLAIN_INT.fullmatch(plain) and value == int(plain), (text, value)
+    else:
+        expected = float(plain.replace(".inf", "inf").replace(".nan", "nan"))
+        assert value == expected or (math.isnan(value) and math.isnan(expected)), (text, value)
+
+
+WRITTEN = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10 ** 99, 10 ** 99),
+              st.floats(allow_nan=False), st.text(max_size=20), NUMBERISH),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=12)
+
+
+@FUZZ
+@given(WRITTEN)
+def test_what_patchsim_writes_as_yaml_reads_back_the_same(data: Any) -> None:
+    assert parse_yaml(dump_yaml(data), "w.yaml") == data
+
+
+@FUZZ
+@given(st.one_of(st.none(), st.lists(st.sampled_from(
+    [";", " ", "\t", "greedy", "random", "mcts(iterations=10)", "x" * (MAX_SPEC_CHARS + 1)]),
+    max_size=6).map("".join)))
+def test_a_bots_value_is_its_specs_or_refused(text: str | None) -> None:
+    try:
+        specs = bot_specs(text)
+    except typer.Exit:
+        assert text is not None
+        pieces = [p.strip() for p in text.split(";")]
+        assert not all(pieces) or any(len(p) > MAX_SPEC_CHARS for p in pieces), text
+        return
+    if text is None:
+        assert specs is None
+    else:
+        assert specs == [p.strip() for p in text.split(";")] and all(specs)

@@ -78,10 +78,10 @@ def test_the_tune_document_builds_from_its_tables() -> None:
     doc = tune_document(exp, rounds, final, targets, {FPW: 0.02})
     assert doc.titles()[:2] == ["Verdict", FINALISTS_TITLE]
     _page, md = _rendered(doc)
-    assert "Targets: first_player_win = 0.5 ± 0.02" in md
+    assert "Targets: first_player_win = 50% ± 2 points" in md
     assert "Shown to meet every target" in md and "power calculation asked for 300" in md
-    assert "| a=1 | 400 | 0.5 [0.49, 0.51] (equivalence p 0.00123) ✓ | yes |" in md
-    assert "| 0 | a=1 | 40 | 0.5123 [0.4, 0.6] | 0.25 [0, 9] | False |" in md
+    assert "| a=1 | 400 | 50.0% [49.0%, 51.0%] (equivalence p 0.00123) ✓ | yes |" in md
+    assert "| 0 | a=1 | 40 | 51.2% [40.0%, 60.0%] | 0.25 [0, 9] | False |" in md
 
 
 def test_the_prices_document_builds_from_a_synthetic_study() -> None:
@@ -128,3 +128,15 @@ def test_results_carry_their_document(cls: str) -> None:
     result = {"sweep": sweep.SweepResult, "tune": tune.TuneResult,
               "prices": prices_files.PricesResult}[cls]
     assert "document" in {f.name for f in dataclasses.fields(result)}
+
+
+def test_the_tune_document_shows_a_count_in_its_unit_and_a_rate_in_percent() -> None:
+    final = pd.DataFrame([{"candidate": "a=1", "games": 400, "loss": 0.1, "all_within": False,
+                           "plies": 41.25, "plies_lo": 40.5, "plies_hi": 42.0,
+                           "plies_p_within": 0.2, "plies_within": False}])
+    final.attrs.update(planned_deals=150, cap=400)
+    exp = SimpleNamespace(name="t", description="Tune it.")
+    doc = tune_document(exp, pd.DataFrame(), final, {"plies": {"target": 40}}, {"plies": 1.5})
+    _page, md = _rendered(doc)
+    assert "Targets: plies = 40 moves ± 1.5 moves" in md
+    assert "| a=1 | 400 | 41.25 [40.5, 42] moves (equivalence p 0.2) | no |" in md

@@ -8,6 +8,8 @@ never a traceback.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +18,7 @@ import typer
 from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.atomic import atomic_write
 from patchsim.cli.common import (
+    bot_specs,
     command_line,
     fail,
     jobs_count,
@@ -56,6 +59,9 @@ def report(
         help="Games per patch and cost in the prices study.")] = 400,
     jobs: Annotated[int, typer.Option(help="Parallel workers for --prices (-1: all "
                                       "cores).")] = -1,
+    progress: Annotated[bool, typer.Option(
+        help="Show each step of the report on stderr as it starts (a large run's report "
+             "takes tens of seconds).")] = True,
 ) -> None:
     """Write report.html (self-contained) and report.md into a run folder."""
     from patchsim.reporting.report import ReportError, write_report
@@ -69,12 +75,25 @@ def report(
     if prices:
         _measure_prices(run_dir, prices_bot, prices_games, jobs)
     try:
-        path = write_report(run_dir, compare_with=compare_with, margin=margin)
+        path = write_report(run_dir, compare_with=compare_with, margin=margin,
+                            progress=report_steps() if progress else None)
     except ReportError as e:
         raise fail(e) from None
     _notes(run_dir)
     typer.echo(f"report: {path}")
     typer.echo(f"markdown: {path.with_suffix('.md')}")
+
+
+def report_steps() -> Callable[[int, int, str], None]:
+    """A report's progress for the terminal: a line on stderr as each step starts, with the
+    seconds since the first (the library tells the steps, :data:`ReportProgress`)."""
+    t0 = time.monotonic()
+
+    def show(done: int, total: int, what: str) -> None:
+        typer.echo(f"report {done + 1}/{total}: {what} ({time.monotonic() - t0:.0f} s)",
+                   err=True)
+
+    return show
 
 
 def _notes(run_dir: str) -> None:
@@ -143,7 +162,8 @@ def compare(
 
             # one verdict object: the lines printed here are the report's
             cs = comparisons_for(load_run(b), load_run(a), margin)
-            path = write_report(b, compare_with=a, margin=margin, comparisons=cs)
+            path = write_report(b, compare_with=a, margin=margin, comparisons=cs,
+                                progress=report_steps())
         elif any(dirs):
             which = a if dirs[0] else b
             raise fail(f"{which} is a run folder but the other argument is not; give two run "
@@ -151,7 +171,8 @@ def compare(
         else:
             run_dir = _run_two_rulesets(a, b, games, bots, out, seed, jobs)
             cs = comparisons_for(load_run(run_dir), None, margin)
-            path = write_report(run_dir, margin=margin, comparisons=cs)
+            path = write_report(run_dir, margin=margin, comparisons=cs,
+                                progress=report_steps())
     except (CompareError, ReportError) as e:
         raise fail(e) from None
     for c in cs:
@@ -162,9 +183,8 @@ def compare(
 def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, seed: int,
                       jobs: int) -> Path:
     """Play rulesets a and b on the same deals: an experiment of two rulesets."""
-    import yaml
-
     from patchsim.engine.ruleset import RulesetError, load_ruleset
+    from patchsim.engine.yamlfile import dump_yaml
     from patchsim.play.config import RunError, make_run_config
     from patchsim.play.execution import execute
     from patchsim.play.runfolder import new_run_dir
@@ -172,9 +192,8 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
     if games < 1:
         raise fail(f"--games must be at least 1, got {games}")
     n_jobs = jobs_count(jobs, dask=False)  # before a run folder is made
-    specs = [s.strip() for s in bots.split(";") if s.strip()]
-    if not specs:
-        raise fail("--bots needs at least one bot spec")
+    specs = bot_specs(bots)
+    assert specs is not None  # --bots has a default here
     name = f"{Path(a).stem}-vs-{Path(b).stem}"
     try:
         rulesets = []
@@ -197,7 +216,7 @@ def _run_two_rulesets(a: str, b: str, games: int, bots: str, out: str | None, se
         # the run as an experiment file beside its tables, to run it again (file references
         # absolute: the file lives elsewhere)
         refs = [str(Path(r).resolve()) if Path(r).is_file() else r for r in (a, b)]
-        atomic_write(run_dir / "experiment.yaml", yaml.safe_dump(
+        atomic_write(run_dir / "experiment.yaml", dump_yaml(
             {"name": name, "rulesets": refs, "bots": specs, "games": games, "seed": seed},
             sort_keys=False))
     except RunError as e:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from patchsim.errors import OVERRIDE, PatchsimError
+from patchsim.errors import MAX_SPEC_CHARS, OVERRIDE, PatchsimError, quote
 
 if TYPE_CHECKING:
     from patchsim.play.config import RunError
@@ -70,6 +70,31 @@ def fail(error: BaseException | str, code: int = 2) -> typer.Exit:
     line's flags) and return the Exit to raise."""
     typer.echo(f"error: {message(error)}", err=True)
     return typer.Exit(code)
+
+
+def bot_specs(text: str | None) -> list[str] | None:
+    """The specs of a ``--bots`` value, split at ';' and stripped; None when the flag is not
+    given (the default line-up). An empty value, or an empty spec between separators
+    (``''``, ``';;'``, ``'greedy;'``), is refused: it would otherwise play the default
+    line-up, or a line-up other than the one typed, without a word."""
+    if text is None:
+        return None
+    specs = [spec.strip() for spec in text.split(";")]
+    if not any(specs):
+        raise fail(f"--bots {quote(text)}: no bot spec given; give specs separated by ';' "
+                   "(e.g. --bots 'greedy;random'), or leave out --bots for the default "
+                   "line-up")
+    empty = [i for i, spec in enumerate(specs, start=1) if not spec]
+    if empty:
+        raise fail(f"--bots {quote(text)}: spec {', '.join(map(str, empty))} of "
+                   f"{len(specs)} is empty; give specs separated by single ';' (no ';' at "
+                   "either end)")
+    for i, spec in enumerate(specs, start=1):
+        if len(spec) > MAX_SPEC_CHARS:  # the library's messages would quote it whole
+            raise fail(f"--bots: spec {i} ({quote(spec)}) is longer than any bot spec "
+                       f"({MAX_SPEC_CHARS:,} characters)")
+    return specs
+
 
 
 def resume_command(run_dir: str | Path) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from patchsim.cli.common import (
+    bot_specs,
     command_line,
     fail,
     jobs_count,
@@ -194,7 +195,13 @@ def run(
     keep_batches: Annotated[bool, typer.Option(
         help="Keep the batch files after they are merged into the tables.")] = False,
 ) -> None:
-    """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder."""
+    """Play many seeded, seat-swapped games and store every game (Parquet) in a run folder.
+
+    With --jobs 1 the games are played in this process: a bot of your own that ends the
+    process itself (os._exit, a crash in native code) ends the run at once with its exit
+    status and no message, since nothing in the process outlives it. The batches stored
+    before are kept (continue with --resume); with --jobs 2 or more, Python bots play in
+    worker processes, and a worker's death is reported as such."""
 
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.runfolder import check_not_running, new_run_dir, read_manifest
@@ -220,7 +227,7 @@ def run(
             if config is None:
                 raise RunError("give a ruleset or experiment file (e.g. configs/edition2.yaml) "
                                "or --resume RUN_DIR")
-            spec_list = [b.strip() for b in bots.split(";")] if bots else None
+            spec_list = bot_specs(bots)
             cfg = load_run_config(config, games=games, bots=spec_list, seed=seed,
                                   overrides=override or (), bot_path=[os.getcwd()])
             run_dir = new_run_dir(cfg, out)
@@ -313,7 +320,7 @@ def warm(
     from patchsim.play.execution import dask_client
 
     try:
-        spec_list = [b.strip() for b in bots.split(";")] if bots else None
+        spec_list = bot_specs(bots)
         cfg = load_run_config(config, bots=spec_list, overrides=override or (),
                               bot_path=[os.getcwd()])
         client = dask_client(scheduler)
@@ -354,7 +361,7 @@ def ladder_cmd(
 
     try:
         # import-path bots from the working folder, as `run` finds them
-        cfg = load_run_config(rules, games=games, bots=[b.strip() for b in bots.split(";")],
+        cfg = load_run_config(rules, games=games, bots=bot_specs(bots),
                               seed=seed, pairings="cross", allow_time_budgets=timed,
                               bot_path=[os.getcwd()])
         cfg.name = "ladder"

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from patchsim.analysis.defaults import DEFAULT_MARGIN
-from patchsim.cli.common import command_line, fail, jobs_count
+from patchsim.cli.common import bot_specs, command_line, fail, jobs_count
 
 # the library's parameter names (how its messages start) -> this command's flags
 FLAGS = {"levels": "--levels", "bots": "--bots", "search": "--search", "deals": "--deals",
@@ -141,8 +141,7 @@ def skill(
         raise fail(str(e)) from None
     except RulesetError as e:
         raise fail(str(e)) from None
-    floor = ([b.strip() for b in bots.split(";") if b.strip()] if bots is not None
-             else spec.get("bots", list(DEFAULT_FLOOR)))
+    floor = bot_specs(bots) if bots is not None else spec.get("bots", list(DEFAULT_FLOOR))
     budgets = _budgets(levels) if levels is not None else spec.get("levels",
                                                                    list(DEFAULT_LEVELS))
     target = Path(out) if out else fresh_dir(f"{rs.name}-skill")

@@ -54,8 +54,11 @@ def inline_html(text: str) -> str:
 
 def _link(m: re.Match[str]) -> str:
     url = m.group(2)
+    # a browser drops leading control characters and spaces before it reads the scheme
+    # ("\x01javascript:" is javascript:): such a link, and any scheme but the safe ones,
+    # stays text
     scheme = _SCHEME.match(url)
-    if scheme and scheme.group(1).lower() not in _SAFE_SCHEMES:
+    if not url.isprintable() or (scheme and scheme.group(1).lower() not in _SAFE_SCHEMES):
         return m.group(0)  # javascript:, data: ... stay text
     return f'<a href="{url}">{m.group(1)}</a>'
 

@@ -22,8 +22,15 @@ from typing import Any
 
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, ruleset_from_dict
-from patchsim.engine.yamlfile import InputTooLargeError, quote, read_text_bounded, short_path
-from patchsim.errors import PatchsimError
+from patchsim.engine.yamlfile import (
+    InputTooLargeError,
+    JsonNumberError,
+    not_a_file,
+    parse_json,
+    read_text_bounded,
+    short_path,
+)
+from patchsim.errors import PatchsimError, quote
 
 # A record of a finished game is a few kB; these limits are far above any real one.
 MAX_RECORD_BYTES = 4_000_000
@@ -92,7 +99,9 @@ class GameRecord:
             raise RecordError(f"{source}: nested more than {MAX_RECORD_DEPTH} levels deep; a "
                               "record is {\"rules\": ..., \"circle\": [...], \"moves\": [...]}")
         try:
-            data = json.loads(text)
+            data = parse_json(text, source)
+        except JsonNumberError as e:  # an integer of thousands of digits
+            raise RecordError(str(e)) from None
         except json.JSONDecodeError as e:
             raise RecordError(f"{source}: not valid JSON: {e.msg} at line {e.lineno} "
                               f"column {e.colno}") from None
@@ -104,6 +113,11 @@ class GameRecord:
     def load(cls, path: str | Path) -> GameRecord:
         shown = short_path(path)
         try:
+            kind = not_a_file(path)
+            if kind is not None and kind != "a character device":  # /dev/zero: read bounded
+                # a pipe without a writer would block the read for ever: say what it is
+                what = kind if kind.startswith("no such") else f"it is {kind}, not a file"
+                raise RecordError(f"{shown}: cannot read the record: {what}")
             text = read_text_bounded(path, MAX_RECORD_BYTES, "a game record", shown)
         except InputTooLargeError as e:
             raise RecordError(str(e)) from None
@@ -113,6 +127,8 @@ class GameRecord:
             raise RecordError(f"{shown}: not a UTF-8 text file (byte {e.start}); a record is "
                               "JSON text") from None
         except ValueError as e:  # a NUL character in the path
+            if isinstance(e, RecordError):
+                raise
             raise RecordError(f"{shown}: not a usable file name ({e})") from None
         return cls.from_json(text, str(path))
 

@@ -16,8 +16,14 @@ from patchsim.engine.ruleset_schema import (
     unknown_key_text,
     value_kind,
 )
-from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml, short_path
-from patchsim.errors import OVERRIDE, Problem
+from patchsim.engine.yamlfile import (
+    YamlFileError,
+    long_integer,
+    not_a_file,
+    read_yaml,
+    short_path,
+)
+from patchsim.errors import OVERRIDE, Problem, quote
 
 # --------------------------------------------------------------------------------------------
 # Finding files
@@ -99,10 +105,12 @@ def locate(ref: str | os.PathLike[str], allowed: Allowed = None) -> Path:
         return (configs_dir() / f"{ref}.yaml").resolve()
     shown = short_path(os.fspath(ref))
     try:
-        path = confine(Path(ref).expanduser(), allowed, shown, ref)
-        if path.is_file():
+        given = Path(ref).expanduser()
+        path = confine(given, allowed, shown, ref)
+        kind = not_a_file(given)  # as given: a broken symbolic link is named as one
+        if kind is None:
             return path.resolve()
-        what = "is a directory, not a ruleset file" if path.is_dir() else "no such file"
+        what = _kind_text(kind, "a ruleset file")
     except RulesetError:  # outside the allowed folders: that refusal is the message
         raise
     except (OSError, ValueError) as e:  # a name too long for a file, a NUL character
@@ -112,16 +120,30 @@ def locate(ref: str | os.PathLike[str], allowed: Allowed = None) -> Path:
          f"(shipped rulesets: {shipped_text()})"],
         shown)
 
+def _file_kind(path: Path) -> str | None:
+    """``not_a_file(path)``, with a name no file can have read as no such file."""
+    try:
+        return not_a_file(path)
+    except (OSError, ValueError):
+        return "no such file"
+
+
+def _kind_text(kind: str, wanted: str) -> str:
+    """``not_a_file``'s answer as a message: "no such file", "is a named pipe (FIFO), not a
+    ruleset file"."""
+    return kind if kind.startswith("no such") else f"is {kind}, not {wanted}"
+
 # --------------------------------------------------------------------------------------------
 # Reading YAML
 
 
 def read_ruleset_yaml(path: Path, label: str) -> Any:
     """Parse one YAML file; any failure is fatal (nothing sensible can be checked after it)."""
-    if not path.exists():
+    kind = _file_kind(path)
+    if kind is not None and kind.startswith("no such"):
         raise RulesetError([f"{label}: no such file (shipped rulesets: {shipped_text()})"],
                            label)
-    try:
+    try:  # a directory, a pipe: read_yaml says what it is
         return read_yaml(path, label)
     except YamlFileError as e:
         raise RulesetError(e.problems, label) from None
@@ -173,9 +195,11 @@ def resolve_extends(ref: object, label: str, base_dir: Path, allowed: Allowed = 
                             f".yaml file, got {describe_value(ref)}"], label)
     if ref.endswith((".yaml", ".yml")):
         path = confine(base_dir / Path(ref).expanduser(), allowed, f"{label}: extends", ref)
-        if not path.is_file():
-            raise RulesetError([f"{label}: extends: no such file {quote(ref)} (looked for {path})"],
-                               label)
+        kind = _file_kind(path)
+        if kind is not None:
+            what = (f"no such file {quote(ref)}" if kind.startswith("no such")
+                    else f"{quote(ref)} is {kind}, not a ruleset file")
+            raise RulesetError([f"{label}: extends: {what} (looked for {path})"], label)
         return path
     if ref in shipped_rulesets():
         return (configs_dir() / f"{ref}.yaml").resolve()
@@ -190,9 +214,11 @@ def load_patch_table(ref: str, where: str, base_dir: Path,
     ``where`` names the key that gave the path, e.g. ``"edition1.yaml: patches"``.
     """
     path = confine(base_dir / Path(ref).expanduser(), allowed, where, ref)
-    if not path.is_file():
-        raise RulesetError([at(where, f"no such patch table file {quote(ref)} (looked for "
-                                      f"{path})", ref)])
+    kind = _file_kind(path)
+    if kind is not None:
+        what = (f"no such patch table file {quote(ref)}" if kind.startswith("no such")
+                else f"{quote(ref)} is {kind}, not a patch table file")
+        raise RulesetError([at(where, f"{what} (looked for {path})", ref)])
     tlabel = display_path(path)
     raw = read_ruleset_yaml(path, tlabel)
     if not isinstance(raw, dict) or "patches" not in raw:
@@ -220,6 +246,11 @@ def resolve_data(raw: Mapping[Any, Any], label: str, base_dir: Path,
                   chain: list[Path], allowed: Allowed = None
                   ) -> tuple[dict[Any, Any], Provenance]:
     """Apply ``extends`` and load a patch table path; return the merged data and provenance."""
+    # data given to the library (YAML and JSON text refuse these as they are read): an
+    # integer of thousands of digits has no text for a message, and no use in a ruleset
+    huge = long_integer(raw)
+    if huge is not None:
+        raise RulesetError([f"{label}: {huge}"], label)
     base: dict[Any, Any] = {}
     prov: Provenance = {}
     if "extends" in raw:

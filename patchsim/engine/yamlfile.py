@@ -10,33 +10,54 @@ Every input is bounded: a file is read only up to a size limit (:func:`read_text
 used for game records), a document may nest only so deep, and aliases may not expand it beyond
 a number of values (a few lines of ``&a [*b, *b, ...]`` anchors otherwise stand for billions
 of values, which any code walking the data would try to visit).
+
+Numbers have one reading, plain decimal (:data:`NUMBER_RULE`): ``90``, ``-3``, ``0.25``,
+``1e-3``, ``.inf``. PyYAML follows YAML 1.1, which reads ``1:30`` as 90 (base 60), ``0x10`` as
+16, ``017`` as 15 (octal) and ``1_000`` as 1000, but ``0o17`` and ``1e3`` as text; a plain
+(unquoted) value written in any such notation is refused, naming the file, line, key and value,
+and a quoted one is text. An integer longer than :data:`MAX_INT_DIGITS` digits is refused too
+(Python refuses to convert one past 4,300 digits, with a bare ValueError). :func:`parse_json`
+applies the same bound to JSON text (game records, web request bodies).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
 
-from patchsim.errors import PatchsimError
+from patchsim.errors import QUOTE_CHARS, PatchsimError, quote
+
+__all__ = ["QUOTE_CHARS", "quote"]  # re-exported: the shortening lives in patchsim.errors
 
 # Generous limits: the shipped rulesets and experiments are a few kB and hold a few thousand
 # values; a ruleset's patch list is at most 200 patches.
 MAX_YAML_BYTES = 1_000_000
 MAX_YAML_DEPTH = 40  # nested mappings and lists
 MAX_YAML_VALUES = 200_000  # scalars, lists and mappings, counting each alias use in full
-QUOTE_CHARS = 60  # how much of a value an error message quotes
 PATH_CHARS = 300  # a path is shown whole up to this length
+# No count, seed or price needs more; Python itself converts at most 4,300 digits.
+MAX_INT_DIGITS = 100
 
-
-def quote(value: object, limit: int = QUOTE_CHARS) -> str:
-    """``repr(value)`` cut to about ``limit`` characters, for error messages: a message quotes
-    a short prefix of what it rejects, never a whole (possibly megabytes long) value."""
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(str(value)):,} characters)"
+NUMBER_RULE = ("patchsim reads numbers in plain decimal only (90, -3, 0.25, 1e-3): write it "
+               "so, or quote it to mean text")
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_DECIMAL = re.compile(r"[-+]?(?:(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+                      r"|[0-9]+[eE][-+]?[0-9]+)")
+_SPECIAL = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+# What reads as a number in YAML 1.1, 1.2 or common notations, but not in plain decimal: hex,
+# octal and binary prefixes, base 60, digits with underscores, dots or a bare exponent mixed in.
+_NUMBERISH = re.compile(r"[-+]?(?:0[xXoObB][0-9a-fA-F_]*"
+                        r"|[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?"
+                        r"|[0-9_.]*[0-9][0-9_.]*(?:[eE][-+]?[0-9_]*)?)")
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BAD_TAG = "tag:patchsim,2026:not-decimal"  # a plain value refused by the number rule
 
 
 class InputTooLargeError(PatchsimError, ValueError):
@@ -109,6 +130,156 @@ class _StrictLoader(yaml.SafeLoader):
                 except TypeError:  # an unhashable key: the constructor reports it
                     continue
         return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]  # a MappingNode here
+
+
+def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """SafeLoader's implicit resolvers with its int and float readings replaced by the number
+    rule: decimal ints, decimal floats, and a tag of their own for the refused notations
+    (checked last, so that YAML 1.1's dates, booleans and nulls read as before)."""
+    table = {first: [(tag, rx) for tag, rx in pairs if tag not in (_INT_TAG, _FLOAT_TAG)]
+             for first, pairs in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    whole = [(_INT_TAG, _INT), (_FLOAT_TAG, re.compile(f"{_DECIMAL.pattern}|{_SPECIAL.pattern}")),
+             (_BAD_TAG, _NUMBERISH)]
+    for first in "-+.0123456789":
+        table.setdefault(first, [])
+        # resolvers match with .match(): anchor them at the end as well
+        table[first] += [(tag, re.compile(f"(?:{rx.pattern})$")) for tag, rx in whole]
+    return table
+
+
+def _construct_int(loader: _StrictLoader, node: yaml.Node) -> int:
+    return int(str(loader.construct_scalar(node)))  # type: ignore[arg-type]  # a ScalarNode
+
+
+def _construct_float(loader: _StrictLoader, node: yaml.Node) -> float:
+    text = str(loader.construct_scalar(node))  # type: ignore[arg-type]  # a ScalarNode
+    return float(text.replace(".", "", 1)) if _SPECIAL.fullmatch(text) else float(text)
+
+
+class _Dumper(yaml.SafeDumper):
+    """A SafeDumper that quotes every text the loader would read as a number or refuse
+    (``'1e3'``, ``'0o17'``), so that what patchsim writes reads back the same."""
+
+
+_StrictLoader.yaml_implicit_resolvers = _resolvers()
+_Dumper.yaml_implicit_resolvers = _resolvers()
+_StrictLoader.add_constructor(_INT_TAG, _construct_int)
+_StrictLoader.add_constructor(_FLOAT_TAG, _construct_float)
+
+
+def _yaml11_reading(text: str) -> str:
+    """What YAML 1.1 (PyYAML) makes of ``text`` as an integer, for the message ("" if none)."""
+    if len(text) > 30:
+        return ""
+    try:
+        value = SafeConstructor.construct_yaml_int(
+            SafeConstructor(), yaml.ScalarNode(_INT_TAG, text))
+    except ValueError:
+        return ""
+    return f" (YAML 1.1 reads it as {value})"
+
+
+def _too_long(digits: str | int) -> str:
+    """The message for an integer of too many digits: its first digits and its length."""
+    if isinstance(digits, int):  # from Python data: it may be too long to have a text
+        if digits.bit_length() > 14_000:
+            return (f"an integer of about {int(digits.bit_length() * 0.30103):,} digits, "
+                    f"longer than any patchsim reads ({MAX_INT_DIGITS} digits)")
+        digits = str(digits)
+    count = len(digits.lstrip("+-"))
+    return (f"'{digits[:20]}...' is an integer of {count:,} digits, longer than any patchsim "
+            f"reads ({MAX_INT_DIGITS} digits)")
+
+
+_LIMIT = 10 ** MAX_INT_DIGITS
+
+
+def long_integer(data: Any) -> str | None:
+    """Where ``data`` (parsed YAML or JSON, or Python data given to the library) holds an
+    integer of more than MAX_INT_DIGITS digits, as "key.path: message"; None if nowhere.
+    A walk, not recursion: the data may nest as deep as its parser allowed."""
+    todo: list[tuple[Any, str]] = [(data, "")]
+    seen: set[int] = set()
+    while todo:
+        value, path = todo.pop()
+        too_long = isinstance(value, _LongInt) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LIMIT)
+        if too_long:
+            return f"{path}: {_too_long(value)}" if path else _too_long(value)
+        if isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))  # YAML aliases share values
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                name = f"[{k}]" if isinstance(value, list) else _json_key(str(k))
+                todo.append((v, f"{path}{name}" if isinstance(value, list) or not path
+                             else f"{path}.{name}"))
+    return None
+
+
+def number_problem(text: str, tag: str) -> str | None:
+    """Why the scalar ``text`` (of tag ``tag``) breaks the number rule, or None if it keeps
+    it (or is no number at all)."""
+    if tag in (_INT_TAG, _FLOAT_TAG):
+        plain = _INT.fullmatch(text) or (tag == _FLOAT_TAG and (
+            _DECIMAL.fullmatch(text) or _SPECIAL.fullmatch(text)))
+        if not plain:
+            kind = "integer" if tag == _INT_TAG else "number"
+            return f"{quote(text)} is not a plain decimal {kind}"
+        digits = len(text.lstrip("+-"))
+        if _INT.fullmatch(text) and digits > MAX_INT_DIGITS:
+            return _too_long(text)
+        return None
+    if tag != _BAD_TAG:
+        return None
+    body = text.lstrip("+-")
+    if body[:2].lower() == "0o":  # YAML 1.2's octal, text in YAML 1.1
+        return f"{quote(text)} is an octal number (YAML 1.1 reads it as text)"
+    if body[:2].lower() in ("0x", "0b"):
+        kind = "a hexadecimal" if body[1] in "xX" else "a binary"
+        return f"{quote(text)} is {kind} number{_yaml11_reading(text)}"
+    if ":" in body:
+        return f"{quote(text)} is a base-60 number{_yaml11_reading(text)}"
+    if "_" in body:
+        return f"{quote(text)} is a number with '_' in it{_yaml11_reading(text)}"
+    if re.fullmatch(r"0[0-9]+", body):
+        return f"{quote(text)} is a number with a leading zero{_yaml11_reading(text)}"
+    return f"{quote(text)} looks like a number but is not one in decimal"
+
+
+def _number_problems(root: yaml.Node, label: str) -> list[str]:
+    """Every scalar of the document (keys included) that breaks the number rule, with its
+    line and key path. Each node is looked at once (an alias is not a second value)."""
+    problems: list[str] = []
+    seen: set[int] = set()
+    todo: list[tuple[yaml.Node, str, bool]] = [(root, "", False)]  # (node, key path, a key?)
+    while todo:
+        node, path, is_key = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            why = number_problem(str(node.value), node.tag)
+            if why is not None:
+                where = f"{path}: " if path else ""
+                what = "the key " if is_key else ""
+                problems.append(f"{label}: line {node.start_mark.line + 1}: {where}{what}{why}; "
+                                f"{NUMBER_RULE}")
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((child, f"{path}[{i}]", False) for i, child in reversed(list(
+                enumerate(node.value))))
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                name = _key_text(key)
+                todo.append((value, f"{path}.{name}" if path else name, False))
+                todo.append((key, path, True))
+    return problems
+
+
+def _key_text(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        text = str(node.value)
+        return text if len(text) <= QUOTE_CHARS and text.isprintable() else quote(text)
+    return "?"
 
 
 class _TooDeep:
@@ -196,6 +367,9 @@ def parse_yaml(text: str, label: str) -> Any:
             raise YamlFileError(label, [
                 f"{label}: the document stands for more than {MAX_YAML_VALUES:,} values once "
                 "its aliases (*name) are expanded; write the values out, or use fewer aliases"])
+        numbers = _number_problems(node, label) if node is not None else []
+        if numbers:
+            raise YamlFileError(label, numbers)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         raise YamlFileError(label, [_syntax_problem(label, e)]) from None
@@ -208,13 +382,74 @@ def parse_yaml(text: str, label: str) -> Any:
     return data
 
 
+def dump_yaml(data: Any, **options: Any) -> str:
+    """``data`` as YAML text that :func:`parse_yaml` reads back as ``data`` (``options`` as
+    for ``yaml.safe_dump``: sort_keys, default_flow_style, ...)."""
+    return yaml.dump(data, Dumper=_Dumper, **options)
+
+
+class JsonNumberError(PatchsimError, ValueError):
+    """JSON text with an integer longer than MAX_INT_DIGITS; the message names the label, the
+    key path and a prefix of the number."""
+
+
+class _LongInt(str):
+    """An integer's digits, too many to convert (found again by :func:`parse_json`)."""
+
+
+def parse_json(text: str, label: str) -> Any:
+    """``json.loads(text)``, with an integer of more than MAX_INT_DIGITS digits refused by a
+    JsonNumberError naming where it is (json itself raises a bare ValueError past 4,300
+    digits). JSONDecodeError and RecursionError pass as from ``json.loads``."""
+    long: list[_LongInt] = []
+
+    def parse_int(digits: str) -> int | _LongInt:
+        if len(digits.lstrip("-")) <= MAX_INT_DIGITS:
+            return int(digits)
+        long.append(_LongInt(digits))
+        return long[-1]
+
+    data = json.loads(text, parse_int=parse_int)
+    where = long_integer(data) if long else None
+    if where is not None:
+        raise JsonNumberError(f"{label}: {where}")
+    return data
+
+
+def _json_key(key: str) -> str:
+    return key if len(key) <= QUOTE_CHARS and key.isprintable() else quote(key)
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """What ``path`` is when it is no regular file, for a message ("no such file", "a
+    directory", "a named pipe (FIFO)", ...); None for a regular file (symlinks followed).
+    Raises OSError and ValueError as ``os.stat`` does for a name no file can have."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ("no such file (a symbolic link to a missing file)" if os.path.islink(path)
+                else "no such file")
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device")]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
 def read_yaml(path: str | Path, label: str | None = None) -> Any:
-    """Read and parse the YAML file at ``path`` (see :func:`parse_yaml`)."""
+    """Read and parse the YAML file at ``path`` (see :func:`parse_yaml`).
+
+    A regular file or a character device (read up to the size limit: /dev/zero ends); a
+    directory, a named pipe or a socket is refused, saying which (a pipe without a writer
+    would block the read for ever, and a file is read more than once)."""
     label = label or short_path(path)
     p = Path(path)
     try:
-        if p.is_dir():
-            raise YamlFileError(label, [f"{label}: is a directory, not a YAML file"])
+        kind = not_a_file(p)
+        if kind is not None and kind != "a character device":
+            what = kind if kind.startswith("no such") else f"is {kind}, not a YAML file"
+            raise YamlFileError(label, [f"{label}: {what}"])
         text = read_text_bounded(p, MAX_YAML_BYTES, "a YAML file", label)
     except FileNotFoundError:
         raise YamlFileError(label, [f"{label}: no such file"]) from None

@@ -28,8 +28,8 @@ from patchsim.engine.ruleset import (
     RulesetError,
     load_ruleset,
 )
-from patchsim.engine.yamlfile import YamlFileError, quote, read_yaml
-from patchsim.errors import PatchsimError
+from patchsim.engine.yamlfile import YamlFileError, read_yaml
+from patchsim.errors import MAX_SPEC_CHARS, PatchsimError, quote
 from patchsim.experiments.experiment_checks import (
     MAX_VARIANTS,
     METRIC_RANGES,
@@ -201,6 +201,10 @@ def load_experiment(path: str | Path) -> Experiment:
         for i, spec in enumerate(v):
             if not isinstance(spec, str):
                 bad(f"{key}[{i}]", f"expected a bot spec such as greedy, got {quote(spec)}")
+                continue
+            if len(spec) > MAX_SPEC_CHARS:  # the registry's messages would quote it whole
+                bad(f"{key}[{i}]", f"{quote(spec)} is longer than any bot spec "
+                                   f"({MAX_SPEC_CHARS:,} characters)")
                 continue
             try:
                 canon = make_bot(spec).spec

@@ -1,6 +1,8 @@
 """A tuning study's report as a Document (:mod:`patchsim.document`): the targets and the
 verdict, the finalists on fresh deals, every search round. The numbers come from
-:func:`patchsim.experiments.tune.run_tune`; this module only words and lays them out."""
+:func:`patchsim.experiments.tune.run_tune`; this module only words and lays them out, in the
+units of every report: rates as percentages, their tolerances in points (the CSV tables
+beside the report keep the proportions, for programs)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from patchsim.document.format import sig
+from patchsim.analysis.metrics import UnknownMetric, metric
+from patchsim.document.format import pct, sig
 from patchsim.document.model import Col, Document, Section, Table
 from patchsim.experiments.experiment import Experiment
 
@@ -23,10 +26,43 @@ def _cell(v: Any) -> str:
     return sig(v, 4) if isinstance(v, float) else str(v)
 
 
+def _percent(m: str) -> bool:
+    """Is the target metric ``m`` a rate or share, shown as a percentage (its tolerance and
+    differences in points) as in every other report?"""
+    try:
+        return metric(m).percent
+    except UnknownMetric:  # the loader checks the names; a table of unknown ones stays plain
+        return False
+
+
+def _unit(m: str) -> str:
+    try:
+        unit = metric(m).unit
+    except UnknownMetric:
+        return ""
+    return f" {unit}" if unit else ""
+
+
+def _interval(m: str, value: Any, lo: Any, hi: Any) -> str:
+    """A metric's estimate and interval in its unit: '49.8% [48.7%, 51.0%]', '1.2 [0.8, 1.6]
+    points'."""
+    if _percent(m):
+        return f"{pct(value)} [{pct(lo)}, {pct(hi)}]"
+    return f"{sig(value)} [{sig(lo)}, {sig(hi)}]{_unit(m)}"
+
+
+def _target(m: str, target: float, tolerance: float) -> str:
+    """'first_player_win = 50% ± 2 points', 'mean_margin = 0 ± 1.5 points'."""
+    if _percent(m):
+        return f"{m} = {100 * target:g}% ± {100 * tolerance:g} points"
+    unit = _unit(m)
+    return f"{m} = {target:g}{unit} ± {tolerance:g}{unit}"
+
+
 def verdict_section(final: pd.DataFrame, targets: dict[str, dict[str, float]],
                     tolerances: dict[str, float]) -> Section:
     s = Section("Verdict").p("Targets: " + "; ".join(
-        f"{m} = {t['target']} ± {tolerances[m]:g}" for m, t in targets.items()))
+        _target(m, t["target"], tolerances[m]) for m, t in targets.items()))
     if len(final):
         met = final[final["all_within"]]
         games = int(final["games"].max())
@@ -52,7 +88,7 @@ def finalists_table(final: pd.DataFrame, targets: dict[str, dict[str, float]]) -
         row = {"candidate": r["candidate"], "games": str(r["games"]),
                "all": "yes" if r["all_within"] else "no"}
         for m in targets:
-            row[m] = (f"{sig(r[m])} [{sig(r[m + '_lo'])}, {sig(r[m + '_hi'])}] "
+            row[m] = (f"{_interval(m, r[m], r[m + '_lo'], r[m + '_hi'])} "
                       f"(equivalence p {sig(r[m + '_p_within'], 3)})"
                       f"{' ✓' if r[m + '_within'] else ''}")
         rows.append(row)
@@ -64,7 +100,7 @@ def finalists_table(final: pd.DataFrame, targets: dict[str, dict[str, float]]) -
 def rounds_table(rounds: pd.DataFrame, targets: dict[str, dict[str, float]]) -> Table:
     shown = rounds.copy()
     for m in targets:
-        shown[m] = [f"{sig(v)} [{sig(lo)}, {sig(hi)}]" for v, lo, hi in
+        shown[m] = [_interval(m, v, lo, hi) for v, lo, hi in
                     zip(shown[m], shown[f"{m}_lo"], shown[f"{m}_hi"], strict=True)]
     shown["loss"] = [f"{sig(v, 3)} [{sig(lo, 3)}, {sig(hi, 3)}]" for v, lo, hi in
                      zip(shown["loss"], shown["loss_lo"], shown["loss_hi"], strict=True)]

@@ -381,8 +381,9 @@ def replay_snippet(records: Sequence[dict[str, Any] | GameRecord], titles: Seque
                       "rules": rules, "positions": positions, "moves": moves})
     payload = json.dumps({"games": games}, separators=(",", ":"), sort_keys=True)
     uid = "psr-" + hashlib.sha1(payload.encode()).hexdigest()[:10]
-    # inside <script>, "</" would end the element early: escape it the JSON way
-    safe = payload.replace("</", "<\\/")
+    # inside <script>, "</script" would end the element early and "<!--" would change how
+    # the page reads the rest: no "<" at all, as JSON's \u003c (the same text once parsed)
+    safe = payload.replace("<", "\\u003c")
     parts = [f'<div class="psr" id="{uid}">', f"<style>{_SNIPPET_CSS % {'uid': uid}}</style>"]
     for i, g in enumerate(games):
         parts.append(

@@ -11,6 +11,7 @@ version keeps its images in ``figures/``.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -50,19 +51,45 @@ from patchsim.reporting.sections_seats import (
 from patchsim.reporting.sections_verdict import verdict_section
 from patchsim.reporting.skill_section import report_sections
 
+# A report's progress, told before each step: (steps done, steps in all, what comes next). A
+# large run's report takes tens of seconds; a front end shows these as it likes.
+ReportProgress = Callable[[int, int, str], None]
+# the steps, in order: reading the run, then those of build_sections, then writing
+_STEPS = ("reading the run", "seat and skill tables", "score intervals (bootstrap)",
+          "game, patch, leather and bonus tables", "comparisons", "headline and skill trace",
+          "seat and score sections", "patch, leather, bonus and quilt sections",
+          "over-the-game section", "planning and methods", "writing report.html and report.md")
+
+
+class _Steps:
+    """Tells ``progress`` each named step of _STEPS as it starts (nothing without one)."""
+
+    def __init__(self, progress: ReportProgress | None, start: str) -> None:
+        self.progress, self.i = progress, _STEPS.index(start)
+
+    def __call__(self, name: str) -> None:
+        self.i = _STEPS.index(name)
+        if self.progress is not None:
+            self.progress(self.i, len(_STEPS), name)
+
 
 def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
                  margin: float = DEFAULT_MARGIN,
-                 comparisons: list[Comparison] | None = None) -> Path:
+                 comparisons: list[Comparison] | None = None,
+                 progress: ReportProgress | None = None) -> Path:
     """Write ``run_dir/report.html`` (self-contained) and ``run_dir/report.md`` (images in
     ``run_dir/figures/``); return the HTML path. With several rulesets in the run, each is
     compared with the first; with ``compare_with`` (another run folder on the same deals),
     this run is compared with that one, which is then the reference. ``comparisons``: those
     of :func:`comparisons_for`, when the caller prints them too (the CLI's lines), so that
-    the report and the caller read the same verdicts."""
+    the report and the caller read the same verdicts. ``progress`` is told each step as it
+    starts (:data:`ReportProgress`)."""
+    step = _Steps(progress, _STEPS[0])
+    step("reading the run")
     run = load_run(run_dir)
     other = load_run(compare_with) if compare_with is not None else None
-    doc = build_document(run, other, margin, comparisons)
+    doc = build_document(run, other, margin, comparisons, progress)
+    step("writing report.html and report.md")
     # atomic: a full disk part-way leaves the previous report (or none), never a truncated one
     try:
         out_html, _md = write(doc, run.run_dir, "report")
@@ -77,10 +104,11 @@ def write_report(run_dir: str | Path, compare_with: str | Path | None = None,
 
 
 def build_document(run: Run, other: Run | None = None, margin: float = DEFAULT_MARGIN,
-                   comparisons: list[Comparison] | None = None) -> Document:
+                   comparisons: list[Comparison] | None = None,
+                   progress: ReportProgress | None = None) -> Document:
     """The report as a Document (:mod:`patchsim.document`), every section built."""
     title = f"patchsim report: {run.manifest.get('config', {}).get('name', run.label)}"
-    return Document(title, build_sections(run, other, margin, comparisons))
+    return Document(title, build_sections(run, other, margin, comparisons, progress))
 
 
 def render_markdown(title: str, sections: list[Section], run_dir: Path) -> str:
@@ -129,9 +157,13 @@ def headline_questions(games: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def build_sections(run: Run, other: Run | None = None, margin: float = DEFAULT_MARGIN,
-                   comparisons: list[Comparison] | None = None) -> list[Section]:
+                   comparisons: list[Comparison] | None = None,
+                   progress: ReportProgress | None = None) -> list[Section]:
     """Every section of the report, tables and figures computed once (``comparisons``: those
-    of :func:`comparisons_for`, if the caller has them already)."""
+    of :func:`comparisons_for`, if the caller has them already; ``progress``: told each
+    step)."""
+    step = _Steps(progress, "seat and skill tables")
+    step("seat and skill tables")
     # deterministic self-play: each deal's copy is detected once here and counted once by
     # every table below (they see the same ``distinct`` table)
     g, e = distinct(run.games), run.events
@@ -143,34 +175,40 @@ def build_sections(run: Run, other: Run | None = None, margin: float = DEFAULT_M
     # the headline's verdict for them, not a second one from a larger family
     fpa = st.first_player_advantage(g, margin=margin, alone=headline_questions(g))
     skill = st.skill_balance(g, margin=margin)
+    step("score intervals (bootstrap)")
     scores = st.score_table(g, n_boot=n_boot)
+    step("game, patch, leather and bonus tables")
     summary = st.game_summary(g)
     patches = st.patch_table(g, e, run.rulesets)
     leather = st.leather_table(g, e)
     bonus = st.bonus_table(g, e, run.rulesets)
     bonus_ev = st.bonus_events(g, e)
+    step("comparisons")
     if comparisons is None:
         comparisons = comparisons_for(run, other, margin)
-    planning = plan(g)
     few = int(fpa["deals"].min()) if len(fpa) else 0
 
-    sections = [
-        # the headline first: the first seat under the strongest level, and its skill trace
-        *report_sections(run.games, run.events, margin, comparisons),
-        verdict_section(run, fpa, skill, leather, bonus, comparisons, margin, few),
-        overview_section(run, summary),
-        seats_section(pairings, fpa, skill, margin),
-        ratings_section(run.games),
-        scores_section(g, scores, summary),
-        patches_section(patches, run, g),
-        leather_section(leather, g, e),
-        bonus_section(bonus, bonus_ev, run),
-        quilts_section(run),
-        over_the_game_section(run, g),
-    ]
+    step("headline and skill trace")
+    # the headline first: the first seat under the strongest level, and its skill trace
+    sections: list[Section | None] = [*report_sections(run.games, run.events, margin,
+                                                       comparisons)]
+    step("seat and score sections")
+    sections += [verdict_section(run, fpa, skill, leather, bonus, comparisons, margin, few),
+                 overview_section(run, summary),
+                 seats_section(pairings, fpa, skill, margin),
+                 ratings_section(run.games),
+                 scores_section(g, scores, summary)]
+    step("patch, leather, bonus and quilt sections")
+    sections += [patches_section(patches, run, g),
+                 leather_section(leather, g, e),
+                 bonus_section(bonus, bonus_ev, run),
+                 quilts_section(run)]
+    step("over-the-game section")
+    sections.append(over_the_game_section(run, g))
     for c in comparisons:
         sections.append(comparison_section(c))
-    sections.append(planning_section(planning))
+    step("planning and methods")
+    sections.append(planning_section(plan(g)))
     sections.append(methods_section(margin, n_boot))
     sections.append(stamp_section(run, other))
     return [s for s in sections if s is not None]

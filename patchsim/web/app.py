@@ -42,6 +42,7 @@ from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
 from patchsim.engine.view import BOARD_SCRIPT
+from patchsim.engine.yamlfile import JsonNumberError, parse_json
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
@@ -277,7 +278,9 @@ async def _read_json(request: Request, limit: int = MAX_RECORD_BYTES) -> dict[st
         if len(raw) > limit:
             raise WebError(413, f"the request body is larger than {limit // 1_000_000} MB")
     try:
-        data = json.loads(bytes(raw).decode("utf-8"))
+        data = parse_json(bytes(raw).decode("utf-8"), "the request body")
+    except JsonNumberError as e:  # thousands of digits: json's bare ValueError, once a 500
+        raise WebError(400, str(e)) from None
     except RecursionError:
         raise WebError(400, "the request body is nested too deeply") from None
     except UnicodeDecodeError as e:
