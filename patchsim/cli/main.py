@@ -80,22 +80,43 @@ app = typer.Typer(
 def replay(
     file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the final position as JSON "
-                                          "(with its position text under \"text\").")]
+                                          "(with its position text under \"text\"); with "
+                                          "--analyse, the analysis as JSON.")]
     = False,
     trace: Annotated[bool, typer.Option("--trace", help="Print the position at the start and "
                                         "after every move (JSON lines with --json).")] = False,
+    analyse: Annotated[bool, typer.Option("--analyse", help="Analyse every move: the judge's "
+                                          "value of the move played and of its own choice "
+                                          "(pass and each affordable patch's best placement "
+                                          "are weighed), the win probability lost, marks on "
+                                          "the moves that lost most, a summary per seat.")]
+    = False,
+    bot: Annotated[str | None, typer.Option("--bot", metavar="SPEC", help="With --analyse: "
+                                            "the judge (default: mcts(eval=learned, "
+                                            "iterations=100), or mcts(iterations=200) for a "
+                                            "ruleset with no trained model).")] = None,
+    seed: Annotated[int, typer.Option(help="With --analyse: the seed of the judge's random "
+                                      "streams (a deterministic judge draws nothing).")] = 0,
 ) -> None:
-    """Replay a game record and show the final position (or every position with --trace)."""
+    """Replay a game record and show the final position (or every position with --trace, or
+    every move's analysis with --analyse)."""
     from patchsim.engine.record import MAX_RECORD_BYTES, GameRecord, RecordError
     from patchsim.engine.record import replay as replay_record
     from patchsim.engine.render import render
 
+    if not analyse and (bot is not None or seed != 0):
+        raise fail("--bot and --seed apply to --analyse only; add --analyse")
+    if analyse and trace:
+        raise fail("--trace and --analyse: give one of them")
     try:
         if file == "-":
             # one character past the limit is enough for the record's size check
             record = GameRecord.from_json(sys.stdin.read(MAX_RECORD_BYTES + 1), "-")
         else:
             record = GameRecord.load(file)
+        if analyse:
+            _analyse_record(record, bot, seed, as_json)
+            return
         game = None
         for game in replay_record(record):
             if trace:
@@ -108,6 +129,25 @@ def replay(
             typer.echo(json.dumps(game.summary(text=True)) if as_json else render(game))
     except RecordError as e:
         raise fail(e, 1) from None
+
+
+def _analyse_record(record: object, spec: str | None, seed: int, as_json: bool) -> None:
+    """``replay --analyse``: the analysis of a loaded record, as a table or JSON."""
+    from patchsim.bots.registry import BotSpecError, make_bot
+    from patchsim.engine.record import GameRecord
+    from patchsim.play.analyse import analyse_record, analysis_text, record_codes
+
+    assert isinstance(record, GameRecord)
+    record_codes(record)  # a bad record is said before the judge is made
+    try:
+        judge = make_bot(spec, bot_path=[os.getcwd()]) if spec is not None else None
+        analysis = analyse_record(record, judge, seed)
+    except BotSpecError as e:
+        raise fail(f"--bot: {message(e)}") from None
+    if as_json:
+        typer.echo(json.dumps({"record": record.source, **analysis.to_dict()}, indent=1))
+    else:
+        typer.echo(analysis_text(analysis))
 
 
 @app.command("rulesets")

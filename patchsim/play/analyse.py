@@ -365,7 +365,39 @@ def analyse_record(record: GameRecord | dict, judge: str | Bot | None = None, se
     return analyse_game(start, codes, judge, seed, stop, progress)
 
 
+def analysis_text(analysis: GameAnalysis) -> str:
+    """The analysis as a readable table (one line per move: number, seat, the move played
+    and its value, the judge's choice and its value, the loss, the mark) and the per-seat
+    summary below it. Values are the mover's win probability, in percent."""
+    table = analysis.table()
+
+    def pct(v: float) -> str:
+        return "" if v is None or math.isnan(v) else f"{100 * v:5.1f}"
+
+    played_w = max([6, *(len(str(m)) for m in table["played"])])
+    best_w = max([4, *(len(str(m)) for m in table["best"])])
+    lines = [f"judge: {analysis.judge} (seed {analysis.seed}); {analysis.method}",
+             f"marks: ? a mistake (lost {100 * MISTAKE:.0f} points of win probability or "
+             f"more), ?? a blunder ({100 * BLUNDER:.0f} or more)", "",
+             f"{'move':>4}  seat  {'played':<{played_w}}  {'win%':>5}  {'best':<{best_w}}  "
+             f"{'win%':>5}  {'loss':>5}  mark"]
+    for r in table.itertuples():
+        same = r.played == r.best
+        lines.append(f"{r.number:>4}  {r.seat:>4}  {r.played:<{played_w}}  "
+                     f"{pct(r.played_value):>5}  {'(same)' if same else r.best:<{best_w}}  "
+                     f"{pct(r.best_value):>5}  {pct(r.loss):>5}  {r.mark}".rstrip())
+    lines.append("")
+    for s in seat_summary(table):
+        worst = ", ".join(f"move {m['number']} ({m['played']}: -{100 * m['loss']:.1f}, best "
+                          f"{m['best']})" for m in s["largest"]) or "none marked"
+        lines.append(f"seat {s['seat']}: {s['moves']} moves, mean loss "
+                     f"{100 * s['mean_loss']:.1f} points of win probability (total "
+                     f"{100 * s['total_loss']:.1f}), {s['mistakes']} mistake(s), "
+                     f"{s['blunders']} blunder(s); largest: {worst}")
+    return "\n".join(lines)
+
+
 __all__ = ["BLUNDER", "DEFAULT_JUDGE", "FALLBACK_JUDGE", "MISTAKE", "BotSpecError",
            "Candidate", "GameAnalysis", "PositionAnalysis", "analyse_game",
-           "analyse_position", "analyse_record", "judge_spec", "make_judge", "mark_of",
-           "record_codes", "seat_summary"]
+           "analyse_position", "analyse_record", "analysis_text", "judge_spec", "make_judge",
+           "mark_of", "record_codes", "seat_summary"]
