@@ -38,7 +38,8 @@ each; :class:`~patchsim.play.evaluate.EvaluationStopped` when it says True.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -339,10 +340,12 @@ def analyse_game(start: Game, codes: Iterable[int], judge: str | Bot | None = No
     return GameAnalysis(bot.spec, seed, method_of(bot), tuple(positions))
 
 
-def record_codes(record: GameRecord) -> tuple[Game, list[int]]:
+def record_codes(record: GameRecord, allowed_roots: Sequence[str | os.PathLike[str]] | None
+                 = None) -> tuple[Game, list[int]]:
     """A record's start position and its moves as codes; RecordError naming the move
-    number, its text and why, for a malformed or illegal move."""
-    start = record.start()
+    number, its text and why, for a malformed or illegal move. ``allowed_roots``: the
+    folders a rules file the record names may be in (:meth:`GameRecord.start`)."""
+    start = record.start(allowed_roots)
     game = start.copy()
     codes = []
     for i, text in enumerate(record.moves, start=1):
