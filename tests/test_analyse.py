@@ -249,3 +249,68 @@ def test_cli_bad_records(tmp_path: Path, game: Game) -> None:
     nomodel = invoke(str(path), "--analyse", "--bot", "mcts(eval=learned)")
     assert nomodel.exit_code == 2 and "no model" in nomodel.stderr
     assert GameRecord.load(path).moves == ["pass"]
+
+
+# --- stored games and the report's links ------------------------------------------------------
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from runs import shared_run
+
+    return shared_run(tmp_path_factory, "web-small", "edition2", 8, ["greedy", "random"])
+
+
+def test_stored_record_replays_the_stored_game(run_dir: Path) -> None:
+    games = pd.read_parquet(run_dir / "games.parquet")
+    row = games.iloc[-1]
+    rec = A.stored_record(run_dir, int(row["game_id"]))
+    start, codes = A.record_codes(rec)
+    assert codes == [int(c) for c in row["moves"]]
+    assert rec.players == [row["bot0"], row["bot1"]]
+    with pytest.raises(A.StoredGameError, match="no game 999999"):
+        A.stored_record(run_dir, 999999)
+
+
+def test_cli_analyses_a_stored_game(run_dir: Path) -> None:
+    games = pd.read_parquet(run_dir / "games.parquet")
+    gid = int(games.iloc[0]["game_id"])
+    result = invoke(str(run_dir), "--game", str(gid), "--analyse", "--bot", SCRIPTED, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["moves"]) == len(games.iloc[0]["moves"])
+    assert data == {"record": f"{run_dir} game {gid}",
+                    **json.loads(json.dumps(A.analyse_record(
+                        A.stored_record(run_dir, gid), SCRIPTED).to_dict()))}
+    plain = invoke(str(run_dir), "--game", str(gid))
+    assert plain.exit_code == 0 and "score" in plain.stdout
+    missing = invoke(str(run_dir), "--game", "999999", "--analyse")
+    assert missing.exit_code == 1 and "no game 999999" in missing.stderr
+    notdir = invoke(str(run_dir / "games.parquet"), "--game", "1")
+    assert notdir.exit_code == 1 and "not a run folder" in notdir.stderr
+
+
+def test_report_lists_games_to_analyse(run_dir: Path) -> None:
+    from patchsim.analysis.degenerate import degenerate_games
+    from patchsim.analysis.selfplay import distinct
+    from patchsim.reporting import sections_games as S
+    from patchsim.reporting.run import load_run
+
+    run = load_run(run_dir)
+    games = distinct(run.games)
+    table = S.games_to_analyse(run, games)
+    assert table is not None
+    rows = table.records()
+    flags = degenerate_games(games)
+    for (_, pairing), part in games.assign(degenerate=flags.to_numpy()).groupby(
+            ["ruleset", "pairing"], observed=True):
+        mine = [r for r in rows if r["pairing"] == pairing]
+        lopsided = [r for r in mine if r["why"] == "most lopsided"]
+        assert len(lopsided) == 1
+        margin = (part["score0"] - part["score1"]).abs()
+        gid = int(part.loc[margin.idxmax(), "game_id"])
+        assert lopsided[0]["game"] == str(gid)
+        degenerate = [r for r in mine if r["why"].startswith("degenerate")]
+        assert len(degenerate) == min(int(part["degenerate"].sum()), S.ANALYSE_DEGENERATE)
+        for r in mine:
+            link = A.ANALYSIS_LINK.format(game_id=r["game"])
+            assert f"({link})" in r["analysis"]
+            assert f"replay {run_dir} --game {r['game']} --analyse" in r["analysis"]

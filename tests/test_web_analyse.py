@@ -126,6 +126,17 @@ def test_bad_uploads(server) -> None:
     assert status == 422 and "move 2" in data["error"]
 
 
+def test_report_link_opens_the_viewer(server, stored: pd.Series) -> None:
+    gid = int(stored["game_id"])
+    link = A.ANALYSIS_LINK.format(game_id=gid)
+    status, headers, _ = server.request("GET", f"/files/{server.run_id}/{link}")
+    assert status == 303 and headers["location"] == f"/game?run={server.run_id}&game={gid}"
+    status, _, body = server.request("GET", f"/files/{server.run_id}/game-analysis/x")
+    assert status == 400 and b"whole number" in body
+    status, _, _ = server.request("GET", "/files/nosuchrun/game-analysis/1")
+    assert status == 404
+
+
 def test_the_analyser_is_bounded() -> None:
     analyser = Analyser(seconds=60, wait=0.3)
 

@@ -28,6 +28,7 @@ from patchsim.cli.common import (
 
 if TYPE_CHECKING:  # the document package is imported only by the commands that write one
     from patchsim.document.model import Document
+    from patchsim.engine.record import GameRecord
 
 # what an option's value is, in its help line ("--out DIR"), instead of typer's type tags
 # ("--out <str>", "--set <list[str]>"); by type otherwise: N a whole number, X a number
@@ -78,7 +79,8 @@ app = typer.Typer(
 
 @app.command()
 def replay(
-    file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input.")],
+    file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input; "
+                                        "with --game, a run folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the final position as JSON "
                                           "(with its position text under \"text\"); with "
                                           "--analyse, the analysis as JSON.")]
@@ -97,6 +99,9 @@ def replay(
                                             "ruleset with no trained model).")] = None,
     seed: Annotated[int, typer.Option(help="With --analyse: the seed of the judge's random "
                                       "streams (a deterministic judge draws nothing).")] = 0,
+    game_id: Annotated[int | None, typer.Option("--game", metavar="ID", help="Replay game ID "
+                                                "of the run folder FILE (the id in its games "
+                                                "table and report).")] = None,
 ) -> None:
     """Replay a game record and show the final position (or every position with --trace, or
     every move's analysis with --analyse)."""
@@ -109,7 +114,9 @@ def replay(
     if analyse and trace:
         raise fail("--trace and --analyse: give one of them")
     try:
-        if file == "-":
+        if game_id is not None:
+            record = _stored_record(file, game_id)
+        elif file == "-":
             # one character past the limit is enough for the record's size check
             record = GameRecord.from_json(sys.stdin.read(MAX_RECORD_BYTES + 1), "-")
         else:
@@ -131,13 +138,25 @@ def replay(
         raise fail(e, 1) from None
 
 
-def _analyse_record(record: object, spec: str | None, seed: int, as_json: bool) -> None:
+def _stored_record(run_dir: str, game_id: int) -> GameRecord:
+    """``replay RUN_DIR --game ID``: the record of a stored game, or the error message."""
+    from patchsim.play.analyse import StoredGameError, stored_record
+    from patchsim.play.runfolder import RunFolderError
+
+    if not Path(run_dir).is_dir():
+        raise fail(f"--game: {run_dir} is not a run folder (with --game, give the run folder "
+                   "the game is stored in)", 1)
+    try:
+        return stored_record(run_dir, game_id)
+    except (RunFolderError, StoredGameError) as e:
+        raise fail(e, 1) from None
+
+
+def _analyse_record(record: GameRecord, spec: str | None, seed: int, as_json: bool) -> None:
     """``replay --analyse``: the analysis of a loaded record, as a table or JSON."""
     from patchsim.bots.registry import BotSpecError, make_bot
-    from patchsim.engine.record import GameRecord
     from patchsim.play.analyse import analyse_record, analysis_text, record_codes
 
-    assert isinstance(record, GameRecord)
     record_codes(record)  # a bad record is said before the judge is made
     try:
         judge = make_bot(spec, bot_path=[os.getcwd()]) if spec is not None else None

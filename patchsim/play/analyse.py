@@ -41,20 +41,25 @@ import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from patchsim.analysis.tables import game_moves, read_games
 from patchsim.bots.features import LEARNED, learned_root
 from patchsim.bots.heuristics import top_placements
 from patchsim.bots.learned import ModelError, bind_bot, find_model
 from patchsim.bots.registry import Bot, BotSpecError, CompiledBot, make_bot
 from patchsim.bots.tree import play_macro
 from patchsim.engine import core
-from patchsim.engine.game import Game, decode_move
+from patchsim.engine.deal import deal_circle
+from patchsim.engine.game import Game, decode_move, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
+from patchsim.errors import PatchsimError
 from patchsim.play.evaluate import EvaluationStopped, evaluate_game
+from patchsim.play.reader import inspect_run
 
 # The judge by default: the learned search at the main job's strength (its line-up plays
 # mcts(eval=learned, iterations=100, ...), play.config.DEFAULT_BOTS_LEARNED), without the
@@ -71,6 +76,10 @@ MARKS = {"": "no mark", "?": f"mistake (lost {MISTAKE:.2f} or more)",
          "??": f"blunder (lost {BLUNDER:.2f} or more)"}
 LARGEST = 3  # the largest mistakes a seat's summary lists
 ROLLOUTS = 100  # rollouts per candidate when the values come from rollouts
+# Where ``patchsim serve`` answers with the viewer (and analysis) of a stored game, relative
+# to the run folder's files (a run's report.html is served at /files/<run>/report.html):
+# the report links its games to their analysis by it
+ANALYSIS_LINK = "game-analysis/{game_id}"
 TABLE_COLUMNS = ("number", "ply", "seat", "played", "played_value", "best", "best_value",
                  "loss", "mark")
 
@@ -358,6 +367,31 @@ def record_codes(record: GameRecord, allowed_roots: Sequence[str | os.PathLike[s
     return start, codes
 
 
+class StoredGameError(PatchsimError, ValueError):
+    """A game id that a run folder does not hold."""
+
+
+def stored_record(run_dir: str | Path, game_id: int) -> GameRecord:
+    """The record of game ``game_id`` of a finished run folder (its rules, its deal's circle
+    and its moves, replayed by the engine), with the bots as its players. RunFolderError
+    for a folder that is not a finished run, StoredGameError for an id it does not hold."""
+    head = inspect_run(run_dir, verify_tables=False)
+    games = read_games(head.run_dir, columns=["game_id", "ruleset", "deal_seed", "bot0",
+                                              "bot1"])
+    rows = games[games["game_id"] == int(game_id)]
+    if rows.empty:
+        ids = games["game_id"]
+        span = f" (its games are {ids.min()} to {ids.max()})" if len(ids) else ""
+        raise StoredGameError(f"{head.run_dir}: no game {game_id}{span}")
+    row = rows.iloc[0]
+    rs = head.rulesets[str(row["ruleset"])]
+    game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
+    for code in game_moves(head.run_dir, int(game_id)):
+        game.apply(int(code))
+    data = {**game.record(rules_reference(rs)), "players": [str(row["bot0"]), str(row["bot1"])]}
+    return GameRecord.from_dict(data, f"{head.run_dir} game {game_id}")
+
+
 def analyse_record(record: GameRecord | dict, judge: str | Bot | None = None, seed: int = 0,
                    stop: Callable[[], bool] | None = None,
                    progress: Callable[[int], None] | None = None) -> GameAnalysis:
@@ -400,7 +434,7 @@ def analysis_text(analysis: GameAnalysis) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BLUNDER", "DEFAULT_JUDGE", "FALLBACK_JUDGE", "MISTAKE", "BotSpecError",
+__all__ = ["ANALYSIS_LINK", "BLUNDER", "DEFAULT_JUDGE", "FALLBACK_JUDGE", "MISTAKE", "BotSpecError",
            "Candidate", "GameAnalysis", "PositionAnalysis", "analyse_game",
            "analyse_position", "analyse_record", "analysis_text", "judge_spec", "make_judge",
-           "mark_of", "record_codes", "seat_summary"]
+           "mark_of", "record_codes", "seat_summary", "stored_record"]

@@ -6,6 +6,8 @@ Routes (registered by :func:`patchsim.web.app.create_app` through :func:`analysi
 - ``GET /api/runs/{rid}/games/{gid}/analysis``, ``GET /api/runs/{rid}/record/analysis?path=``,
   ``GET /api/saved/{name}/analysis``, ``POST /api/analysis`` (body ``{"name", "record"}``):
   the analysis of a game (``?bot=SPEC``: another built-in judge, with the play page's limits);
+- ``GET /files/{rid}/game-analysis/{id}``: a report's link to a stored game's analysis (the
+  report is served at ``/files/{rid}/report.html``), answered with the game viewer;
 - ``GET /api/play/{sid}/hint``: the judge's view of the position of a game in play, when it
   is the person's turn (the candidates with their values, the judge's choice).
 
@@ -24,14 +26,17 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from starlette.requests import Request
+from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
 from patchsim.bots.registry import Bot, BotSpecError
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.play.analyse import (
+    ANALYSIS_LINK,
     analyse_game,
     analyse_position,
     judge_spec,
@@ -207,7 +212,17 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
 
         return analyser.run("", work, _cancel(request), HINT_SECONDS)
 
+    def report_link(request: Request) -> RedirectResponse:
+        # a report's link to a game's analysis (relative to the run's files): the viewer
+        rid, gid = request.path_params["rid"], request.path_params["game_id"]
+        if not gid.isdigit() or len(gid) > 19:
+            raise WebError(400, f"game id={gid!r}: expected a whole number")
+        state.index.get(rid, loaded=False)  # 404 for a run not served
+        return RedirectResponse(f"/game?run={quote(rid, safe='')}&game={int(gid)}",
+                                status_code=303)
+
     return [
+        Route("/files/{rid}/" + ANALYSIS_LINK, api(report_link), methods=["GET"]),
         Route("/api/runs/{rid}/games/{gid}/analysis", api(stored, watch=True),
               methods=["GET"]),
         Route("/api/runs/{rid}/record/analysis", api(run_file, watch=True), methods=["GET"]),

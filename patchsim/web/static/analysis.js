@@ -110,7 +110,9 @@
     this.data.moves.forEach(function (m) {
       var li = list.querySelector("li[data-ply='" + (m.ply + 1) + "']");
       if (li && m.mark && !li.querySelector(".mark")) {
-        li.appendChild(h("span", { "class": "mark", title: "lost " + pct(m.loss) }, " " + m.mark));
+        // after the move number, where a long move's text cannot cut it off
+        li.insertBefore(h("span", { "class": "mark", title: "lost " + pct(m.loss) }, m.mark + " "),
+          li.children[0] ? li.children[0].nextSibling : li.firstChild);
       }
     });
   };
