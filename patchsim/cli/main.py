@@ -103,8 +103,12 @@ def replay(
                                                 "of the run folder FILE (the id in its games "
                                                 "table and report).")] = None,
 ) -> None:
-    """Replay a game record and show the final position (or every position with --trace, or
-    every move's analysis with --analyse)."""
+    """Replay a game record and show the final position (or every position with --trace).
+
+    With --analyse, every move as the strongest level (or --bot) sees it: the value of the
+    move played and of its own choice, the win probability lost, marks on the moves that
+    lost most, and a summary per seat. With --game ID, FILE is a run folder and the game is
+    the one stored under that id."""
     from patchsim.engine.record import MAX_RECORD_BYTES, GameRecord, RecordError
     from patchsim.engine.record import replay as replay_record
     from patchsim.engine.render import render
