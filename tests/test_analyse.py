@@ -190,6 +190,17 @@ def test_bad_inputs() -> None:
         A.analyse_record(game.record(), SCRIPTED, stop=lambda: True)
 
 
+def test_a_judge_of_the_user_s() -> None:
+    game = play((SCRIPTED, SCRIPTED), plies=6)
+    rec = game.record()
+    hoarder = A.analyse_record(rec, "custom_bots:Hoarder(threshold=3)")
+    assert hoarder.judge == "custom_bots:Hoarder(threshold=3)"
+    assert all(0 <= c.value <= 1 for p in hoarder.positions for c in p.candidates)
+    for spec in ("custom_bots:Illegal(at=1)", "custom_bots:IllegalCode(at=1)"):
+        with pytest.raises(BotSpecError, match="chose an illegal move at move 1"):
+            A.analyse_record(rec, spec)
+
+
 # --- the command line -------------------------------------------------------------------------
 def invoke(*args: str):
     return CliRunner().invoke(app, ["replay", *args])

@@ -226,7 +226,8 @@ def _choice(bot: Bot, game: Game, seed: int) -> int:
     if isinstance(bot, CompiledBot):
         return int(bot.choose_code(game, _stream(seed, game.ply)))
     rng = np.random.default_rng([seed, game.ply])
-    return int(bot.choose(game.copy(), game.legal_moves(), rng).code)
+    move = bot.choose(game.copy(), game.legal_moves(), rng)
+    return int(move) if isinstance(move, int | np.integer) else int(move.code)
 
 
 def _most_visited(moves: np.ndarray, visits: np.ndarray, means: np.ndarray,
@@ -312,6 +313,9 @@ def analyse_position(game: Game, judge: Bot, played: int | None = None, seed: in
     valuer = _Valuer(judge, seed, stop)
     valuer.check()
     best = _choice(judge, game, seed)
+    if game.legality(best) is not None:  # a bot of the user's may do this; say which
+        raise BotSpecError(f"the judge {getattr(judge, 'spec', judge)} chose an illegal move "
+                           f"at move {game.ply + 1}: {game.illegal_reason(best)}")
     codes: list[int] = []
     if not game.pending_leather:
         by_patch = {decode_move(c, game.tables).patch: c for c in valuer.placements(game)}
