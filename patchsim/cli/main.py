@@ -28,6 +28,7 @@ from patchsim.cli.common import (
 
 if TYPE_CHECKING:  # the document package is imported only by the commands that write one
     from patchsim.document.model import Document
+    from patchsim.engine.record import GameRecord
 
 # what an option's value is, in its help line ("--out DIR"), instead of typer's type tags
 # ("--out <str>", "--set <list[str]>"); by type otherwise: N a whole number, X a number
@@ -78,24 +79,55 @@ app = typer.Typer(
 
 @app.command()
 def replay(
-    file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input.")],
+    file: Annotated[str, typer.Argument(help="Game record (JSON); '-' reads standard input; "
+                                        "with --game, a run folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the final position as JSON "
-                                          "(with its position text under \"text\").")]
+                                          "(with its position text under \"text\"); with "
+                                          "--analyse, the analysis as JSON.")]
     = False,
     trace: Annotated[bool, typer.Option("--trace", help="Print the position at the start and "
                                         "after every move (JSON lines with --json).")] = False,
+    analyse: Annotated[bool, typer.Option("--analyse", help="Analyse every move: the judge's "
+                                          "value of the move played and of its own choice "
+                                          "(pass and each affordable patch's best placement "
+                                          "are weighed), the win probability lost, marks on "
+                                          "the moves that lost most, a summary per seat.")]
+    = False,
+    bot: Annotated[str | None, typer.Option("--bot", metavar="SPEC", help="With --analyse: "
+                                            "the judge (default: mcts(eval=learned, "
+                                            "iterations=100), or mcts(iterations=200) for a "
+                                            "ruleset with no trained model).")] = None,
+    seed: Annotated[int, typer.Option(help="With --analyse: the seed of the judge's random "
+                                      "streams (a deterministic judge draws nothing).")] = 0,
+    game_id: Annotated[int | None, typer.Option("--game", metavar="ID", help="Replay game ID "
+                                                "of the run folder FILE (the id in its games "
+                                                "table and report).")] = None,
 ) -> None:
-    """Replay a game record and show the final position (or every position with --trace)."""
+    """Replay a game record and show the final position (or every position with --trace).
+
+    With --analyse, every move as the strongest level (or --bot) sees it: the value of the
+    move played and of its own choice, the win probability lost, marks on the moves that
+    lost most, and a summary per seat. With --game ID, FILE is a run folder and the game is
+    the one stored under that id."""
     from patchsim.engine.record import MAX_RECORD_BYTES, GameRecord, RecordError
     from patchsim.engine.record import replay as replay_record
     from patchsim.engine.render import render
 
+    if not analyse and (bot is not None or seed != 0):
+        raise fail("--bot and --seed apply to --analyse only; add --analyse")
+    if analyse and trace:
+        raise fail("--trace and --analyse: give one of them")
     try:
-        if file == "-":
+        if game_id is not None:
+            record = _stored_record(file, game_id)
+        elif file == "-":
             # one character past the limit is enough for the record's size check
             record = GameRecord.from_json(sys.stdin.read(MAX_RECORD_BYTES + 1), "-")
         else:
             record = GameRecord.load(file)
+        if analyse:
+            _analyse_record(record, bot, seed, as_json)
+            return
         game = None
         for game in replay_record(record):
             if trace:
@@ -108,6 +140,37 @@ def replay(
             typer.echo(json.dumps(game.summary(text=True)) if as_json else render(game))
     except RecordError as e:
         raise fail(e, 1) from None
+
+
+def _stored_record(run_dir: str, game_id: int) -> GameRecord:
+    """``replay RUN_DIR --game ID``: the record of a stored game, or the error message."""
+    from patchsim.play.analyse import StoredGameError, stored_record
+    from patchsim.play.runfolder import RunFolderError
+
+    if not Path(run_dir).is_dir():
+        raise fail(f"--game: {run_dir} is not a run folder (with --game, give the run folder "
+                   "the game is stored in)", 1)
+    try:
+        return stored_record(run_dir, game_id)
+    except (RunFolderError, StoredGameError) as e:
+        raise fail(e, 1) from None
+
+
+def _analyse_record(record: GameRecord, spec: str | None, seed: int, as_json: bool) -> None:
+    """``replay --analyse``: the analysis of a loaded record, as a table or JSON."""
+    from patchsim.bots.registry import BotSpecError, make_bot
+    from patchsim.play.analyse import analyse_record, analysis_text, record_codes
+
+    record_codes(record)  # a bad record is said before the judge is made
+    try:
+        judge = make_bot(spec, bot_path=[os.getcwd()]) if spec is not None else None
+        analysis = analyse_record(record, judge, seed)
+    except BotSpecError as e:
+        raise fail(f"--bot: {message(e)}") from None
+    if as_json:
+        typer.echo(json.dumps({"record": record.source, **analysis.to_dict()}, indent=1))
+    else:
+        typer.echo(analysis_text(analysis))
 
 
 @app.command("rulesets")

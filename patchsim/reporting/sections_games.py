@@ -4,13 +4,19 @@ bot packs, and the curves over the game with replays.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from patchsim.analysis.degenerate import COLLAPSE_SCORE, OPENING_PASSES, PASSING_WAR_PASSES
+from patchsim.analysis.degenerate import (
+    COLLAPSE_SCORE,
+    OPENING_PASSES,
+    PASSING_WAR_PASSES,
+    degenerate_games,
+)
 from patchsim.analysis.packing import packing_table
 from patchsim.analysis.selfplay import distinct
 from patchsim.analysis.tables import (
@@ -25,6 +31,7 @@ from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.record import RecordError
 from patchsim.engine.render import patch_legend, quilt_labels
+from patchsim.play.analyse import ANALYSIS_LINK, DEFAULT_JUDGE
 from patchsim.play.runfolder import table_path
 from patchsim.reporting import plots
 from patchsim.reporting.common import add_figure
@@ -172,11 +179,68 @@ def packing_quality(games: pd.DataFrame) -> Table:
     return Table(cols, rows, "How well the bots pack", note)
 
 
+ANALYSE_DEGENERATE = 3  # degenerate games listed per ruleset and pairing
+
+
+def analyse_command(run_dir: Path, game_id: int) -> str:
+    """The command that prints the analysis of a stored game, move by move."""
+    return f"patchsim replay {shlex.quote(str(run_dir))} --game {game_id} --analyse"
+
+
+def games_to_analyse(run: Run, games: pd.DataFrame) -> Table | None:
+    """Per ruleset and pairing of ``games`` (the distinct games): its most lopsided game
+    (the largest score margin; ties: the first game) and its first degenerate games (up to
+    :data:`ANALYSE_DEGENERATE`), each with the command that analyses it and a link to its
+    analysis in the viewer of ``patchsim serve``. None when the table lacks the columns."""
+    try:
+        flags = degenerate_games(games)
+    except KeyError:
+        return None
+    g = games.assign(degenerate=flags.to_numpy(),
+                     margin=(games["score0"] - games["score1"]).abs().to_numpy())
+    keys = [k for k in ("ruleset", "pairing") if k in g.columns]
+    rows = []
+    for _, part in g.groupby(keys, sort=False, observed=True):
+        part = part.sort_values("game_id", kind="stable")
+        chosen = [("most lopsided", part.loc[part["margin"].idxmax()])]
+        degenerate = part[part["degenerate"]]
+        chosen += [(f"degenerate ({len(degenerate)} in all)", r)
+                   for _, r in degenerate.head(ANALYSE_DEGENERATE).iterrows()]
+        for why, r in chosen:
+            gid = int(r["game_id"])
+            rows.append({"ruleset": str(r["ruleset"]), "pairing": str(r["pairing"]),
+                         "why": why, "game": str(gid),
+                         "score": f"{int(r['score0'])} : {int(r['score1'])}",
+                         "passes": f"{int(r['passes0'])} + {int(r['passes1'])}",
+                         "analysis": (f"[in the viewer]({ANALYSIS_LINK.format(game_id=gid)})"
+                                      f"\n`{analyse_command(run.run_dir, gid)}`")})
+    if not rows:
+        return None
+    cols = [Col("pairing", "pairing", align="left"), Col("why", "game", align="left"),
+            Col("game", "id"), Col("score", "score (seat 0 : seat 1)"),
+            Col("passes", "passes (seat 0 + seat 1)"), Col("analysis", "analysis",
+                                                           align="left")]
+    if g["ruleset"].nunique() > 1:
+        cols.insert(0, Col("ruleset", "ruleset", align="left"))
+    note = ("Each game as the strongest level sees it, move by move: the win probability "
+            f"each move lost against the judge's own choice (by default {DEFAULT_JUDGE}), "
+            "the moves that lost most marked. The viewer's link works in "
+            "`patchsim serve` (which serves this report); the command works anywhere. "
+            f"Degenerate: {PASSING_WAR_PASSES}+ passes in all, or a seat below "
+            f"{COLLAPSE_SCORE} points.")
+    return Table(cols, rows, "Games to analyse: the most lopsided and the degenerate ones",
+                 note)
+
+
 def quilts_section(run: Run) -> Section:
     s = Section("Sample final quilts", anchor="quilts")
     if not run.games.empty:
         # the deterministic self-play copies count once, as in every other table
-        s.table(packing_quality(distinct(run.games)))
+        distinct_games = distinct(run.games)
+        s.table(packing_quality(distinct_games))
+        to_analyse = games_to_analyse(run, distinct_games)
+        if to_analyse is not None:
+            s.table(to_analyse)
     samples = sample_games(run)
     if not samples:
         s.note("No game could be replayed for a picture (the manifest has no rules data).")

@@ -52,6 +52,7 @@ from patchsim.play.evaluate import (
     rollout_bot,
 )
 from patchsim.web import STATIC_DIR
+from patchsim.web.analysis import analysis_routes
 from patchsim.web.play import IllegalMove, PlayManager
 from patchsim.web.runs import (
     MAX_RECORD_BYTES,
@@ -208,6 +209,7 @@ def create_app(roots: Sequence[str | Path], save_dir: str | Path = "played-games
         Route("/api/play/{sid}/move",
               _api(lambda r, body: state.play.move(r.path_params["sid"], body.get("move")),
                    body=True), methods=["POST"]),
+        *analysis_routes(state, _api),  # the judge's view of a game's moves, and hints
         Route("/api/{rest:path}", _api(lambda r: _no_api(r))),
         Route("/files/{rid}/{path:path}", _api(lambda r: _file(state, r)), methods=["GET"]),
         # the position view's drawing script lives with the view (engine/view.py), not here

@@ -11,6 +11,7 @@
   var legalKeys = {};       // patch id -> set of placements ("1,2,3": sorted square indices)
   var leatherOk = {};       // square index -> true
   var selected = null, turns = 0, flip = false, hover = null, busy = false;
+  var hinting = false;      // a hint is being computed
 
   function notice(text) {
     PS.clear(document.getElementById("notice")).appendChild(h("div", { "class": "notice" }, text));
@@ -21,6 +22,9 @@
   function pendingLeather() { return game.your_turn && pos().pending_leather > 0; }
 
   function show(v) {
+    if (!game || game.id !== v.id || game.moves.length !== v.moves.length) {
+      PS.clear(document.getElementById("hint"));  // a hint is for one position
+    }
     game = v;
     legalKeys = {};
     leatherOk = {};
@@ -77,6 +81,7 @@
     ["rotate", "flip", "cancel"].forEach(function (id) {
       document.getElementById(id).disabled = !selected || busy;
     });
+    document.getElementById("hint-button").disabled = !v.your_turn || busy || hinting;
     drawMoves();
     drawPreview();
     showResult();
@@ -241,6 +246,28 @@
   document.getElementById("flip").addEventListener("click", doFlip);
   document.getElementById("cancel").addEventListener("click", cancel);
   document.getElementById("pass").addEventListener("click", function () { send("pass"); });
+  /* The judge's candidates for this position, with their values (the server's analysis). */
+  document.getElementById("hint-button").addEventListener("click", function () {
+    if (!game || !game.your_turn || hinting) { return; }
+    var box = PS.clear(document.getElementById("hint"));
+    var at = game.moves.length;
+    hinting = true;
+    render();
+    box.appendChild(h("span", { "class": "muted" }, "thinking..."));
+    PS.api("/api/play/" + encodeURIComponent(game.id) + "/hint").then(function (pos) {
+      hinting = false;
+      render();
+      if (game.moves.length !== at) { return; }  // the game moved on meanwhile
+      PS.clear(box).appendChild(h("div", { id: "hint-best", "data-move": pos.best },
+        "The judge (" + pos.judge + ") plays " + pos.best + ": " +
+        PatchsimAnalysis.pct(pos.best_value) + " to win for you. Its candidates:"));
+      box.appendChild(PatchsimAnalysis.candidateList(pos));
+    }).catch(function (e) {
+      hinting = false;
+      render();
+      PS.clear(box).appendChild(h("span", { "class": "message bad" }, "no hint: " + e.message));
+    });
+  });
   document.addEventListener("keydown", function (e) {
     var tag = (e.target && e.target.tagName) || "";
     if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || !game) { return; }

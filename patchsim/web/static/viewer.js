@@ -1,11 +1,17 @@
 /* The game viewer: every position of a game as the engine replayed it, stepped with buttons,
- * the arrow keys or the slider; the move list in record notation; the evaluation curve. */
+ * the arrow keys or the slider; the move list in record notation; the evaluation curve; the
+ * judge's analysis of each move (analysis.js). */
 (function () {
   "use strict";
   var h = PS.h;
   var params = PS.params();
   var view = null, ply = 0, evaluation = null, upload = null;
   var board = document.getElementById("board");
+  var analysis = new PatchsimAnalysis.Analysis(document.getElementById("analysis"), function () {
+    analysis.markMoves(document.getElementById("moves"));
+    analysis.show(ply);
+    drawCurve();
+  });
 
   function notice(text, info) {
     document.getElementById("notice").appendChild(h("div", { "class": info ? "notice info" :
@@ -36,6 +42,7 @@
       if (current && li.scrollIntoView) { li.scrollIntoView({ block: "nearest" }); }
     });
     drawCurve();
+    analysis.show(ply);
     if (params.get("ply") !== String(ply)) {
       params.set("ply", ply);
       history.replaceState(null, "", "/game?" + params.toString());
@@ -70,6 +77,7 @@
     var start = parseInt(params.get("ply") || "0", 10);
     go(isNaN(start) ? 0 : start);
     loadEval();
+    analysis.load(v, upload ? upload.name : null);
   }
 
   function loadEval() {
@@ -132,6 +140,7 @@
       el("title", {}, d).textContent = "move " + p.ply + ": seat " + p.favourite +
         " becomes the favourite (" + Math.round(p.win0 * 100) + "% for seat 0)";
     });
+    analysis.drawOnCurve(svg, X, H - bottom, 0.5 * (H - top - bottom));
     el("line", { x1: X(ply), x2: X(ply), y1: top, y2: H - bottom, stroke: "#d4a000",
       "stroke-width": 2, "class": "eval-cursor" }, svg);
     var lab1 = el("text", { x: left + 4, y: top + 11, "font-size": 10, fill: "#1f77b4" }, svg);
