@@ -360,6 +360,9 @@ def test_the_command_writes_a_trace_folder(tmp_path) -> None:
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "first seat wins" in r.output and "skill trace: " in r.output
+    # two deals decide nothing, and the command says so plainly
+    assert ("is NOT decided at 2 deals a level (--until-decided, or more --deals would go "
+            "on)") in r.output
     assert (out / "skill.md").exists() and (out / "levels.csv").exists()
     bad = CliRunner().invoke(app, ["skill", "edition2", "--levels", "3,2", "--out",
                                    str(tmp_path / "u")])

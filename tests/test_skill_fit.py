@@ -162,3 +162,20 @@ def test_the_verdict_words_agree_with_the_interval_printed_beside_them(seed: int
         assert not (lo > -2 and hi < 2) and not (lo > 2 or hi < -2)
         assert text.startswith("undecided: ")
     assert "per doubling of the budget" in text
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_first_seats_anytime_verdict_reads_the_interval_it_prints(seed: int) -> None:
+    rng = np.random.default_rng(300 + seed)
+    n = int(rng.integers(12, 800))
+    wide = _rates(rng, [0.5, rng.uniform(0.4, 0.65)], n)
+    e, v = sk.headline(_long(wide), 1, 0.02, n0=int(rng.integers(10, 200)))
+    fixed, _ = sk.headline(_long(wide), 1, 0.02)
+    assert e.value == fixed.value and e.halfwidth >= fixed.halfwidth - 1e-12
+    assert v.interval.lo == e.lo and v.interval.hi == e.hi
+    if v.kind == "equivalent":
+        assert e.lo > 0.48 and e.hi < 0.52
+    elif v.kind == "differs":
+        assert e.lo > 0.52 or e.hi < 0.48
+    else:
+        assert not (e.lo > 0.48 and e.hi < 0.52) and not (e.lo > 0.52 or e.hi < 0.48)

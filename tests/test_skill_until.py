@@ -91,3 +91,18 @@ def test_the_command_plays_until_decided_and_says_what_decided_it(tmp_path) -> N
     assert r.exit_code != 0 and "--budget bounds a trace played --until-decided" in r.output
     r = CliRunner().invoke(app, [*args[:-3], "--out", str(tmp_path / "v"), "--budget", "5"])
     assert r.exit_code != 0 and "--budget: at least the step of 10" in r.output
+
+
+def test_a_stop_while_playing_says_how_to_resume_the_trace(tmp_path, monkeypatch) -> None:
+    from patchsim.experiments import skill as experiment
+    from patchsim.play.errors import RunInterrupted
+
+    def stopped(*_a, **_k):
+        raise RunInterrupted(tmp_path / "t.parts" / "part-03", 1, 2, "interrupted")
+
+    monkeypatch.setattr(experiment, "skill_traces", stopped)
+    out = tmp_path / "t"
+    r = CliRunner().invoke(app, ["skill", "edition2", "--until-decided", "--out", str(out)])
+    assert r.exit_code == 130
+    assert f"the games played are kept in {out}.parts/" in r.output
+    assert "rerun the same command" in r.output and "patchsim run --resume" not in r.output

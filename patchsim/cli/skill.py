@@ -125,6 +125,7 @@ def skill(
         write_trace,
     )
     from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.errors import RunInterrupted
     from patchsim.play.match import BotError
     from patchsim.play.storage import fresh_dir
     from patchsim.reporting.skill_plot import short_label
@@ -189,6 +190,11 @@ def skill(
         folder = write_trace(traces, target, command_line(), parts=parts)
     except SkillError as e:
         raise fail(_flag(str(e))) from None
+    except RunInterrupted as e:  # a part's run stopped: the trace resumes, not the part
+        if parts is not None:
+            raise fail(f"{e.cause}; the games played are kept in {parts}/: rerun the same "
+                       f"command (with --out {target}) to resume", 130) from None
+        raise fail(str(e), 130) from None
     except (RunError, BotSpecError) as e:
         raise fail(str(e)) from None
     except BotError as e:

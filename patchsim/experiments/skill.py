@@ -13,6 +13,12 @@ simulate`, common deals from one seed for every part):
   so the trace shows whether the primary metric depends on the method
   (:func:`patchsim.analysis.skill.diversity_table`).
 
+Until decided (``until_decided``): every level's self-play and duel are run folders that grow
+by a step of deals at a time (the runner tops them up), until the trend from every level
+(:func:`patchsim.analysis.skill.convergence_verdict`) and the first seat under the strongest
+level are both decided on anytime-valid intervals, or a budget of deals a level runs out;
+a rerun on the same folders re-reads the looks already played and goes on from there.
+
 Diversity: a deterministic search plays one game per deal in self-play, and the answer then
 rests on a few hundred particular games. The principled method (``temperature``) samples each
 of the first ``SAMPLE_PLIES`` plies in proportion to the root visit counts (temperature 1):
