@@ -59,8 +59,8 @@ def test_a_flat_ladder_has_converged_per_100_elo() -> None:
     assert v.kind == sk.CONVERGED and v.axis.axis == "elo"
     text = v.text()
     assert text.startswith("converged: equivalent within +-2.0 points per 100 Elo (")
-    assert "a weighted line through 3 levels on 2,000 common deals" in text
-    assert "it puts the strongest level at 5" in text and "stalled" not in text
+    assert "; from a weighted line through 3 levels on 2,000 common deals (95% intervals" in text
+    assert "which puts the strongest level at 5" in text and "stalled" not in text
     assert v.verdict.kind == "equivalent"
 
 

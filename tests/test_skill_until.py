@@ -31,7 +31,7 @@ def test_it_stops_as_soon_as_both_are_decided(tmp_path) -> None:
     assert h["decided"] and t.verdict is not None and t.verdict.kind != "undecided"
     # every interval it prints is anytime-valid
     assert t.anytime_n0 == 10 and t.verdict.fit.anytime
-    assert "anytime-valid 95% intervals" in t.verdict.text()
+    assert "(anytime-valid 95% intervals)" in t.verdict.text()
     figures = t.figures()
     assert figures["stopping"] == st and figures["trend"]["anytime"]
 

@@ -231,12 +231,13 @@ class ConvergenceVerdict:
             out = f"{self.kind}: {words}"
         f = self.fit
         how = "anytime-valid 95% intervals" if f.anytime else "95% intervals over deals"
-        out += (f" (a weighted line through {len(f.levels)} levels on {f.deals:,} common "
-                f"deals, {how}; it puts the strongest level at {self._value(f.top, digits)})")
+        out += (f"; from a weighted line through {len(f.levels)} levels on {f.deals:,} "
+                f"common deals ({how}), which puts the strongest level at "
+                f"{self._value(f.top, digits)}")
         if f.widen > 1:
-            out += (f"; the levels scatter about the line more than their intervals allow "
-                    f"(chi-square {f.chi2:.1f} on {f.df}), so its intervals are widened "
-                    f"{f.widen:.2f} times")
+            out += (f"; the levels scatter about the line by more than their intervals "
+                    f"(chi-square {f.chi2:.1f} on {f.df} degrees of freedom), which widens "
+                    f"its intervals {f.widen:.2f} times")
         w = self.strength
         if self.kind == CONVERGED and w is not None and w.deals and not w.lo > 0.5:
             # a flat line from equal players says nothing about stronger play
