@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 import patchsim
 from patchsim.analysis import skill as sk
+from patchsim.analysis import skill_rules
 from patchsim.analysis.seats import SKILL_GAP
 from patchsim.cli.main import app
 from patchsim.document.model import Document
@@ -49,78 +50,77 @@ def _deal_outcomes(rng: np.random.Generator, rate: float, n: int) -> np.ndarray:
 
 
 # --- the convergence verdict ---------------------------------------------------------------------
-def test_two_levels_that_agree_have_converged() -> None:
+def test_a_flat_ladder_has_converged_per_100_elo() -> None:
     rng = np.random.default_rng(1)
-    base = _deal_outcomes(rng, 0.57, 2000)
-    same = base.copy()
-    flip = rng.random(2000) < 0.02  # a few deals go the other way at the stronger level
-    same[flip] = 1 - same[flip]
-    v = sk.convergence_verdict(_levels([base, same]), duels=_duels(1, _deal_outcomes(
-        rng, 0.65, 2000)), budgets=[100, 200])
-    assert v.kind == sk.CONVERGED
+    levels = [_deal_outcomes(rng, 0.57, 2000) for _ in range(3)]
+    duels = pd.concat([_duels(1, _deal_outcomes(rng, 0.75, 2000)),
+                       _duels(2, _deal_outcomes(rng, 0.65, 2000))], ignore_index=True)
+    v = sk.convergence_verdict(_levels(levels), duels=duels, budgets=[100, 200, 400])
+    assert v.kind == sk.CONVERGED and v.axis.axis == "elo"
     text = v.text()
-    assert text.startswith("converged: the two strongest levels agree within +-2.0 points "
-                           "(they differ by ")
-    assert "while the stronger one wins 6" in text and "stalled" not in text
+    assert text.startswith("converged: equivalent within +-2.0 points per 100 Elo (")
+    assert "; from a weighted line through 3 levels on 2,000 common deals (95% intervals" in text
+    assert "which puts the strongest level at 5" in text and "stalled" not in text
     assert v.verdict.kind == "equivalent"
 
 
-def test_agreement_without_a_stronger_player_says_the_ladder_may_have_stalled() -> None:
+def test_a_flat_top_without_a_stronger_player_says_the_ladder_may_have_stalled() -> None:
     rng = np.random.default_rng(2)
-    base = _deal_outcomes(rng, 0.57, 1000)
-    v = sk.convergence_verdict(_levels([base, base.copy()]),
-                               duels=_duels(1, _deal_outcomes(rng, 0.5, 1000)))
+    levels = [_deal_outcomes(rng, 0.57, 2000) for _ in range(3)]
+    duels = pd.concat([_duels(1, _deal_outcomes(rng, 0.8, 2000)),
+                       _duels(2, _deal_outcomes(rng, 0.5, 2000))], ignore_index=True)
+    v = sk.convergence_verdict(_levels(levels), duels=duels)
     assert v.kind == sk.CONVERGED
     assert "may have stalled rather than converged" in v.text()
 
 
 def test_a_metric_that_keeps_changing_is_still_moving_per_doubling() -> None:
     rng = np.random.default_rng(3)
-    low, high = _deal_outcomes(rng, 0.50, 3000), _deal_outcomes(rng, 0.62, 3000)
-    v = sk.convergence_verdict(_levels([low, high]), budgets=[100, 400])
-    assert v.kind == sk.MOVING
-    assert v.doublings == 2
-    # the change is about +12 points over two doublings: about +6 per doubling
-    assert v.per_doubling.value == pytest.approx(v.change.value / 2)
-    assert 0.04 < v.per_doubling.value < 0.08
-    text = v.text()
-    e = v.per_doubling
-    assert text == (f"still moving: {100 * e.value:+.1f} points per doubling "
-                    f"[{100 * e.lo:+.1f}, {100 * e.hi:+.1f}]")
+    levels = [_deal_outcomes(rng, r, 3000) for r in (0.50, 0.56, 0.62)]
+    v = sk.convergence_verdict(_levels(levels), budgets=[100, 200, 400])
+    assert v.kind == sk.MOVING and v.axis.axis == "doubling"
+    assert 0.045 < v.slope.value < 0.075
+    e = v.slope
+    assert v.text().startswith(
+        f"still moving: differs by {100 * e.value:+.1f} points per doubling of the budget "
+        f"[{100 * e.lo:+.1f}, {100 * e.hi:+.1f}], beyond +-2.0 points per doubling")
 
 
-def test_without_budgets_the_change_is_stated_from_the_level_below() -> None:
+def test_without_budgets_or_duels_the_slope_is_per_level() -> None:
     rng = np.random.default_rng(4)
     low, high = _deal_outcomes(rng, 0.50, 3000), _deal_outcomes(rng, 0.62, 3000)
     v = sk.convergence_verdict(_levels([low, high]), budgets=[None, 100])
-    assert v.kind == sk.MOVING and math.isnan(v.doublings)
-    assert v.per_doubling.value == pytest.approx(v.change.value)
-    assert " points from the level below [" in v.text()
+    assert v.kind == sk.MOVING and v.axis.axis == "level"
+    assert " points per level [" in v.text()
 
 
 def test_too_few_deals_is_undecided_with_the_deals_per_level_that_would_decide() -> None:
     rng = np.random.default_rng(5)
-    low, high = _deal_outcomes(rng, 0.55, 30), _deal_outcomes(rng, 0.57, 30)
-    v = sk.convergence_verdict(_levels([low, high]), budgets=[100, 200])
+    levels = [_deal_outcomes(rng, r, 30) for r in (0.55, 0.56, 0.57)]
+    v = sk.convergence_verdict(_levels(levels), budgets=[100, 200, 400])
     assert v.kind == sk.UNDECIDED
     assert v.more_deals > 0 and not v.too_close
     # the deals come from the power calculation every verdict uses
     assert v.more_deals == v.verdict.more_deals
-    assert v.text().startswith(f"undecided: about {v.more_deals:,} more deals per level "
-                               "would decide it")
+    assert f"about {v.more_deals:,} more deals per level would likely decide it" in v.text()
+    assert v.text().startswith("undecided: ")
 
 
-def test_only_the_two_strongest_levels_decide_and_one_level_is_refused() -> None:
+def test_every_level_counts_not_the_top_two_alone_and_one_level_is_refused() -> None:
     rng = np.random.default_rng(6)
-    weak = _deal_outcomes(rng, 0.30, 2000)  # far from the others: it must not matter
-    a = _deal_outcomes(rng, 0.57, 2000)
-    v = sk.convergence_verdict(_levels([weak, a, a.copy()]))
-    assert v.kind == sk.CONVERGED and v.top == "L2" and v.below == "L1"
+    # a steady climb whose top two levels happen to agree: the top two alone would say
+    # converged, the line through every level does not
+    rates = (0.45, 0.50, 0.55, 0.60, 0.60)
+    top = _deal_outcomes(rng, 0.60, 2000)
+    levels = [_deal_outcomes(rng, r, 2000) for r in rates[:-2]] + [top, top.copy()]
+    v = sk.convergence_verdict(_levels(levels), budgets=[25, 50, 100, 200, 400])
+    assert v.kind != sk.CONVERGED and v.slope.lo > 0
+    assert v.top == "L4" and v.fit.levels == (0, 1, 2, 3, 4)
     with pytest.raises(ValueError, match="needs two levels"):
-        sk.convergence_verdict(_levels([a]))
+        sk.convergence_verdict(_levels([top]))
 
 
-def test_the_verdict_pairs_levels_on_their_common_deals_only() -> None:
+def test_the_verdict_fits_the_deals_common_to_every_level() -> None:
     rng = np.random.default_rng(7)
     a = _deal_outcomes(rng, 0.57, 1000)
     levels = _levels([a, a.copy()])
@@ -128,7 +128,7 @@ def test_the_verdict_pairs_levels_on_their_common_deals_only() -> None:
     extra = pd.DataFrame({"level": 0, "bot": "L0", "deal": np.arange(1000, 1500),
                           "first_player_win": 1.0})
     v = sk.convergence_verdict(pd.concat([levels, extra], ignore_index=True))
-    assert v.change.deals == 1000 and v.change.value == 0
+    assert v.fit.deals == 1000 and v.slope.value == pytest.approx(0)
 
 
 # --- per-level tables ----------------------------------------------------------------------------
@@ -360,6 +360,9 @@ def test_the_command_writes_a_trace_folder(tmp_path) -> None:
                                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "first seat wins" in r.output and "skill trace: " in r.output
+    # two deals decide nothing, and the command says so plainly
+    assert ("is NOT decided at 2 deals a level (--until-decided, or more --deals would go "
+            "on)") in r.output
     assert (out / "skill.md").exists() and (out / "levels.csv").exists()
     bad = CliRunner().invoke(app, ["skill", "edition2", "--levels", "3,2", "--out",
                                    str(tmp_path / "u")])
@@ -538,26 +541,26 @@ def _two_rulesets(shift: list[float], n: int = 3000, seed: int = 9) -> pd.DataFr
 
 
 def test_a_change_of_rules_that_holds_at_every_level() -> None:
-    t = sk.change_by_level(_two_rulesets([0.0, 0.0]), "base")
+    t = skill_rules.change_by_level(_two_rulesets([0.0, 0.0]), "base")
     assert list(t["level"]) == [0, 1] and set(t["verdict_kind"]) == {"equivalent"}
-    assert sk.holds_at_every_level(t) == {
+    assert skill_rules.holds_at_every_level(t) == {
         "variant": "holds at every level: no change beyond the margin"}
 
 
 def test_a_change_of_rules_that_changes_with_the_level() -> None:
-    t = sk.change_by_level(_two_rulesets([0.0, 0.1]), "base")
+    t = skill_rules.change_by_level(_two_rulesets([0.0, 0.1]), "base")
     assert list(t["verdict_kind"]) == ["equivalent", "differs"]
     assert "Holm over 2" in t.loc[1, "verdict"]
-    assert sk.holds_at_every_level(t)["variant"].startswith("changes with the level")
+    assert skill_rules.holds_at_every_level(t)["variant"].startswith("changes with the level")
 
 
 def test_a_change_of_rules_not_decided_at_a_level_says_which() -> None:
-    t = sk.change_by_level(_two_rulesets([0.1, 0.1], n=40), "base")
+    t = skill_rules.change_by_level(_two_rulesets([0.1, 0.1], n=40), "base")
     assert "undecided" in set(t["verdict_kind"])
-    assert sk.holds_at_every_level(t)["variant"].startswith("not decided at every level")
+    assert skill_rules.holds_at_every_level(t)["variant"].startswith("not decided at every level")
     # the open levels by name (a label function shortens them)
-    assert "(open at L" in sk.holds_at_every_level(t)["variant"]
-    assert "(open at l" in sk.holds_at_every_level(t, str.lower)["variant"]
+    assert "(open at L" in skill_rules.holds_at_every_level(t)["variant"]
+    assert "(open at l" in skill_rules.holds_at_every_level(t, str.lower)["variant"]
 
 
 def test_an_experiments_variants_get_a_trace_each_and_the_change_at_every_level(

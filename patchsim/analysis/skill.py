@@ -12,9 +12,11 @@ as the unit and the intervals and verdicts of :mod:`patchsim.analysis.estimators
 - :func:`duel_deals` / :func:`duel_table`: each level against the level below (seat-swapped,
   common deals): the stronger level's win rate, its Elo gain, the gain per doubling of the
   budget and the cumulative Elo of the ladder.
-- :func:`convergence_verdict`: the three-way verdict on the primary metric, in the language
-  of every other verdict: "converged: ...", "still moving: ..." or "undecided: about N more
-  deals per level would decide it" (deals from the same power calculation as every verdict).
+- :func:`convergence_verdict`: the three-way verdict on the primary metric from every level
+  (the slope of a weighted line through the ladder, per 100 Elo of strength, in
+  :mod:`patchsim.analysis.skill_fit`), in the language of every other verdict: "converged:
+  ...", "still moving: ..." or "undecided: ... about N more deals per level would likely
+  decide it" (deals from the same power calculation as every verdict).
 - :func:`diversity_table`: at one level, whether the primary metric depends on how self-play
   is made diverse (paired by deal against the reference method, a verdict within the margin).
 """
@@ -22,18 +24,23 @@ as the unit and the intervals and verdicts of :mod:`patchsim.analysis.estimators
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis import skill_fit as sf
 from patchsim.analysis.degenerate import OPENING_PASSES, opens_with_passes
 from patchsim.analysis.metrics import deal_metrics
 from patchsim.analysis.packing import seat_mean
 from patchsim.analysis.seats import seat_information
 from patchsim.analysis.selfplay import distinct, two_different_games
+from patchsim.analysis.skill_fit import CONVERGED as CONVERGED
+from patchsim.analysis.skill_fit import MOVING as MOVING
+from patchsim.analysis.skill_fit import UNDECIDED as UNDECIDED
+from patchsim.analysis.skill_fit import ConvergenceVerdict
 from patchsim.analysis.tables import EventSummary
 
 # A game no human would play: one of these and it is counted as degenerate (issue 20: the
@@ -232,70 +239,7 @@ def duel_table(duels: pd.DataFrame, levels: Sequence[str],
     return pd.DataFrame(rows, columns=cols)
 
 
-# --- the convergence verdict ---------------------------------------------------------------------
-CONVERGED, MOVING, UNDECIDED = "converged", "still moving", "undecided"
-
-
-@dataclass(frozen=True)
-class ConvergenceVerdict:
-    """The verdict on whether ``metric`` has converged along the ladder, read off the change
-    between its two strongest levels on their common deals (``change``, with the verdict of
-    :func:`estimators.verdict` on it, ``verdict``), the stronger level's win rate against
-    the weaker (``strength``) and the change per doubling of the budget (``per_doubling``,
-    the change divided by the doublings between the two; the change itself when they have
-    no budgets). ``kind``: converged, still moving or undecided; ``more_deals``: the deals
-    per level that would likely decide an undecided one."""
-
-    kind: str
-    metric: str
-    margin: float
-    top: str
-    below: str
-    change: est.Estimate
-    verdict: est.Verdict
-    strength: est.Estimate | None
-    per_doubling: est.Estimate
-    doublings: float
-    more_deals: int = 0
-    too_close: bool = False
-    scale: float = 100.0
-    unit: str = " points"
-
-    def text(self, digits: int = 1) -> str:
-        """The verdict in the project's verdict language."""
-        s, u = self.scale, self.unit
-        m = f"+-{self.margin * s:.{digits}f}{u}"
-        c = self.change
-
-        def ci(e: est.Estimate, k: float = s, signed: bool = True) -> str:
-            f = "+." if signed else "."
-            return (f"{e.value * k:{f}{digits}f} [{e.lo * k:{f}{digits}f}, "
-                    f"{e.hi * k:{f}{digits}f}]")
-
-        if self.kind == CONVERGED:
-            out = (f"converged: the two strongest levels agree within {m} (they differ by "
-                   f"{ci(c)})")
-            if self.strength is not None and self.strength.deals:
-                w = self.strength
-                out += (f" while the stronger one wins {100 * w.value:.{digits}f}% "
-                        f"[{100 * w.lo:.{digits}f}, {100 * w.hi:.{digits}f}]")
-                if not w.lo > 0.5:
-                    # equal metrics from equal players say nothing about stronger play
-                    out += (" (it is not shown to be stronger: the ladder may have stalled "
-                            "rather than converged)")
-            return out
-        if self.kind == MOVING:
-            per = "per doubling" if np.isfinite(self.doublings) else "from the level below"
-            e = self.per_doubling
-            return (f"still moving: {e.value * s:+.{digits}f}{u} {per} "
-                    f"[{e.lo * s:+.{digits}f}, {e.hi * s:+.{digits}f}]")
-        if self.too_close:
-            return (f"undecided: the two strongest levels differ by {ci(c)}{u}, too close to "
-                    f"{m} to decide with any practical number of deals")
-        return (f"undecided: about {self.more_deals:,} more deals per level would decide it "
-                f"(the two strongest levels differ by {ci(c)}{u}, margin {m})")
-
-
+# --- the convergence verdict (the weighted line: skill_fit) ------------------------------------
 # names the metric registry also accepts for the trace's metrics
 ALIASES = {"first_seat_win": "first_player_win", "seat_margin": "score_diff"}
 
@@ -309,62 +253,50 @@ def trace_metric(name: str) -> str:
     return name
 
 
+def metric_bounds(metric: str) -> tuple[float, float] | None:
+    """The range of a trace metric's per-deal values: 0..1 for a rate, else None."""
+    if metric in LEVEL_METRICS:
+        return LEVEL_METRICS[metric][1]
+    return est.WIN_BOUNDS if metric.endswith(("_win", "_rate")) else None
+
+
 def convergence_verdict(levels: pd.DataFrame, metric: str = "first_player_win",
                         margin: float = est.DEFAULT_MARGIN, *,
                         duels: pd.DataFrame | None = None,
                         budgets: Sequence[float | None] | None = None,
                         alpha: float = 0.05, power: float = 0.8,
-                        bounds: tuple[float, float] | None | str = "auto"
-                        ) -> ConvergenceVerdict:
-    """Whether ``metric`` has converged along the ladder.
+                        bounds: tuple[float, float] | None | str = "auto",
+                        n0: int | None = None) -> ConvergenceVerdict:
+    """Whether ``metric`` has converged along the ladder, from every level.
 
     ``levels``: per-deal values, one row per (level, deal) with a ``level`` number (ladder
     order, 0 the weakest) and a ``metric`` column (:func:`level_deals`). ``duels``: the
-    per-deal win shares of each level against the one below (:func:`duel_deals`), for the
-    strength of the top step. ``budgets``: each level's budget (iterations or ms; None for a
-    scripted level), for the change per doubling.
-
-    The change of the metric from the second strongest level to the strongest, paired on
-    their common deals, gets the verdict of :func:`estimators.verdict` against ``margin``:
-    equivalent within the margin is *converged*, beyond it is *still moving* (stated per
-    doubling of the budget), neither is *undecided* with the deals per level that would
-    likely decide it (:func:`estimators.more_deals_to_decide`, as every verdict sizes
-    them)."""
+    per-deal win shares of each level against the one below (:func:`duel_deals`): the
+    strength axis is then the ladder's cumulative Elo. ``budgets``: each level's budget
+    (None for a scripted level), the axis when the duels do not cover every step.
+    ``bounds``: the metric's range ("auto": 0..1 for a rate). ``n0``: anytime-valid
+    intervals (a trace that adds deals until decided). The verdict is that of
+    :func:`patchsim.analysis.skill_fit.trend_verdict` on the weighted line's slope."""
     metric = ALIASES.get(metric, metric)
     present = sorted(int(x) for x in pd.unique(levels["level"]))
     if len(present) < 2:
         raise ValueError(f"convergence_verdict: {metric} needs two levels, got "
                          f"{len(present)}")
-    top, below = present[-1], present[-2]
-    if bounds == "auto":
-        bounds = est.RATE_DIFF_BOUNDS if metric in RATE_LIKE or metric.endswith(
-            ("_win", "_rate")) else None
-    a = levels[levels["level"] == below].set_index("deal")[metric]
-    b = levels[levels["level"] == top].set_index("deal")[metric]
-    common = a.index.intersection(b.index)
-    change = est.paired_difference(a.loc[common].to_numpy(dtype=float),
-                                   b.loc[common].to_numpy(dtype=float), est.VERDICT_LEVEL,
-                                   bounds)  # type: ignore[arg-type]
-    v = est.verdicts([change], margin, 0.0, alpha, family="none", power=power)[0]
-    strength = None
+
+    bots = (levels.groupby("level")["bot"].first().astype(str) if "bot" in levels.columns
+            else pd.Series(dtype=str))
+    names = [str(bots.get(i, i)) for i in range(present[-1] + 1)]
+    steps, strength = None, None
     if duels is not None and len(duels):
-        w = duels[duels["level"] == top]["win"].to_numpy(dtype=float)
+        b = list(budgets) if budgets is not None and len(budgets) == len(names) else None
+        steps = duel_table(duels, names, b)
+        w = duels[duels["level"] == present[-1]]["win"].to_numpy(dtype=float)
         strength = est.mean_estimate(w, est.VERDICT_LEVEL, est.WIN_BOUNDS) if len(w) else None
-    doublings = _doublings(budgets, below, top)
-    k = doublings if np.isfinite(doublings) and doublings > 0 else 1.0
-    per = est.Estimate(change.value / k, change.se / k, change.lo / k, change.hi / k,
-                       change.deals, change.sd / k, change.level)
-    kind = {"equivalent": CONVERGED, "differs": MOVING}.get(v.kind, UNDECIDED)
-    scaled = metric in RATE_LIKE or metric.endswith(("_win", "_rate"))
-
-    def name(level: int) -> str:
-        if "bot" not in levels.columns:
-            return str(level)
-        return str(levels.loc[levels["level"] == level, "bot"].iloc[0])
-
-    return ConvergenceVerdict(kind, metric, margin, name(top), name(below), change, v,
-                              strength, per, doublings, v.more_deals, v.too_close,
-                              100.0 if scaled else 1.0, " points" if scaled else "")
+    axis = sf.strength_axis(steps, budgets, len(names))
+    return sf.trend_verdict(sf.by_level(levels, metric, present), [axis.x[i] for i in present],
+                            axis, metric, margin, top=names[present[-1]], strength=strength,
+                            bounds=metric_bounds(metric) if isinstance(bounds, str) else bounds,
+                            alpha=alpha, power=power, n0=n0)
 
 
 def diversity_table(deals: pd.DataFrame, metric: str = "first_player_win",
@@ -407,12 +339,13 @@ def diversity_table(deals: pd.DataFrame, metric: str = "first_player_win",
 
 # --- the headline and a trace read from a run ----------------------------------------------------
 def headline(deals: pd.DataFrame, level: int, margin: float = est.DEFAULT_MARGIN,
-             alpha: float = 0.05) -> tuple[est.Estimate, est.Verdict]:
+             alpha: float = 0.05, n0: int | None = None) -> tuple[est.Estimate, est.Verdict]:
     """The first seat's win rate at ``level`` (per-deal values of :func:`level_deals`) with
-    its 95% interval, and its verdict against 50% +- ``margin``: decided when it is
-    ``equivalent`` or ``differs``."""
+    its 95% interval (anytime-valid with ``n0``: a trace played until decided), and its
+    verdict against 50% +- ``margin``: decided when it is ``equivalent`` or ``differs``."""
     d = deals[deals["level"] == level]["first_player_win"].to_numpy(dtype=float)
-    e = est.mean_estimate(d, est.VERDICT_LEVEL, est.WIN_BOUNDS)
+    e = (est.mean_estimate(d, est.VERDICT_LEVEL, est.WIN_BOUNDS) if n0 is None
+         else sf.spread_estimate(d, est.WIN_BOUNDS, n0=n0, clip=est.WIN_BOUNDS))
     return e, est.verdicts([e], margin, 0.5, alpha, family="none")[0]
 
 
@@ -448,6 +381,7 @@ class RunTrace:
     verdict: ConvergenceVerdict | None
     metric: str = "first_player_win"
     margin: float = est.DEFAULT_MARGIN
+    anytime_n0: int | None = None  # a run's games are a fixed sample
 
 
 def _order_levels(games: pd.DataFrame, bots: list[str]) -> list[str]:
@@ -514,70 +448,3 @@ def lopsided_pairings(games: pd.DataFrame) -> pd.DataFrame:
                      "win": value, "lo": lo, "hi": hi, "deals": e.deals, "reason": reason})
     return pd.DataFrame(rows, columns=["ruleset", "pairing", "stronger", "win", "lo", "hi",
                                        "deals", "reason"])
-
-
-# --- a change of rules at every level ------------------------------------------------------------
-def change_by_level(deals: pd.DataFrame, base: str, metric: str = "first_player_win",
-                    margin: float = est.DEFAULT_MARGIN, alpha: float = 0.05) -> pd.DataFrame:
-    """Does a change of rules hold at every skill level? ``deals``: per-deal values of
-    several rulesets' traces (:func:`level_deals` with a ``ruleset`` column; the rulesets
-    played the same deals). One row per level and ruleset other than ``base``: the change of
-    ``metric`` from ``base`` on their common deals, its 95% interval and verdict against
-    ``margin`` (one Holm family over the table)."""
-    metric = ALIASES.get(metric, metric)
-    bounds = est.RATE_DIFF_BOUNDS if metric in RATE_LIKE else None
-    rows, changes = [], []
-    ref = deals[deals["ruleset"] == base]
-    for (ruleset, level), d in deals[deals["ruleset"] != base].groupby(
-            ["ruleset", "level"], sort=False):
-        r = ref[ref["level"] == level].set_index("deal")[metric]
-        v = d.set_index("deal")[metric]
-        common = r.index.intersection(v.index)
-        c = est.paired_difference(r.loc[common].to_numpy(dtype=float),
-                                  v.loc[common].to_numpy(dtype=float), est.VERDICT_LEVEL,
-                                  bounds)
-        rows.append({"ruleset": str(ruleset), "base": base, "level": int(level),
-                     "bot": str(d["bot"].iloc[0]), "deals": c.deals, "diff": c.value,
-                     "lo": c.lo, "hi": c.hi})
-        changes.append(c)
-    out = pd.DataFrame(rows, columns=["ruleset", "base", "level", "bot", "deals", "diff", "lo",
-                                      "hi"])
-    scale, unit = (100.0, " points") if bounds else (1.0, "")
-    found = est.verdicts(changes, margin, 0.0, alpha, family="holm") if changes else []
-    out["verdict_kind"] = [v.kind for v in found]
-    out["verdict"] = [v.text(scale, unit) for v in found]
-    return out
-
-
-def holds_at_every_level(changes: pd.DataFrame,
-                         label: Callable[[str], str] | None = None) -> dict[str, str]:
-    """Per ruleset of :func:`change_by_level` (rows with ``ruleset``, ``level``,
-    ``verdict_kind`` and ``diff``; ``bot`` names a level, through ``label`` when given):
-    whether its change from the base holds at every level ("holds at every level: ..."),
-    changes with the level, or is not decided at some level yet (naming those levels)."""
-    out = {}
-    for ruleset, t in changes.groupby("ruleset", sort=False):
-        kinds = set(t["verdict_kind"])
-        signs = set(np.sign(t.loc[t["verdict_kind"] == "differs", "diff"]))
-        if kinds == {"equivalent"}:
-            out[str(ruleset)] = "holds at every level: no change beyond the margin"
-        elif kinds == {"differs"} and len(signs) == 1:
-            side = "up" if signs == {1.0} else "down"
-            out[str(ruleset)] = f"holds at every level: the metric moves {side} beyond the margin"
-        elif "undecided" in kinds or "undefined" in kinds:
-            open_rows = t[t["verdict_kind"].isin(["undecided", "undefined"])]
-            if "bot" in t.columns:
-                names = [label(str(b)) if label else str(b) for b in open_rows["bot"]]
-            else:
-                names = [f"level {x}" for x in open_rows["level"]]
-            decided = t[~t["verdict_kind"].isin(["undecided", "undefined"])]
-            text = f"not decided at every level (open at {', '.join(names)})"
-            if len(decided):
-                shown = [f"{label(str(b)) if label else b}: {k}" for b, k in zip(
-                    decided["bot"] if "bot" in t.columns else decided["level"],
-                    decided["verdict_kind"], strict=True)]
-                text += f"; decided: {', '.join(shown)}"
-            out[str(ruleset)] = text
-        else:
-            out[str(ruleset)] = "changes with the level: the verdict differs between levels"
-    return out

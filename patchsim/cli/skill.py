@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from patchsim.analysis.defaults import DEFAULT_MARGIN
 from patchsim.cli.common import bot_specs, command_line, fail, jobs_count
 
+if TYPE_CHECKING:
+    from patchsim.experiments.skill import SkillTrace
+
 # the library's parameter names (how its messages start) -> this command's flags
 FLAGS = {"levels": "--levels", "bots": "--bots", "search": "--search", "deals": "--deals",
          "diversity": "--diversity", "metric": "--metric", "margin": "--margin",
-         "out": "--out", "ruleset": "RULESET"}
+         "out": "--out", "ruleset": "RULESET", "budget": "--budget"}
 
 
 def _budgets(text: str) -> list[float]:
@@ -75,7 +78,17 @@ def skill(
                                                "25,50,100,200,400).")] = None,
     deals: Annotated[int | None, typer.Option(help="Seat-swapped deals per level, for "
                                               "self-play and against the level below "
-                                              "(default 100).")] = None,
+                                              "(default 350: enough that the strongest "
+                                              "level decides the first seat; with "
+                                              "--until-decided the step, default 100).")]
+    = None,
+    until_decided: Annotated[bool, typer.Option(
+        "--until-decided", help="Add --deals deals to every level at a time until both the "
+        "trend (still moving with strength or converged) and the first seat under the "
+        "strongest level are decided, or --budget runs out; every interval anytime-valid. "
+        "Resumable: rerun the same command with the same --out.")] = False,
+    budget: Annotated[int | None, typer.Option(help="With --until-decided: deals per level "
+                                               "at most (default 3000).")] = None,
     seed: Annotated[int | None, typer.Option(help="Master seed: the same deals for every "
                                              "level (default 1).")] = None,
     jobs: Annotated[int, typer.Option(help="Parallel workers (-1: all cores).")] = -1,
@@ -97,20 +110,23 @@ def skill(
     level against the one below (Elo per doubling), and whether the answer has converged.
     Writes levels.csv, duels.csv (and .parquet), trace.json, skill.png, skill.html and
     skill.md into a new folder."""
-    from patchsim.analysis.skill import holds_at_every_level
+    from patchsim.analysis.skill_rules import holds_at_every_level
     from patchsim.bots.registry import BotSpecError
     from patchsim.engine.ruleset import RulesetError, load_ruleset, parse_override
     from patchsim.experiments.experiment import ExperimentError, load_experiment
     from patchsim.experiments.skill import (
+        DEFAULT_BUDGET,
         DEFAULT_DEALS,
         DEFAULT_FLOOR,
         DEFAULT_LEVELS,
+        DEFAULT_STEP,
         SkillError,
         rule_change,
         skill_traces,
         write_trace,
     )
     from patchsim.play.config import RunError, load_run_config
+    from patchsim.play.errors import RunInterrupted
     from patchsim.play.match import BotError
     from patchsim.play.runfolder import fresh_dir
     from patchsim.reporting.skill_plot import short_label
@@ -147,13 +163,23 @@ def skill(
     target = Path(out) if out else fresh_dir(f"{rs.name}-skill")
     if target.exists():
         raise fail(f"--out {target} already exists; give a new folder")
+    if budget is not None and not until_decided:
+        raise fail("--budget bounds a trace played --until-decided; give both, or --deals")
+    # until decided: the parts' run folders, beside the trace until it is written (a rerun
+    # with the same --out resumes from them)
+    parts = target.parent / f"{target.name}.parts" if until_decided else None
+    if parts is not None and parts.exists():
+        typer.echo(f"resuming from {parts}/")
     if timed or spec.get("timed"):
         typer.echo("timed: levels are ms per move; the results depend on this machine and its "
                    "load")
     try:
         traces = skill_traces(
             rulesets, levels=budgets, floor=floor, search=search or spec.get("search"),
-            deals=deals if deals is not None else spec.get("deals", DEFAULT_DEALS),
+            deals=deals if deals is not None else spec.get(
+                "deals", DEFAULT_STEP if until_decided else DEFAULT_DEALS),
+            until_decided=until_decided,
+            budget=budget if budget is not None else DEFAULT_BUDGET, work_dir=parts,
             seed=seed if seed is not None else spec.get("seed", 1),
             jobs=jobs_count(jobs, dask=False), timed=timed or spec.get("timed", False),
             diversity=diversity or spec.get("diversity", "auto"),
@@ -161,27 +187,61 @@ def skill(
             metric=spec.get("metric", "first_player_win"),
             margin=spec.get("margin", DEFAULT_MARGIN),
             echo=typer.echo if progress else None, bot_path=[os.getcwd()])
-        folder = write_trace(traces, target, command_line())
+        folder = write_trace(traces, target, command_line(), parts=parts)
     except SkillError as e:
         raise fail(_flag(str(e))) from None
+    except RunInterrupted as e:  # a part's run stopped: the trace resumes, not the part
+        if parts is not None:
+            raise fail(f"{e.cause}; the games played are kept in {parts}/: rerun the same "
+                       f"command (with --out {target}) to resume", 130) from None
+        raise fail(str(e), 130) from None
     except (RunError, BotSpecError) as e:
         raise fail(str(e)) from None
     except BotError as e:
         raise fail(str(e), 1) from None
     except KeyboardInterrupt:
+        if parts is not None and parts.exists():
+            raise fail(f"interrupted; the games played are kept in {parts}/: rerun the same "
+                       f"command (with --out {target}) to resume", 130) from None
         raise fail("interrupted; nothing was written", 130) from None
     except OSError as e:
         raise fail(f"--out {target}: cannot write the trace ({e.strerror or e})") from None
     for trace in traces:
-        h = trace.headline()
-        head = f"{trace.ruleset}: " if len(traces) > 1 else ""
-        typer.echo(f"{head}first seat wins {100 * h['rate']:.1f}% [{100 * h['lo']:.1f}, "
-                   f"{100 * h['hi']:.1f}] under {h['level']} ({h['deals']} deals): "
-                   f"{h['verdict']}")
-        if trace.verdict is not None:
-            typer.echo(f"{head}skill trace: {trace.verdict.text()}")
+        for line in summary_lines(trace, len(traces) > 1):
+            typer.echo(line)
     if len(traces) > 1:
         for name, text in holds_at_every_level(rule_change(traces), short_label).items():
             typer.echo(f"{name} against {traces[0].ruleset}: {text}")
     typer.echo(f"written: {folder}/ (levels.csv, duels.csv, trace.json, skill.png, "
                "skill.html, skill.md)")
+
+
+def summary_lines(trace: SkillTrace, named: bool = False) -> list[str]:
+    """What the command prints of a played trace: the first seat under the strongest level
+    (saying plainly when it is not decided), the trend, and how a trace until decided
+    stopped."""
+    h = trace.headline()
+    head = f"{trace.ruleset}: " if named else ""
+    kind = "anytime-valid " if trace.anytime_n0 else ""
+    out = [f"{head}first seat wins {100 * h['rate']:.1f}% [{100 * h['lo']:.1f}, "
+           f"{100 * h['hi']:.1f}] ({kind}95%) under {h['level']} ({h['deals']} deals): "
+           f"{h['verdict']}"]
+    if not h["decided"]:
+        more = ("a larger --budget" if trace.anytime_n0
+                else "--until-decided, or more --deals")
+        out.append(f"{head}the first seat under the strongest level is NOT decided at "
+                   f"{h['deals']} deals a level ({more} would go on)")
+    if trace.verdict is not None:
+        out.append(f"{head}skill trace: {trace.verdict.text()}")
+    st = trace.stopping
+    if st:
+        looks = len(st["looks"])
+        what = (f"first seat {st['looks'][-1]['first_seat']}, trend "
+                f"{st['looks'][-1]['trend'] or 'one level'}")
+        if st["decided"]:
+            out.append(f"{head}until decided: decided at {st['deals']} deals a level, look "
+                       f"{looks} (steps of {st['step']}): {what}")
+        else:
+            out.append(f"{head}until decided: the budget of {st['budget']} deals a level ran "
+                       f"out after {looks} looks before both were decided: {what}")
+    return out

@@ -13,6 +13,12 @@ simulate`, common deals from one seed for every part):
   so the trace shows whether the primary metric depends on the method
   (:func:`patchsim.analysis.skill.diversity_table`).
 
+Until decided (``until_decided``): every level's self-play and duel are run folders that grow
+by a step of deals at a time (the runner tops them up), until the trend from every level
+(:func:`patchsim.analysis.skill.convergence_verdict`) and the first seat under the strongest
+level are both decided on anytime-valid intervals, or a budget of deals a level runs out;
+a rerun on the same folders re-reads the looks already played and goes on from there.
+
 Diversity: a deterministic search plays one game per deal in self-play, and the answer then
 rests on a few hundred particular games. The principled method (``temperature``) samples each
 of the first ``SAMPLE_PLIES`` plies in proportion to the root visit counts (temperature 1):
@@ -25,7 +31,6 @@ search deterministic.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -41,14 +46,14 @@ import pandas as pd
 
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
+from patchsim.analysis.skill_rules import change_by_level
 from patchsim.atomic import current_umask
 from patchsim.bots.registry import BotSpecError, canonical_spec, make_bot, parse_spec
 from patchsim.document import render
 from patchsim.document.model import slug
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
-from patchsim.play.config import RunError, default_bots, load_run_config
-from patchsim.play.execution import execute
-from patchsim.play.runfolder import load_events, load_games
+from patchsim.experiments.skill_play import Player, SkillError, ladder_tables
+from patchsim.play.config import RunError, default_bots
 from patchsim.play.runfolder.names import (
     SKILL_CHANGES,
     SKILL_DIVERSITY,
@@ -60,11 +65,20 @@ from patchsim.play.runfolder.names import (
     SKILL_STUDY,
 )
 from patchsim.play.simulate import simulate
+from patchsim.play.steps import step_targets
 from patchsim.reporting.skill_section import trace_document, traces_document
 
 DEFAULT_LEVELS = (25, 50, 100, 200, 400)  # search iterations per move (or ms under timed)
 DEFAULT_FLOOR = ("greedy",)
-DEFAULT_DEALS = 100
+# deals a level: enough that the strongest level alone decides the first seat. The per-deal
+# spread of its first-seat win share (two seat-swapped games a deal) is about 0.45 (edition
+# 2, mcts(eval=learned, iterations=400, temperature): 0.452 over 100 deals, seed 13, and
+# 0.443 over 16, seed 12; README: The skill trace), so 350 deals give a 95% interval of
+# about +-4.7 points and decide a first seat 7 points beyond the margin (issue 28's trace:
+# about 59% against 50 +- 2) with about 80% power: ((1.96 + 0.84) 0.45 / 0.07)^2 = 324
+DEFAULT_DEALS = 350
+DEFAULT_BUDGET = 3000  # until decided: deals a level at most
+DEFAULT_STEP = 100  # until decided: deals added to every level at a time
 TEMPERATURE = 1.0  # root visit counts to the power 1 / T: in proportion to the visits
 SAMPLE_PLIES = 8  # about the first four moves of each seat
 EPSILON = 0.05
@@ -73,13 +87,6 @@ TIMED_ITERATIONS = 10**6  # under a time budget the iterations only bound the tr
 STUDY_FILE = SKILL_STUDY
 # the level table's packing figures a trace's JSON gives per level (issue 29)
 PACKING_FIGURES = ("mean_score", "bonus_rate", "holes", "opens_with_passes")
-GAME_ID_STRIDE = 10**12  # game ids of one part of the trace: far below this
-
-
-class SkillError(ValueError):
-    """A skill trace that cannot be run as asked (a bad level, bot or method). The message
-    starts with the parameter's name (``levels:``, ``search:``...), which the CLI maps to
-    its flag."""
 
 
 def diversity_params(method: str) -> dict[str, Any]:
@@ -170,6 +177,10 @@ class SkillTrace:
     verdict: sk.ConvergenceVerdict | None = None
     seconds: float = 0.0
     games: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    # played until decided: the deals of the anytime-valid intervals' tightest point (the
+    # step), and how it stopped (rule, step, budget, deals, decided, every look)
+    anytime_n0: int | None = None
+    stopping: dict[str, Any] = field(default_factory=dict)
 
     @property
     def top(self) -> str:
@@ -179,7 +190,7 @@ class SkillTrace:
         """The first seat's win rate at the strongest level, its interval and its verdict
         against 50% +- the margin (a decided verdict is ``equivalent`` or ``differs``)."""
         margin = self.margin if self.metric == "first_player_win" else est.DEFAULT_MARGIN
-        e, v = sk.headline(self.level_deals, len(self.levels) - 1, margin)
+        e, v = sk.headline(self.level_deals, len(self.levels) - 1, margin, n0=self.anytime_n0)
         return {"ruleset": self.ruleset, "level": self.top, "deals": e.deals,
                 "rate": e.value, "lo": e.lo, "hi": e.hi, "verdict_kind": v.kind,
                 "verdict": v.text(), "decided": v.kind in ("equivalent", "differs"),
@@ -219,7 +230,20 @@ class SkillTrace:
                 "seed": self.seed, "seconds": round(self.seconds, 2), "levels": rows,
                 "verdict": self.verdict.text() if self.verdict else "",
                 "verdict_kind": self.verdict.kind if self.verdict else "",
-                "headline": self.headline(), "diversity": div}
+                "headline": self.headline(), "diversity": div,
+                "trend": self._trend(), "stopping": self.stopping}
+
+    def _trend(self) -> dict[str, Any]:
+        """The weighted line behind the verdict: its axis, slope and value at the strongest
+        level, each [value, lo, hi], and its fit."""
+        if self.verdict is None:
+            return {}
+        f = self.verdict.fit
+        return {"axis": self.verdict.axis.axis, "per": self.verdict.axis.per,
+                "x": [_num(x) for x in f.x], "deals": f.deals, "anytime": f.anytime,
+                "slope": [_num(f.slope.value), _num(f.slope.lo), _num(f.slope.hi)],
+                "top": [_num(f.top.value), _num(f.top.lo), _num(f.top.hi)],
+                "chi2": _num(f.chi2), "df": f.df, "widen": _num(f.widen)}
 
 
 def _num(x: Any) -> float | None:
@@ -262,7 +286,9 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
                 timed: bool = False, diversity: str = "auto", compare: bool = True,
                 metric: str = "first_player_win", margin: float = est.DEFAULT_MARGIN,
                 echo: Callable[[str], None] | None = None,
-                bot_path: Sequence[str] = ()) -> SkillTrace:
+                bot_path: Sequence[str] = (), until_decided: bool = False,
+                budget: int = DEFAULT_BUDGET,
+                work_dir: str | os.PathLike[str] | None = None) -> SkillTrace:
     """Play a skill trace on ``ruleset`` (a name, a YAML path or a Ruleset).
 
     The ladder is the scripted bots ``floor`` then ``search`` (default: the run's default
@@ -272,14 +298,26 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
     Every level plays ``deals`` seat-swapped deals in self-play and against the level below,
     on the same deals (``seed``); with ``compare`` the strongest level's self-play is played
     again with every other method. ``jobs`` workers do not change the games. ``echo`` gets a
-    line per part played (progress). Raises SkillError for a bad request, RunError and
-    BotError as the runner does."""
+    line per part played (progress).
+
+    ``until_decided``: ``deals`` more deals at every level at a time, up to ``budget`` deals
+    a level, until both the trend (:func:`patchsim.analysis.skill.convergence_verdict`) and
+    the first seat under the strongest level are decided, every interval anytime-valid; the
+    parts are run folders under ``work_dir``, so that the same call again resumes (and
+    re-reads the looks already played from their games). Raises SkillError for a bad
+    request, RunError and BotError as the runner does."""
     try:
         rs = ruleset if isinstance(ruleset, Ruleset) else load_ruleset(ruleset)
     except RulesetError as e:
         raise SkillError(f"ruleset: {e}") from None
     if not (isinstance(deals, int) and deals >= 2):
         raise SkillError(f"deals: at least 2 deals per level, got {deals!r}")
+    if until_decided:
+        if not (isinstance(budget, int) and not isinstance(budget, bool) and budget >= deals):
+            raise SkillError(f"budget: at least the step of {deals} deals a level, got "
+                             f"{budget!r}")
+        if work_dir is None:
+            raise SkillError("out: a trace until decided needs a folder for its parts")
     try:
         metric = sk.trace_metric(metric)
     except ValueError as e:
@@ -293,79 +331,59 @@ def skill_trace(ruleset: str | Ruleset, *, levels: Sequence[float] = DEFAULT_LEV
     specs, budgets = _levels(floor, search, levels, method, timed)
     say = echo or (lambda _line: None)
     t0 = time.perf_counter()
-    kw: dict[str, Any] = {"games": 2 * deals, "seed": seed, "jobs": jobs,
-                          "bot_path": bot_path}
-    parts: list[pd.DataFrame] = []
-    events: list[pd.DataFrame] = []
-    seconds: list[float] = []
-
-    def play(bots: list[str], pairings: str, what: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        if timed:
-            games, evs, secs = _play_timed(rs, bots, pairings, **kw)
-        else:
-            sim = simulate(rs, bots, pairings=pairings, **kw)
-            games, evs, secs = sim.games, sim.events, sim.seconds
-        # game ids restart in every part: make them unique across the trace
-        offset = len(parts) * GAME_ID_STRIDE
-        g = games.assign(part=what, game_id=games["game_id"] + offset)
-        e = evs.assign(game_id=evs["game_id"] + offset)
-        parts.append(g)
-        events.append(e)
-        seconds.append(secs)
-        say(f"{what}: {len(g)} games in {secs:.1f} s")
-        return g, e
-
+    player = Player(rs, seed=seed, jobs=jobs, bot_path=bot_path, timed=timed,
+                     work=Path(work_dir) if until_decided and work_dir else None, say=say)
     # a first tiny game loads what the runner needs, so that level 0's cost is its own
-    if not timed:
+    if not timed and not until_decided:
         simulate(rs, specs[:1], games=2, seed=seed, pairings="self", bot_path=bot_path)
-    for i, spec in enumerate(specs):
-        play([spec], "self", f"level {i} self-play")
-    self_games = pd.concat(parts, ignore_index=True)
-    self_events = pd.concat(events, ignore_index=True)
-    self_seconds = list(seconds)
-    duel_games = [play([specs[i], specs[i - 1]], "cross", f"level {i} against level {i - 1}")[0]
-                  for i in range(1, len(specs))]
-    ld = sk.level_deals(self_games, self_events, specs)
-    dd = (sk.duel_deals(pd.concat(duel_games, ignore_index=True), specs) if duel_games
-          else sk.duel_deals(self_games.iloc[:0], specs))
-    counts = [int((self_games["bot0"] == s).sum()) for s in specs]
-    lt = sk.level_table(ld, specs, self_seconds, counts)
-    dt = sk.duel_table(dd, specs, budgets)
-    verdict = (sk.convergence_verdict(ld, metric, margin, duels=dd, budgets=budgets)
-               if len(specs) >= 2 else None)
+    head_margin = margin if metric == "first_player_win" else est.DEFAULT_MARGIN
+    n0 = deals if until_decided else None
+    stopping: dict[str, Any] = {}
+    if not until_decided:
+        ladder = ladder_tables(player, specs, budgets, deals, metric, margin, None)
+    else:
+        looks: list[dict[str, Any]] = []
+        for target in step_targets(budget, deals):
+            ladder = ladder_tables(player, specs, budgets, target, metric, margin, n0)
+            first, v = sk.headline(ladder.level_deals, len(specs) - 1, head_margin, n0=n0)
+            trend = ladder.verdict
+            done = (v.kind in ("equivalent", "differs")
+                    and (trend is None or trend.kind != sk.UNDECIDED))
+            looks.append({"deals": target, "first_seat": v.kind,
+                          "trend": trend.kind if trend else "", "decided": done})
+            say(f"{target} deals a level: first seat {v.kind} ({100 * first.value:.1f}% "
+                f"[{100 * first.lo:.1f}, {100 * first.hi:.1f}] anytime-valid)"
+                + (f"; trend {trend.kind} ({_slope_words(trend)})" if trend else ""))
+            if done:
+                break
+        stopping = {"rule": "until decided", "step": deals, "budget": budget,
+                    "deals": looks[-1]["deals"], "decided": looks[-1]["decided"],
+                    "looks": looks}
+    n = stopping.get("deals", deals)
     diversity_tab = pd.DataFrame()
     if compare:
-        rows = [ld[ld["level"] == len(specs) - 1].assign(method=method)]
+        rows = [ladder.level_deals[ladder.level_deals["level"] == len(specs) - 1]
+                .assign(method=method)]
         for m in (m for m in METHODS if m != method):
             try:
                 spec = level_spec(search, levels[-1], m, timed)
             except SkillError:
                 continue  # a search that does not take this method
-            g, ev = play([spec], "self", f"strongest level, diversity by {m}")
+            g, ev = player.play([spec], "self", f"strongest level, diversity by {m}", n)
             rows.append(sk.level_deals(g, ev, [spec]).assign(method=m))
         if len(rows) > 1:
             diversity_tab = sk.diversity_table(pd.concat(rows, ignore_index=True), metric,
                                                margin, reference=method)
-    return SkillTrace(rs.name, specs, budgets, method, timed, deals, seed, metric,
-                      float(margin), ld, dd, lt, dt, diversity_tab, verdict,
-                      time.perf_counter() - t0, pd.concat(parts, ignore_index=True))
+    return SkillTrace(rs.name, specs, budgets, method, timed, n, seed, metric,
+                      float(margin), ladder.level_deals, ladder.duel_deals,
+                      ladder.levels_table, ladder.duels_table, diversity_tab, ladder.verdict,
+                      time.perf_counter() - t0, player.all_games(), n0, stopping)
 
 
-def _play_timed(rs: Ruleset, bots: list[str], pairings: str, *, games: int, seed: int,
-                jobs: int, bot_path: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """Games between bots with time budgets, through the runner into a scratch run folder
-    (the in-memory runner refuses time budgets: such games depend on the machine, and a run
-    folder's manifest records that)."""
-    try:
-        cfg = load_run_config("edition2", games=games, bots=bots, seed=seed,
-                              pairings=pairings, bot_path=bot_path, allow_time_budgets=True)
-    except RunError as e:
-        raise SkillError(f"search: {e}") from None
-    # the line-up is checked on a stand-in ruleset, then plays this one (as simulate does)
-    cfg = dataclasses.replace(cfg, rulesets=[rs], name=f"{rs.name}-skill")
-    with tempfile.TemporaryDirectory(prefix="patchsim-skill-") as folder:
-        res = execute(cfg, Path(folder) / "run", jobs=jobs, command="patchsim skill --timed")
-        return load_games(res.run_dir), load_events(res.run_dir), res.seconds
+def _slope_words(v: sk.ConvergenceVerdict) -> str:
+    s = v.slope
+    k, u = v.scale, v.unit
+    return (f"{k * s.value:+.1f}{u} {v.axis.per} [{k * s.lo:+.1f}, {k * s.hi:+.1f}]")
 
 
 def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrace]:
@@ -381,8 +399,12 @@ def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrac
             raise SkillError(f"ruleset: rulesets[{i}]: {e}") from None
     if not kw.get("search"):
         kw["search"] = default_search(resolved)  # one ladder for every ruleset
+    work = kw.pop("work_dir", None)
     for i, ref in enumerate(resolved):
-        t = skill_trace(ref, **kw)
+        # until decided: each ruleset's parts in a folder of their own
+        folder = (Path(work) / slug(ref.name) if work is not None and len(resolved) > 1
+                  else work)
+        t = skill_trace(ref, work_dir=folder, **kw)
         if t.ruleset in names:
             raise SkillError(f"ruleset: {t.ruleset!r} appears twice (rulesets[{i}])")
         names.append(t.ruleset)
@@ -392,10 +414,10 @@ def skill_traces(rulesets: Sequence[str | Ruleset], **kw: Any) -> list[SkillTrac
 
 def rule_change(traces: Sequence[SkillTrace]) -> pd.DataFrame:
     """Each ruleset's change of the primary metric from the first ruleset's, at every level
-    of the ladder, on common deals (:func:`patchsim.analysis.skill.change_by_level`)."""
+    of the ladder, on common deals (:func:`patchsim.analysis.skill_rules.change_by_level`)."""
     deals = pd.concat([t.level_deals.assign(ruleset=t.ruleset) for t in traces],
                       ignore_index=True)
-    return sk.change_by_level(deals, traces[0].ruleset, traces[0].metric, traces[0].margin)
+    return change_by_level(deals, traces[0].ruleset, traces[0].metric, traces[0].margin)
 
 
 def _write_tables(trace: SkillTrace, folder: Path) -> None:
@@ -412,14 +434,16 @@ def _write_tables(trace: SkillTrace, folder: Path) -> None:
 
 
 def write_trace(trace: SkillTrace | Sequence[SkillTrace], out_dir: str | os.PathLike[str],
-                command: str = "") -> Path:
+                command: str = "", parts: str | os.PathLike[str] | None = None) -> Path:
     """Write the trace into ``out_dir``, a folder that must not exist yet (written beside it
     and renamed into place, so it appears whole or not at all): levels.csv/.parquet and
     duels.csv/.parquet (one row per level), level_deals.parquet and duel_deals.parquet (one
     row per level and deal), diversity.csv, trace.json (the figures), skill.png (the
     metric against strength, the cost beside it) and skill.html / skill.md. Several traces
     (one per ruleset, :func:`skill_traces`): each ruleset's tables in a folder of its own,
-    one document for all with the change of rules at every level (changes.csv)."""
+    one document for all with the change of rules at every level (changes.csv). ``parts``: the
+    run folders of a trace played until decided, moved into the trace as ``runs/`` (its
+    games are kept)."""
     traces = [trace] if isinstance(trace, SkillTrace) else list(trace)
     target = Path(out_dir)
     if target.exists():
@@ -438,9 +462,13 @@ def write_trace(trace: SkillTrace | Sequence[SkillTrace], out_dir: str | os.Path
             changes.to_csv(tmp / SKILL_CHANGES, index=False)
             doc = traces_document(traces, changes, _method_text(traces[0]), command)
         render.write(doc, tmp, SKILL_DOCUMENT)  # skill.html, skill.md and the figures
+        if parts is not None and Path(parts).is_dir():
+            shutil.move(os.fspath(parts), tmp / "runs")  # last: a failure above keeps them
         os.chmod(tmp, 0o777 & ~current_umask())  # mkdtemp leaves 0700
         os.rename(tmp, target)
     except BaseException:
+        if parts is not None and (tmp / "runs").is_dir() and not Path(parts).exists():
+            shutil.move(os.fspath(tmp / "runs"), os.fspath(parts))  # the games stay
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target

@@ -59,7 +59,7 @@ from patchsim.engine.game import Game, decode_move, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.errors import PatchsimError
 from patchsim.play.evaluate import EvaluationStopped, evaluate_game
-from patchsim.play.reader import inspect_run
+from patchsim.play.runfolder import inspect_run
 
 # The judge by default: the learned search at the main job's strength (its line-up plays
 # mcts(eval=learned, iterations=100, ...), play.config.DEFAULT_BOTS_LEARNED), without the

@@ -19,6 +19,7 @@ import pandas as pd
 from patchsim.analysis import estimators as est
 from patchsim.analysis import skill as sk
 from patchsim.analysis.degenerate import OPENING_PASSES
+from patchsim.analysis.skill_rules import holds_at_every_level
 from patchsim.document import format as fm
 from patchsim.document.model import Col, Document, Section, Table, slug
 from patchsim.reporting.plots import png_bytes
@@ -38,6 +39,7 @@ class TraceLike(Protocol):
     verdict: sk.ConvergenceVerdict | None
     metric: str
     margin: float
+    anytime_n0: int | None  # a trace played until decided: anytime-valid intervals
 
 
 class ComparisonLike(Protocol):
@@ -54,7 +56,8 @@ def headline_line(trace: TraceLike) -> str:
     """'edition2: the first seat wins 57.0% [54.2%, 59.8%] under the strongest level
     (`mcts(...)`, 300 deals): differs by ...; skill trace: still moving: ...'."""
     margin = trace.margin if trace.metric == "first_player_win" else est.DEFAULT_MARGIN
-    e, v = sk.headline(trace.level_deals, len(trace.levels) - 1, margin)
+    e, v = sk.headline(trace.level_deals, len(trace.levels) - 1, margin,
+                       n0=trace.anytime_n0)
     what = ("no first-player advantage beyond the margin, " if v.kind == "equivalent"
             else "a first-player advantage, " if v.kind == "differs" and e.value > 0.5
             else "a second-player advantage, " if v.kind == "differs" else "")
@@ -96,7 +99,7 @@ def rule_change_lines(traces: Sequence[TraceLike],
                          "verdict_kind": m["verdict_kind"], "diff": m["diff"]})
         if len(rows) < 2:
             continue
-        text = sk.holds_at_every_level(pd.DataFrame(rows), short_label)[c.label_b]
+        text = holds_at_every_level(pd.DataFrame(rows), short_label)[c.label_b]
         out.append(f"**{c.label_b}** against {c.label_a}, the first seat's win rate at each "
                    f"level of the ladder: {text} (the verdicts below).")
     return out
@@ -116,8 +119,10 @@ def headline_section(traces: Sequence[TraceLike],
         s.bullets(lopsided_line(r) for r in lopsided.to_dict("records"))
     s.p("The first seat's win rate is measured in the strongest level's self-play, with a "
         "95% interval over deals and a verdict against 50% within the study's margin; the "
-        "skill trace says whether the two strongest levels agree (converged), differ "
-        "(still moving) or cannot be told apart yet (undecided).")
+        "skill trace fits a weighted line through every level (the metric against strength: "
+        "the ladder's cumulative Elo) and says from its slope's interval whether the metric "
+        "has stopped moving with strength (converged: flat within the margin per 100 Elo), "
+        "still moves (beyond it) or cannot be told yet (undecided).")
     return s
 
 
@@ -258,17 +263,28 @@ def trace_document(trace: TraceLike, diversity: pd.DataFrame | None = None,
         "Each level plays seat-swapped deals in self-play and against the level below, "
         "all on the same deals (one seed); every interval is over deals.",
         f"Self-play diversity: {method or 'as the bots are'} (see `patchsim skill --help`).",
-        "The convergence verdict compares the two strongest levels on their common deals "
-        f"within +-{trace.margin * (100 if trace.metric in sk.RATE_LIKE else 1):g}"
-        f"{' points' if trace.metric in sk.RATE_LIKE else ''}; an undecided verdict gives "
-        "the deals per level that would likely decide it (the power calculation of every "
-        "verdict)."] + ([f"Command: `{command}`"] if command else []))
+        "The convergence verdict reads the slope of a weighted line through every level: "
+        "each level's mean against its strength (the ladder's cumulative Elo from the "
+        "duels; else the doublings of the budget), each level weighted by the inverse "
+        "variance of its mean over deals. The slope and the line's value at the strongest "
+        "level are means over the common deals of one number per deal, so their intervals "
+        "count every level and the deals the levels share; levels that scatter about the "
+        "line more than their intervals allow widen them. Converged: the slope lies within "
+        f"+-{trace.margin * (100 if trace.metric in sk.RATE_LIKE else 1):g}"
+        f"{' points' if trace.metric in sk.RATE_LIKE else ''} per 100 Elo; an undecided "
+        "verdict gives the deals per level that would likely decide it (the power "
+        "calculation of every verdict)."] + ([
+        "Played until decided: deals were added to every level in steps until the trend "
+        "and the first seat under the strongest level were both decided (or the budget ran "
+        "out), and every interval is anytime-valid (a confidence sequence), so it keeps its "
+        "coverage although the number of deals was chosen by looking at the data."]
+        if trace.anytime_n0 else []) + ([f"Command: `{command}`"] if command else []))
     doc.sections.append(how)
     return doc
 
 
 def change_table(changes: pd.DataFrame, metric: str) -> Table:
-    """The change of rules at each level (:func:`patchsim.analysis.skill.change_by_level`)."""
+    """The change of rules at each level (:func:`patchsim.analysis.skill_rules.change_by_level`)."""
     rate = metric in sk.RATE_LIKE
     rows = [{"ruleset": r["ruleset"], "level": short_label(str(r["bot"])),
              "deals": fm.integer(r["deals"]),
@@ -292,7 +308,7 @@ def traces_document(traces: Sequence[TraceLike], changes: pd.DataFrame, method: 
                             f"to `{traces[0].levels[-1]}`, on the same deals")
     doc.sections.append(headline_section(traces))
     s = Section("The change of rules at every level")
-    holds = sk.holds_at_every_level(changes, short_label)
+    holds = holds_at_every_level(changes, short_label)
     s.bullets(f"**{r}** against {traces[0].ruleset}: {text}." for r, text in holds.items())
     s.table(change_table(changes, traces[0].metric))
     doc.sections.append(s)
