@@ -9,6 +9,7 @@ the page; ``python -m patchsim.cli.reference docs/reference.md`` writes it, and
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from pathlib import Path
@@ -39,10 +40,17 @@ def escape(text: str) -> str:
 
 # typer builds its commands on the click it carries (typer._click), so they are reached
 # through their own methods and classes, never through an installed click
-def root() -> tuple[typer.core.TyperGroup, Any]:
-    """The ``patchsim`` command group and a context for it (nothing parsed, nothing run)."""
+@functools.cache
+def _group() -> typer.core.TyperGroup:
     group = typer.main.get_command(app)
     assert isinstance(group, typer.core.TyperGroup)
+    return group
+
+
+def root() -> tuple[typer.core.TyperGroup, Any]:
+    """The ``patchsim`` command group and a fresh context for it (nothing parsed, nothing
+    run)."""
+    group = _group()
     return group, group.context_class(group, info_name="patchsim")
 
 
