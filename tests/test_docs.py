@@ -309,9 +309,22 @@ def test_python_blocks_compile(block: Block) -> None:
 
 
 def test_every_block_has_a_language() -> None:
-    """An unlabelled block is neither checked nor highlighted: say what it is."""
+    """An unlabelled block is neither checked nor highlighted: say what it is; and a command
+    line belongs in a shell block, where it is checked."""
     for block in ALL_BLOCKS:
         assert block.lang, f"{block.where}: give the code block a language (bash, yaml, ...)"
+        if block.lang not in SHELLS and block.lang != "python":
+            for line in block.body.split("\n"):
+                assert not re.match(r"\s*(\S*/)?patchsim ", line), \
+                    f"{block.where}: a command in a {block.lang} block; use a bash block"
+
+
+def test_the_reference_writes_its_page(tmp_path: Path) -> None:
+    from patchsim.cli.reference import main
+
+    assert main([str(tmp_path / "reference.md")]) == 0
+    assert (tmp_path / "reference.md").read_text(encoding="utf-8") == render()
+    assert main(["a", "b"]) == 2
 
 
 # ---------------------------------------------------------------------------------------
