@@ -355,6 +355,13 @@ def test_the_reference_escapes_markdown() -> None:
     assert escape("sample_plies *x* a|b") == "sample\\_plies \\*x\\* a\\|b"
 
 
+def test_the_readme_stays_a_front_page() -> None:
+    """The manual lives in docs/; the README answers what patchsim is for and links there."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.split("\n")) <= 250, "README.md over 250 lines: move detail into docs/"
+    assert readme.index("| question | command |") < readme.index("## On a fresh machine")
+
+
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
