@@ -72,6 +72,9 @@ def randomised_game(ruleset: Ruleset, spec: str, seed: int,
     number of draws). The features are seat 0's minus seat 1's, so both seats' draws add up
     with their signs."""
     bot = make_bot(spec)
+    choose_code = getattr(bot, "choose_code", None)
+    if choose_code is None:  # a Python bot: it plays through choose(), far too slowly here
+        raise ValueError(f"placement_effects plays built-in bots only, not {spec!r}")
     game = Game.new(ruleset, circle=deal_circle(ruleset, seed))
     tab = game.tab
     rng = np.random.default_rng(seed)
@@ -81,9 +84,10 @@ def randomised_game(ruleset: Ruleset, spec: str, seed: int,
     feats = np.empty(F.N_ALL_FEATURES)
     draws = 0
     while not game.finished:
-        code = int(bot.choose_code(game, stream))
-        if code >= 0:  # a placement: the bot chose the patch, the draw chooses where
-            p = int(game.to_move)
+        code = int(choose_code(game, stream))
+        mover = game.to_move
+        if code >= 0 and mover is not None:  # a placement: the bot chose the patch, the
+            p = int(mover)  # draw chooses where
             state = game.state
             patch = core.placement_patch(tab, code)
             qlo, qhi = state[core.S_QLO + p], state[core.S_QHI + p]
