@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA
 
 ELO_UNIT = 100.0  # the slope is stated per 100 Elo of strength
 
@@ -250,7 +251,7 @@ class ConvergenceVerdict:
 
 def trend_verdict(values: pd.DataFrame, x: Sequence[float], axis: Strength, metric: str,
                   margin: float, *, top: str, strength: est.Estimate | None = None,
-                  bounds: tuple[float, float] | None = None, alpha: float = 0.05,
+                  bounds: tuple[float, float] | None = None, alpha: float = ALPHA,
                   power: float = 0.8, n0: int | None = None) -> ConvergenceVerdict:
     """The convergence verdict on ``metric``: the weighted line through the levels
     (:func:`fit_trend` of ``values`` at strengths ``x`` on ``axis``) and the verdict of

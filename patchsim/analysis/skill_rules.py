@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from patchsim.analysis import estimators as est
+from patchsim.analysis.defaults import ALPHA
 from patchsim.analysis.skill import ALIASES, RATE_LIKE
 
 
 def change_by_level(deals: pd.DataFrame, base: str, metric: str = "first_player_win",
-                    margin: float = est.DEFAULT_MARGIN, alpha: float = 0.05) -> pd.DataFrame:
+                    margin: float = est.DEFAULT_MARGIN, alpha: float = ALPHA) -> pd.DataFrame:
     """Does a change of rules hold at every skill level? ``deals``: per-deal values of
     several rulesets' traces (:func:`level_deals` with a ``ruleset`` column; the rulesets
     played the same deals). One row per level and ruleset other than ``base``: the change of

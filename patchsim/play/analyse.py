@@ -59,7 +59,7 @@ from patchsim.engine.game import Game, decode_move, rules_reference
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.errors import PatchsimError
 from patchsim.play.evaluate import EvaluationStopped, evaluate_game
-from patchsim.play.runfolder import inspect_run
+from patchsim.play.runfolder import RunFolder, inspect_run
 
 # The judge by default: the learned search at the main job's strength (its line-up plays
 # mcts(eval=learned, iterations=100, ...), play.config.DEFAULT_BOTS_LEARNED), without the
@@ -380,7 +380,8 @@ def stored_record(run_dir: str | Path, game_id: int) -> GameRecord:
     and its moves, replayed by the engine), with the bots as its players. RunFolderError
     for a folder that is not a finished run, StoredGameError for an id it does not hold."""
     head = inspect_run(run_dir, verify_tables=False)
-    games = read_games(head.run_dir, columns=["game_id", "ruleset", "deal_seed", "bot0",
+    folder = RunFolder(head.run_dir, head)
+    games = read_games(folder.games_path, columns=["game_id", "ruleset", "deal_seed", "bot0",
                                               "bot1"])
     rows = games[games["game_id"] == int(game_id)]
     if rows.empty:
@@ -390,7 +391,7 @@ def stored_record(run_dir: str | Path, game_id: int) -> GameRecord:
     row = rows.iloc[0]
     rs = head.rulesets[str(row["ruleset"])]
     game = Game.new(rs, circle=deal_circle(rs, int(row["deal_seed"])))
-    for code in game_moves(head.run_dir, int(game_id)):
+    for code in game_moves(folder.games_path, int(game_id)):
         game.apply(int(code))
     data = {**game.record(rules_reference(rs)), "players": [str(row["bot0"]), str(row["bot1"])]}
     return GameRecord.from_dict(data, f"{head.run_dir} game {game_id}")
