@@ -47,6 +47,7 @@ from patchsim.play.analyse import (
 from patchsim.play.evaluate import EvaluationStopped
 from patchsim.web.play import PlayManager, check_bot_spec
 from patchsim.web.runs import RunIndex, WebError, load_record_file, parse_record
+from patchsim.web.slots import take_slot
 
 log = logging.getLogger("patchsim.web")
 
@@ -85,13 +86,7 @@ class Analyser:
         def gone() -> bool:
             return cancel is not None and cancel.is_set()
 
-        waited = time.monotonic() + self.wait
-        while not self.slot.acquire(timeout=0.1):
-            if gone():
-                raise WebError(503, "the client left before the analysis started")
-            if time.monotonic() > waited:
-                raise WebError(503, "the server is busy with another analysis; try again in "
-                                    "a minute")
+        take_slot(self.slot, self.wait, gone, "analysis")
         limit = self.seconds if seconds is None else seconds
         try:
             deadline = time.monotonic() + limit

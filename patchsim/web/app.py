@@ -65,6 +65,7 @@ from patchsim.web.runs import (
     record_view,
     too_deep,
 )
+from patchsim.web.slots import take_slot
 
 log = logging.getLogger("patchsim.web")
 
@@ -140,13 +141,7 @@ class ServerState:
         def gone() -> bool:
             return cancel is not None and cancel.is_set()
 
-        waited = time.monotonic() + self.eval_wait
-        while not self.eval_slot.acquire(timeout=0.1):
-            if gone():
-                raise WebError(503, "the client left before the evaluation started")
-            if time.monotonic() > waited:
-                raise WebError(503, "the server is busy with another evaluation; try again "
-                                    "in a minute")
+        take_slot(self.eval_slot, self.eval_wait, gone, "evaluation")
         try:
             deadline = time.monotonic() + EVAL_SECONDS
             frame = evaluate_game(start, codes, self.eval_bot, n,
