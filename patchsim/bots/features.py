@@ -20,6 +20,8 @@ import numpy as np
 from numba import njit
 
 from patchsim.bots.heuristics import (
+    MEMO_COLS,
+    MEMO_SLOTS,
     best_window,
     contact,
     count_holes,
@@ -28,7 +30,8 @@ from patchsim.bots.heuristics import (
     income_marks_left,
     keep_best,
     leather_square,
-    top_placements,
+    new_memo,
+    top_placements_memo,
 )
 from patchsim.bots.network import H_VERSION, net_value0, scratch_size
 from patchsim.bots.network import HEADER as NET_HEADER
@@ -405,13 +408,15 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
 
 @njit(cache=True)
 def tree_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
-                 m: Int, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray) -> Int:
+                 m: Int, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray,
+                 memo: np.ndarray) -> Int:
     """The moves a node of the learned search branches on: with ``L_WIDEN`` > 0 (placements
     chosen by search) the ``m`` best placements of each patch by the model
-    (:func:`ranked_actions`), else :func:`search_actions` (``top_k`` by contact)."""
+    (:func:`ranked_actions`), else :func:`search_actions` (``top_k`` by contact, remembered
+    in the search's ``memo``)."""
     if params[L_WIDEN] > 0:
         return ranked_actions(params, state, tab, out, m, scratch, best_g, best_s)
-    return search_actions(params, state, tab, out)
+    return search_actions_memo(params, state, tab, out, memo)
 
 
 @njit(cache=True)
@@ -428,8 +433,17 @@ def search_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     """Pass, and for each affordable offered patch its ``top_k`` best placements by the
     packing heuristic (contact, holes, bonus window): the shared
     :func:`patchsim.bots.heuristics.top_placements` with the learned bot's weights."""
-    return top_placements(state, tab, out, int(max(1, int(params[L_TOP_K]))),
-                          params[L_CONTACT], params[L_HOLES], params[L_WINDOW], (-1))
+    return search_actions_memo(params, state, tab, out, np.empty((0, MEMO_COLS), dtype=np.int64))
+
+
+@njit(cache=True)
+def search_actions_memo(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                        out: np.ndarray, memo: np.ndarray) -> int:
+    """:func:`search_actions` through a search's placement memo
+    (:func:`patchsim.bots.heuristics.new_memo`): the same moves."""
+    return top_placements_memo(state, tab, out, int(max(1, int(params[L_TOP_K]))),
+                               params[L_CONTACT], params[L_HOLES], params[L_WINDOW], (-1),
+                               memo)
 
 
 @njit(cache=True)
@@ -470,7 +484,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     acts = np.empty(1 + tab[core.T_OFFER] * width, dtype=np.int64)
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     n_root = tree_actions(params, state, tab, acts, 1, prior, np.empty(width, dtype=np.int64),
-                          np.empty(width, dtype=np.float64))
+                          np.empty(width, dtype=np.float64),
+                          np.empty((0, MEMO_COLS), dtype=np.int64))
     if n_root == 1:
         return core.PASS
     # Epsilon picks among the searched root moves, not all legal moves: a uniform legal move
@@ -495,7 +510,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 @njit(cache=True)
 def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: np.ndarray,
                   scratch: np.ndarray, prior: np.ndarray, best_g: np.ndarray,
-                  best_s: np.ndarray) -> None:
+                  best_s: np.ndarray, memo: np.ndarray) -> None:
     """Play ``work`` to the end in place, both seats the model's one-ply player (each move
     the searched move whose position the model likes best for the mover; leather by the
     leather heuristic): the learned search with one iteration, which plays no passing wars."""
@@ -507,7 +522,7 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
         if work[core.S_PENDING] > 0:
             core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
             continue
-        na = tree_actions(params, work, tab, acts, 1, prior, best_g, best_s)
+        na = tree_actions(params, work, tab, acts, 1, prior, best_g, best_s, memo)
         best = acts[0]
         best_v = -1.0
         for a in range(na):
@@ -581,6 +596,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     best_g = np.empty(width, dtype=np.int64)
     best_s = np.empty(width, dtype=np.float64)
+    memo = new_memo(MEMO_SLOTS if widen == 0 else 0)
     nodes: Int = 1
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
@@ -625,7 +641,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 v0 = value0(params, st, tab, scratch)
             else:
                 pm = core.to_move(st, tab)
-                na = tree_actions(params, st, tab, acts, 1, prior, best_g, best_s)
+                na = tree_actions(params, st, tab, acts, 1, prior, best_g, best_s, memo)
                 if nodes + na > cap:
                     break  # the tree is full (time budget beyond the sized tree): decide now
                 first = nodes
@@ -640,7 +656,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                         run += 1
                     if run == war:
                         work[:] = st
-                        model_rollout(params, work, tab, acts, scratch, prior, best_g, best_s)
+                        model_rollout(params, work, tab, acts, scratch, prior, best_g, best_s,
+                                      memo)
                         v0 = value0(params, work, tab, scratch)
         backup(path, depth, visits, value, mover, v0, 1.0 - v0)
     return first_child, nchild, visits, value, move

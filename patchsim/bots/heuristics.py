@@ -295,6 +295,34 @@ def keep_best(best_g: np.ndarray, best_s: np.ndarray, kept: int, m: int, g: int,
     return kept
 
 
+# A memo of the placements top_placements chose, for one search: a search generates the
+# moves of many nodes where the mover's quilt and the offered patch are the same (a quilt
+# changes only when its owner buys), and ranking a patch's placements is most of what a node
+# of the learned search costs (3.3 us against 0.6 us for a leaf's value, edition 2). One row
+# per slot, direct-mapped by a hash of (quilt, patch): the quilt's two words, the key (patch
+# and whether the bonus window counted), how many placements, then up to MEMO_K of them. An
+# entry is used only when all of its key matches, so a memo changes no move.
+MEMO_K = 4
+MEMO_COLS = 4 + MEMO_K
+MEMO_SLOTS = 1024  # a power of two
+
+
+@njit(cache=True)
+def new_memo(slots: int) -> np.ndarray:
+    """An empty placement memo of ``slots`` rows (a power of two; 0: no memo)."""
+    memo = np.zeros((slots, MEMO_COLS), dtype=np.int64)
+    for i in range(slots):
+        memo[i, 2] = -1  # no key: patch keys are >= 0
+    return memo
+
+
+@njit(cache=True, inline="always")
+def _memo_slot(memo: np.ndarray, qlo: int, qhi: int, key: int) -> int:
+    # int64 arithmetic wraps in compiled code; constants below 2^63 keep it int64
+    h = qlo * 0x1E3779B97F4A7C15 + qhi * 0x3F58476D1CE4E5B9 + key * 0x14D049BB133111EB
+    return (h >> 17) & (memo.shape[0] - 1)
+
+
 @njit(cache=True)
 def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: int,
                    w_contact: float, w_holes: float, w_window: float,
@@ -303,13 +331,25 @@ def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: i
     offered patch (but ``forbid``, -1 for none) its ``top_k`` best placements by
     :func:`placement_score`. Returns how many. Both searches (rollouts and the learned
     evaluation) branch on these, so they share this one definition."""
+    return top_placements_memo(state, tab, out, top_k, w_contact, w_holes, w_window, forbid,
+                               np.empty((0, MEMO_COLS), dtype=np.int64))
+
+
+@njit(cache=True)
+def top_placements_memo(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: int,
+                        w_contact: float, w_holes: float, w_window: float, forbid: int,
+                        memo: np.ndarray) -> int:
+    """:func:`top_placements`, remembering each patch's placements in ``memo``
+    (:func:`new_memo`; one search's, since the weights are part of no key) and reading them
+    back where the quilt and the patch are the same: the same moves, faster."""
     p = core.to_move(state, tab)
     out[0] = core.PASS
     n = 1
     qlo = state[core.S_QLO + p]
     qhi = state[core.S_QHI + p]
-    holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0  # unused when 0
     bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    use_memo = memo.shape[0] > 0 and top_k <= MEMO_K
+    holes0 = -1  # counted when first needed (the memo may answer every patch)
     btn = state[core.S_BTN + p]
     best_g = np.empty(top_k, dtype=np.int64)
     best_s = np.empty(top_k, dtype=np.float64)
@@ -319,6 +359,17 @@ def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: i
             break
         if core.patch_cost(tab, patch) > btn or patch == forbid:
             continue
+        slot = -1
+        if use_memo:
+            key = 2 * patch + (1 if bonus_open and w_window != 0.0 else 0)
+            slot = _memo_slot(memo, qlo, qhi, key)
+            if memo[slot, 2] == key and memo[slot, 0] == qlo and memo[slot, 1] == qhi:
+                for j in range(memo[slot, 3]):
+                    out[n] = memo[slot, 4 + j]
+                    n += 1
+                continue
+        if holes0 < 0:
+            holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0  # unused when 0
         m = 0
         first = core.patch_first(tab, patch)
         for g in range(first, first + core.patch_count(tab, patch)):
@@ -331,4 +382,11 @@ def top_placements(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top_k: i
         for j in range(m):
             out[n] = best_g[j]
             n += 1
+        if slot >= 0:
+            memo[slot, 0] = qlo
+            memo[slot, 1] = qhi
+            memo[slot, 2] = 2 * patch + (1 if bonus_open and w_window != 0.0 else 0)
+            memo[slot, 3] = m
+            for j in range(m):
+                memo[slot, 4 + j] = best_g[j]
     return n
