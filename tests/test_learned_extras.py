@@ -63,9 +63,10 @@ def moves_by_game(sim) -> list:
 
 # --- epsilon ----------------------------------------------------------------------------------
 def test_epsilon_zero_plays_exactly_as_before(shipped_only, e2):
-    """Pinned against the games of the bot before it had epsilon (default and explicit 0)."""
-    for spec in ("mcts(eval=learned, iterations=8)",
-                 "mcts(eval=learned, epsilon=0, iterations=8)"):
+    """Pinned against the games of the bot before it had epsilon (default and explicit 0),
+    with the placement ranking of then (contact alone: holes=0, window=0)."""
+    for spec in ("mcts(eval=learned, iterations=8, holes=0, window=0)",
+                 "mcts(eval=learned, epsilon=0, iterations=8, holes=0, window=0)"):
         sim = patchsim.simulate("edition2", [spec, "greedy"], games=6, seed=7,
                                 pairings="cross", backend="sequential")
         assert digest([[d, o, [str(m) for m in mv]] for d, o, mv in moves_by_game(sim)]) == (

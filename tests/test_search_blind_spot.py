@@ -127,8 +127,10 @@ def margin_after(e2, first: int, bot) -> int:
 
 
 def test_in_a_passing_war_the_fixed_search_buys_where_passing_loses(e2):
-    old = bind_bot(make_bot("mcts(eval=learned, iterations=100)"), e2)
-    fixed = bind_bot(make_bot("mcts(eval=learned, iterations=100, war_rollouts=4)"), e2)
+    # the war was found with the placement ranking of then (contact alone), which both keep
+    old = bind_bot(make_bot("mcts(eval=learned, iterations=100, holes=0, window=0)"), e2)
+    fixed = bind_bot(make_bot("mcts(eval=learned, iterations=100, war_rollouts=4, holes=0, "
+                              "window=0)"), e2)
     game = Game.new(e2, circle=deal_circle(e2, WAR_DEAL))
     for code in WAR_PREFIX:
         game.apply(code)

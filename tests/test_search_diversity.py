@@ -59,15 +59,17 @@ def run_moves(spec: str, pairings: str = "cross", games: int = 4, seed: int = 7)
 
 
 # Digests of the games these bots played before temperature existed (same seeds): the Python
-# driver's self-play of deals 3 and 4, and a 4-game batch run against greedy.
+# driver's self-play of deals 3 and 4, and a 4-game batch run against greedy. The learned
+# search's placement ranking then was contact alone (holes=0, window=0; the default since
+# 2026-12-03 also counts holes and the bonus window), so the pins name it.
 BEFORE = {
     "mcts(iterations=30)": (
         "0b993e309463475cd71bec3b0b67f2a61d0f56fcd096a879203a97feec2f053b",
         "05eb8bb37c2c352829cbfc11698cfd6f6b721b664ae7d1bb1e509b93f4f47016"),
-    "mcts(eval=learned, iterations=8)": (
+    "mcts(eval=learned, iterations=8, holes=0, window=0)": (
         "dcfe67a8492fba0f504e036021682158ad9e37cc5f98815a92c5b36e8cee9154",
         "191ad1fc413cb735020507c5dde773fc10724deb7b2b34556b9229d0fce9bb78"),
-    "mcts(eval=learned, iterations=30, epsilon=0.1)": (
+    "mcts(eval=learned, iterations=30, epsilon=0.1, holes=0, window=0)": (
         "c1cc9f54b1df485e5104735ca90cc0060d2872448e123d8b87768faea96ce01a",
         "2c30c5c4dd5d789e5c83ca51a9cf406c8385539b28ea411373e8db0db3dd0b03"),
 }

@@ -339,7 +339,8 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
-_EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max")
+_EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max",
+                    "holes", "window")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -391,7 +392,13 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                          "visits (0: top_k by contact; eval=pack: 8)", int, low=0,
                          high=10**6),
           "widen_max": Param(8, "eval=learned/pack/net: most placements a patch a widened "
-                             "node searches", int, low=1, high=64)})(_mcts_factory)
+                             "node searches", int, low=1, high=64),
+          "holes": Param(1.0, "eval=learned/pack/net: placement ranking, per one-square "
+                         "hole made (besides 1 per side in contact; with window=0, 0 is the "
+                         "ranking before 2026-12-03)", low=0, high=100),
+          "window": Param(0.5, "eval=learned/pack/net: placement ranking, per square of the "
+                          "fullest bonus window (in the printed game's 7 points)", low=0,
+                          high=100)})(_mcts_factory)
 def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
     """The bot a spec names; BotSpecError listing what exists when it names none.
 

@@ -69,7 +69,10 @@ from patchsim.play.match import max_events, max_plies
 from patchsim.play.placement_effects import HELD_COLUMNS, placement_effects
 from patchsim.play.train_document import training_document
 
-TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2)"  # plays the self-play games
+# plays the self-play games; its placement ranking is pinned to contact alone (the learned
+# search's default before 2026-12-03), so that `train --generations N --seed S` replays the
+# shipped models bit for bit
+TRAIN_SPEC = "mcts(eval=learned, iterations=24, top_k=2, holes=0, window=0)"
 # the packing player (mcts(eval=pack)) trains with its own search: placements chosen by it
 TRAIN_SPEC_PACK = "mcts(eval=pack, iterations=24)"
 EPSILON = 0.08

@@ -62,7 +62,8 @@ from patchsim.play.train import (
 # fixed order) on the last `window` generations. The search's root value would be a lower-
 # variance target, but at 24 iterations it mostly echoes the network; the outcome is what
 # the search should learn to predict.
-NET_TRAIN_SPEC = "mcts(eval=net, iterations=24, top_k=2)"
+# (placement ranking pinned as the linear training's, patchsim.play.train.TRAIN_SPEC)
+NET_TRAIN_SPEC = "mcts(eval=net, iterations=24, top_k=2, holes=0, window=0)"
 
 
 @dataclass(frozen=True)
