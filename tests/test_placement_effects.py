@@ -126,3 +126,23 @@ def test_a_fit_with_held_weights_keeps_them_and_fits_the_rest() -> None:
     np.testing.assert_allclose(w_wrong[[0, 2, 3]], w_true[[0, 2, 3]], atol=0.1)
     # nothing held: the plain fit
     np.testing.assert_array_equal(fit_linear_fixed(x, y, {}), fit_linear(x, y))
+
+
+def test_a_base_feature_model_holds_the_shape_effects_it_has(tmp_path) -> None:
+    """`train` of a feature-version-1 model (eval=learned) with shape games: the effects are
+    measured on every shape term, and the model holds those of its own 22 features (holes
+    and the bonus window) at them; the packing terms beyond its features are left out."""
+    from patchsim.bots.learned import load_model
+    from patchsim.play.train import TrainSettings, train
+
+    rs = load_ruleset("variants/quilt7")
+    settings = TrainSettings(seed=3, games_per_generation=16, eval_deals=1, eval_every=99,
+                             shape_games=24, shape_spec="greedy")
+    train(rs, generations=1, jobs=1, seed=3, models=tmp_path, settings=settings, report=False)
+    model = load_model(tmp_path / rs.content_hash() / "model.json")
+    effects = model.manifest["shape_effects"]["columns"]
+    held = [c for c in HELD_COLUMNS if c < F.N_FEATURES]
+    assert held and all(str(c) in effects for c in held)
+    for c in held:
+        assert model.weights[c] == pytest.approx(effects[str(c)]["effect"])
+    assert len(model.weights) == F.N_FEATURES

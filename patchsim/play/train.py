@@ -471,8 +471,11 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
         if progress is not None:
             progress(0, settings.shape_games, "shape effects")
         shape = shape_effects_record(ruleset, settings, jobs)
+    # the effects are measured on every shape term; a feature-version-1 model has only the
+    # base features' (holes and the bonus window), so it holds those
+    n_weights = F.N_ALL_FEATURES if pack else F.N_FEATURES
     fixed = {int(c): float(v["effect"]) for c, v in (shape or {}).get("columns", {}).items()
-             if int(c) in HELD_COLUMNS}
+             if int(c) in HELD_COLUMNS and int(c) < n_weights}
     resumed_from = gen
     limit = generations if generations is not None else 10**9
     total_games = gen * settings.games_per_generation
