@@ -49,6 +49,7 @@ FLAGS = {
     "minutes": "--minutes",
     "generations": "--generations",
     "models": "--models",
+    "out": "--out",
 }
 # the command line's own advice for a problem about a key, instead of the library's hint
 HINTS = {

@@ -429,11 +429,15 @@ def not_a_file(path: str | Path) -> str | None:
     except FileNotFoundError:
         return ("no such file (a symbolic link to a missing file)" if os.path.islink(path)
                 else "no such file")
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device")]
+    return None if stat.S_ISREG(mode) else file_kind(mode)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``os.stat(...).st_mode``) is, for a message: "a file" (a
+    regular one), "a directory", "a named pipe (FIFO)", "a socket", ..."""
+    kinds = [(stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"),
+             (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
