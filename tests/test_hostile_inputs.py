@@ -185,6 +185,57 @@ def test_an_endless_bot_spec_in_an_experiment_is_quoted_by_a_prefix(tmp_path: Pa
     assert len(str(err.value)) < 500
 
 
+LONG = "x" * 5000
+
+
+@pytest.mark.parametrize("spec", [
+    LONG, {"name": LONG}, {"nam": LONG}, "greedy(w_income=" + LONG + ")",
+    "greedy(placement=" + LONG + ")", "greedy(" + LONG[:900] + "=1)",
+    "greedy(" + LONG[:900] + ")", "mcts(rollout=" + LONG[:900] + ")",
+    "mcts(eval=" + LONG[:900] + ")", LONG[:900] + ":Bot", "greedy(w_income=((" + LONG[:900],
+    "mcts(iterations=" + "9" * 900 + ")"])
+def test_the_bot_registry_quotes_a_long_spec_or_name_by_a_prefix(spec: object) -> None:
+    """Whatever the way in (the library, a file, a page), a bot spec or a value in it of
+    thousands of characters is named by its start and its length, never echoed whole."""
+    from patchsim.bots.registry import BotSpecError, make_bot
+
+    with pytest.raises(BotSpecError) as err:
+        make_bot(spec)  # type: ignore[arg-type]
+    text = str(err.value)
+    assert len(text) < 600, text[:700]
+    assert "characters)" in text or "longer than any bot spec" in text, text
+
+
+def test_a_forbidden_patch_of_thousands_of_characters_is_named_by_a_prefix() -> None:
+    from patchsim.bots.registry import BotSpecError, make_bot
+    from patchsim.engine.tables import compile_ruleset
+
+    bot = make_bot("greedy(forbid=" + LONG[:900] + ")")
+    with pytest.raises(BotSpecError) as err:
+        bot.bind(compile_ruleset(load_ruleset("edition2")))  # type: ignore[attr-defined]
+    assert str(err.value).startswith("greedy: forbid='xxx") and len(str(err.value)) < 1000
+
+
+def test_the_web_app_quotes_long_parameters_and_rulesets_by_a_prefix(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from patchsim.web.app import _int_param, _play_ruleset
+    from patchsim.web.paths import inside
+    from patchsim.web.runs import WebError
+
+    for value in ("9" * 5000, "z" * 5000):
+        with pytest.raises(WebError) as err:
+            _int_param(value, "rollouts", 1, 100)
+        assert "(5,000 characters)" in str(err.value) and len(str(err.value)) < 500
+    for key in ("y" * 5000, "run:" + "y" * 5000):
+        with pytest.raises(WebError) as err:
+            _play_ruleset(None, key)  # type: ignore[arg-type]  # no run is looked up
+        assert "(5,00" in str(err.value) and len(str(err.value)) < 800, key[:20]
+    for rel in ("../" * 2000, "a/" * 3000 + ".hidden", "n" * 5000):
+        with pytest.raises(WebError) as err:
+            inside(tmp_path, rel, "ruleset file")  # a run's file asked for by a page
+        assert "characters)" in str(err.value) and len(str(err.value)) < 800, rel[:20]
+
+
 # --------------------------------------------------------------------------------------------
 # files that are no regular files
 

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote as url_quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
@@ -35,6 +35,7 @@ from starlette.routing import Route
 from patchsim.bots.registry import Bot, BotSpecError
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError
+from patchsim.errors import quote
 from patchsim.play.analyse import (
     ANALYSIS_LINK,
     analyse_game,
@@ -155,7 +156,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         run = state.index.get(request.path_params["rid"])
         gid_text = request.path_params["gid"]
         if not gid_text.isdigit() or len(gid_text) > 19:
-            raise WebError(400, f"game id={gid_text!r}: expected a whole number")
+            raise WebError(400, f"game id={quote(gid_text)}: expected a whole number")
         start, codes = state.index.start(run, int(gid_text))
         return game_analysis(analyser, request, f"run:{run.id}:{gid_text}", start, codes)
 
@@ -171,7 +172,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
     def saved(request: Request) -> dict[str, Any]:
         name = request.path_params["name"]
         if "/" in name:
-            raise WebError(403, f"saved game {name!r}: a file name, not a path")
+            raise WebError(403, f"saved game {quote(name)}: a file name, not a path")
         try:
             rec, _ = load_record_file(state.save_dir, name, f"saved game {name}")
         except RecordError as e:
@@ -211,9 +212,9 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         # a report's link to a game's analysis (relative to the run's files): the viewer
         rid, gid = request.path_params["rid"], request.path_params["game_id"]
         if not gid.isdigit() or len(gid) > 19:
-            raise WebError(400, f"game id={gid!r}: expected a whole number")
+            raise WebError(400, f"game id={quote(gid)}: expected a whole number")
         state.index.get(rid, loaded=False)  # 404 for a run not served
-        return RedirectResponse(f"/game?run={quote(rid, safe='')}&game={int(gid)}",
+        return RedirectResponse(f"/game?run={url_quote(rid, safe='')}&game={int(gid)}",
                                 status_code=303)
 
     return [

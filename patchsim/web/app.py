@@ -42,7 +42,8 @@ from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
 from patchsim.engine.view import BOARD_SCRIPT
-from patchsim.engine.yamlfile import JsonNumberError, parse_json
+from patchsim.engine.yamlfile import PATH_CHARS, JsonNumberError, parse_json
+from patchsim.errors import quote
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
@@ -342,9 +343,9 @@ def _int_param(value: str | None, name: str, lo: int, hi: int, default: int | No
     try:
         number = int(value)
     except ValueError:
-        raise WebError(400, f"{name}={value!r}: expected a whole number") from None
+        raise WebError(400, f"{name}={quote(value)}: expected a whole number") from None
     if not lo <= number <= hi:
-        raise WebError(400, f"{name}={value!r}: expected a number between {lo} and {hi}")
+        raise WebError(400, f"{name}={quote(value)}: expected a number between {lo} and {hi}")
     return number
 
 
@@ -465,7 +466,7 @@ def _run_record_eval(state: ServerState, request: Request) -> dict[str, Any]:
 def _saved_file(state: ServerState, request: Request) -> tuple[GameRecord, dict[str, Any]]:
     name = request.path_params["name"]
     if "/" in name:
-        raise WebError(403, f"saved game {name!r}: a file name, not a path")
+        raise WebError(403, f"saved game {quote(name)}: a file name, not a path")
     if not state.save_dir.is_dir():
         raise WebError(404, f"no saved games yet (they go to {state.save_dir})")
     try:
@@ -541,8 +542,8 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
         if key.startswith("run:"):
             parts = key.split(":", 2)
             if len(parts) != 3:
-                raise WebError(400, f"ruleset {key!r}: a ruleset file of a run is named "
-                                    "run:<run id>:<path in the run folder>")
+                raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: a ruleset file of a "
+                                    "run is named run:<run id>:<path in the run folder>")
             _, rid, rel = parts
             run = state.index.get(rid, loaded=False)
             path = inside(run.path, rel, "ruleset file")
@@ -550,14 +551,15 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
             return (load_ruleset(path, allowed_roots=state.index.allowed_roots),
                     f"{run.label}/{rel}")
         if key not in shipped_rulesets():
-            raise WebError(400, f"ruleset {key!r}: not a shipped ruleset (shipped: "
-                                f"{', '.join(shipped_rulesets())})")
+            raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: not a shipped ruleset "
+                                f"(shipped: {', '.join(shipped_rulesets())})")
         return load_ruleset(key), key
     except RulesetError as e:  # an invalid ruleset file: the page and the log say why
         log.warning("%s", e)
-        raise WebError(400, f"ruleset {key!r}: {e}") from None
+        raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: {e}") from None
     except RecursionError:
-        raise WebError(400, f"ruleset {key!r}: nested too deeply to be a ruleset") from None
+        raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: nested too deeply to be a "
+                            "ruleset") from None
 
 
 def _play_new(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:
