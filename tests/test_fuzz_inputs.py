@@ -56,6 +56,9 @@ TOKENS = ["&a ", "*a", "&b [*a, *a, *a, *a]", "[", "]", "{", "}", ": ", "- ", "\
           # numbers YAML 1.1 reads by surprise, and integers past Python's 4,300 digits
           "1:30", "-1:30:00", "0x10", "0o17", "017", "0b11", "1_000", "1e3", "+.5", "1.2.3",
           "!!int 0x10", "!!float 1:30", "9" * 5000, "-" + "7" * 4301, "1" * 101,
+          # YAML 1.1's booleans, dates and types outside the core schema
+          "yes", "No", "on", "OFF", "!!bool yes", "2026-12-03", "2026-12-03 10:00:00", "=",
+          "!!timestamp 2026-12-03", "!!set {a}", "!!omap [a: 1]", "!!pairs [a: 1]", "!mine ",
           # markup and endless names
           "<script>alert(1)</script>", "javascript:alert(1)", "<img src=x onerror=alert(1)>",
           "[x](javascript:alert(1))", "<!--", "y" * 5000 + "(", "greedy;;", ";"]
