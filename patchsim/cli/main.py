@@ -266,7 +266,7 @@ def run(
     before are kept (continue with --resume); with --jobs 2 or more, Python bots play in
     worker processes, and a worker's death is reported as such."""
 
-    from patchsim.engine.yamlfile import short_path
+    from patchsim.engine.textfile import short_path
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.runfolder import check_not_running, new_run_dir, read_manifest
     from patchsim.play.worker import local_backend, start_workers, stop_workers

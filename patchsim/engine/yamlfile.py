@@ -29,25 +29,32 @@ applies the same bound to JSON text (game records, web request bodies).
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
 
+from patchsim.engine.textfile import (
+    PATH_CHARS,
+    InputTooLargeError,
+    file_kind,
+    not_a_file,
+    read_text_bounded,
+    short_path,
+)
 from patchsim.errors import QUOTE_CHARS, PatchsimError, quote
 
-__all__ = ["QUOTE_CHARS", "quote"]  # re-exported: the shortening lives in patchsim.errors
+# re-exported: the shortening lives in patchsim.errors, the reading of a file in textfile
+__all__ = ["PATH_CHARS", "QUOTE_CHARS", "InputTooLargeError", "file_kind", "not_a_file",
+           "quote", "read_text_bounded", "short_path"]
 
 # Generous limits: the shipped rulesets and experiments are a few kB and hold a few thousand
 # values; a ruleset's patch list is at most 200 patches.
 MAX_YAML_BYTES = 1_000_000
 MAX_YAML_DEPTH = 40  # nested mappings and lists
 MAX_YAML_VALUES = 200_000  # scalars, lists and mappings, counting each alias use in full
-PATH_CHARS = 300  # a path is shown whole up to this length
 # No count, seed or price needs more; Python itself converts at most 4,300 digits.
 MAX_INT_DIGITS = 100
 
@@ -73,31 +80,6 @@ _YAML11_BOOL = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
 # the tags of YAML 1.2's core schema (and the merge key): any other is refused
 _CORE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map",
                                                 "seq", "merge")}
-
-
-class InputTooLargeError(PatchsimError, ValueError):
-    """A file larger than the limit for its kind; the message names the file and the limit."""
-
-    def __init__(self, label: str, limit: int, what: str) -> None:
-        self.label, self.limit = label, limit
-        super().__init__(f"{label}: larger than {_size(limit)}, the limit for {what}")
-
-
-def _size(n: int) -> str:
-    return f"{n / 1_000_000:g} MB" if n >= 1_000_000 else f"{n / 1000:g} kB"
-
-
-def read_text_bounded(path: str | Path, limit: int, what: str, label: str | None = None) -> str:
-    """The UTF-8 text of ``path``, read only up to ``limit`` bytes (a device such as /dev/zero
-    or a huge file is refused after reading that much, not read to its end).
-
-    Raises InputTooLargeError beyond the limit, OSError and UnicodeDecodeError as reading does;
-    ``what`` names the kind of file in the message ("a YAML file")."""
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise InputTooLargeError(label or str(path), limit, what)
-    return data.decode("utf-8")
 
 
 class YamlFileError(PatchsimError, ValueError):
@@ -475,27 +457,6 @@ def _json_key(key: str) -> str:
     return key if len(key) <= QUOTE_CHARS and key.isprintable() else quote(key)
 
 
-def not_a_file(path: str | Path) -> str | None:
-    """What ``path`` is when it is no regular file, for a message ("no such file", "a
-    directory", "a named pipe (FIFO)", ...); None for a regular file (symlinks followed).
-    Raises OSError and ValueError as ``os.stat`` does for a name no file can have."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return ("no such file (a symbolic link to a missing file)" if os.path.islink(path)
-                else "no such file")
-    return None if stat.S_ISREG(mode) else file_kind(mode)
-
-
-def file_kind(mode: int) -> str:
-    """What a file of ``mode`` (``os.stat(...).st_mode``) is, for a message: "a file" (a
-    regular one), "a directory", "a named pipe (FIFO)", "a socket", ..."""
-    kinds = [(stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"),
-             (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
 def read_yaml(path: str | Path, label: str | None = None) -> Any:
     """Read and parse the YAML file at ``path`` (see :func:`parse_yaml`).
 
@@ -523,11 +484,3 @@ def read_yaml(path: str | Path, label: str | None = None) -> Any:
             raise
         raise YamlFileError(label, [f"{label}: not a usable file name ({e})"]) from None
     return parse_yaml(text, label)
-
-
-def short_path(path: str | Path, limit: int = PATH_CHARS) -> str:
-    """A path for messages: as given when short and printable, else quoted and cut."""
-    text = str(path)
-    if len(text) <= limit and text.isprintable():
-        return text
-    return quote(text, limit)

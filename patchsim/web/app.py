@@ -41,8 +41,9 @@ from patchsim.bots.registry import REGISTRY, BotSpecError
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
+from patchsim.engine.textfile import PATH_CHARS
 from patchsim.engine.view import BOARD_SCRIPT
-from patchsim.engine.yamlfile import PATH_CHARS, JsonNumberError, parse_json
+from patchsim.engine.yamlfile import JsonNumberError, parse_json
 from patchsim.errors import quote
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,

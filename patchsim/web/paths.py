@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from patchsim.engine.yamlfile import PATH_CHARS
+from patchsim.engine.textfile import PATH_CHARS
 from patchsim.errors import PatchsimError, quote
 from patchsim.play.runfolder import BATCHES, FIGURES, MANIFEST
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsim.engine.ruleset import RulesetError
-from patchsim.engine.yamlfile import InputTooLargeError, file_kind, read_text_bounded, short_path
+from patchsim.engine.textfile import InputTooLargeError, file_kind, read_text_bounded, short_path
 from patchsim.play.config import RunConfig, RunError, run_identity
 from patchsim.play.runfolder.digests import check_settings
 from patchsim.play.runfolder.errors import (

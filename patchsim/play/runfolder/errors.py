@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from patchsim.engine.yamlfile import short_path
+from patchsim.engine.textfile import short_path
 from patchsim.play.config import RunError
 from patchsim.play.runfolder.names import GAMES
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write, current_umask
-from patchsim.engine.yamlfile import short_path
+from patchsim.engine.textfile import short_path
 from patchsim.play.config import RunConfig, RunError
 from patchsim.play.run_name import folder_name
 from patchsim.play.runfolder.checks import WRITE_PROBE
