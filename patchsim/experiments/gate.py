@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -94,7 +95,10 @@ def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
     return BandTest(tol.low, tol.high, alpha, beta, min_deals, resolution)
 
 
-def decision_words(status: str, interval: Estimate, test: BandTest, at: int,
+CheckStatus = Literal["holds", "fails", "undecided"]
+
+
+def decision_words(status: CheckStatus, interval: Estimate, test: BandTest, at: int,
                    metric: str = "") -> str:
     """A check's decision beside the interval it prints: when that interval shows it (inside
     the band for "holds", wholly beyond an edge for "fails") it says so; otherwise which test
@@ -148,7 +152,7 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                     exp.seed, exp.batch_deals, str(exp.path))
     targets = list(dict.fromkeys(games_to_deals(min(max_games, k * step))
                                  for k in range(1, looks + 1)))
-    statuses: list[str] = []
+    statuses: list[CheckStatus] = []
 
     def decided(deals: int) -> bool:
         """Evaluate every check on the deals played; True once the gate is decided."""
@@ -170,7 +174,8 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                 continue
             test = band_test(tol, x, alpha, b, resolution)
             kind, at = test.first_decision(x, range(test.min_deals, len(x) + 1))
-            st = {PASS: "holds", FAIL: "fails"}.get(kind, "undecided")
+            st: CheckStatus = ("holds" if kind == PASS else "fails" if kind == FAIL
+                               else "undecided")
             # the interval at the deal that decided, anytime-valid: the stop was chosen by
             # looking at the data, where a fixed-sample interval would cover less than 95%
             est = anytime_estimate(x[:at] if st != "undecided" else x, 0.95,
