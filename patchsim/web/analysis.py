@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,6 @@ from patchsim.play.analyse import (
     method_of,
     record_codes,
 )
-from patchsim.play.evaluate import EvaluationStopped
 from patchsim.web.play import PlayManager, check_bot_spec
 from patchsim.web.runs import RunIndex, WebError, load_record_file, parse_record
 from patchsim.web.slots import take_slot
@@ -84,23 +82,13 @@ class Analyser:
             self.cache.move_to_end(key)
             return self.cache[key]
 
-        def gone() -> bool:
-            return cancel is not None and cancel.is_set()
+        def left() -> None:
+            self.stopped += 1
 
-        take_slot(self.slot, self.wait, gone, "analysis")
         limit = self.seconds if seconds is None else seconds
-        try:
-            deadline = time.monotonic() + limit
-            result = work(lambda: gone() or time.monotonic() > deadline)
-        except EvaluationStopped:
-            if gone():
-                self.stopped += 1
-                log.info("an analysis was stopped: its client left")
-                raise WebError(503, "the analysis was stopped: the client left") from None
-            raise WebError(503, f"the analysis took more than {limit:.0f} s and was stopped; "
-                                "ask for a weaker judge (?bot=)") from None
-        finally:
-            self.slot.release()
+        with take_slot(self.slot, self.wait, cancel, limit, "analysis",
+                       "ask for a weaker judge (?bot=)", left) as stop:
+            result = work(stop)
         if key:
             self.cache[key] = result
             while len(self.cache) > CACHE:

@@ -21,7 +21,6 @@ import html
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,7 +47,6 @@ from patchsim.errors import quote
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
-    EvaluationStopped,
     evaluate_game,
     learned_params,
     rollout_bot,
@@ -140,23 +138,12 @@ class ServerState:
 
     def _run_evaluation(self, start: Game, codes: list[int], n: int,
                         cancel: threading.Event | None) -> list[dict[str, Any]]:
-        def gone() -> bool:
-            return cancel is not None and cancel.is_set()
+        def left() -> None:
+            self.evals_stopped += 1
 
-        take_slot(self.eval_slot, self.eval_wait, gone, "evaluation")
-        try:
-            deadline = time.monotonic() + EVAL_SECONDS
-            frame = evaluate_game(start, codes, self.eval_bot, n,
-                                  stop=lambda: gone() or time.monotonic() > deadline)
-        except EvaluationStopped:
-            if gone():
-                self.evals_stopped += 1
-                log.info("an evaluation was stopped: its client left")
-                raise WebError(503, "the evaluation was stopped: the client left") from None
-            raise WebError(503, f"the evaluation took more than {EVAL_SECONDS:.0f} s and was "
-                                "stopped; ask for fewer rollouts") from None
-        finally:
-            self.eval_slot.release()
+        with take_slot(self.eval_slot, self.eval_wait, cancel, EVAL_SECONDS, "evaluation",
+                       "ask for fewer rollouts", left) as stop:
+            frame = evaluate_game(start, codes, self.eval_bot, n, stop=stop)
         return json.loads(frame.to_json(orient="records"))
 
 
