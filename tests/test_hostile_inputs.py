@@ -297,6 +297,18 @@ def test_the_web_app_quotes_long_parameters_and_rulesets_by_a_prefix(tmp_path: P
         assert "characters)" in str(err.value) and len(str(err.value)) < 800, rel[:20]
 
 
+@pytest.mark.parametrize("command", [["prices", "edition2", "--bots", "greedy", "--patches",
+                                      "P19"], ["skill", "edition2"]])
+def test_a_study_out_that_cannot_be_a_new_folder_is_one_message(tmp_path: Path,
+                                                                command: list[str]) -> None:
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for out, fragment in [(str(tmp_path / ("n" * 5000)), "too long for the file system"),
+                          (str(tmp_path / "f\0"), "null byte"),
+                          (str(tmp_path), "already exists; give a new folder"),
+                          (str(tmp_path / "link"), "already exists; give a new folder")]:
+        refused(cli(*command, "--jobs", "1", "--out", out), fragment)
+
+
 # --------------------------------------------------------------------------------------------
 # files that are no regular files
 
