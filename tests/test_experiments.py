@@ -4,6 +4,7 @@ and the balance gate's three exit codes."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -515,6 +516,14 @@ def test_gate_tests_every_tolerance_and_pairing_sequentially(tmp_path: Path) -> 
     assert res.alpha_per_check == pytest.approx(0.06)
     assert "over 5 check(s)" in res.lines[0]
     assert res.code == 0 and all("holds (decided at deal" in ln for ln in res.lines[1:-1])
+    # one unit style, as every other document: rates in percent (issue 30), counts in theirs
+    rates = [ln for ln in res.lines if f"{FPW} within [1.0%, 99.0%]: " in ln]
+    assert len(rates) == 2, res.lines
+    assert all(re.search(r": -?\d+\.\d% \[-?\d+\.\d%, -?\d+\.\d%\] anytime-valid", ln)
+               for ln in rates), rates
+    assert not any(re.search(r"\b0\.\d{4}\b", ln) for ln in res.lines), res.lines
+    assert any("plies at least 1 moves: " in ln and " moves anytime-valid" in ln
+               for ln in res.lines), res.lines
 
 
 def test_a_check_that_holds_prints_the_interval_that_shows_it_or_says_why_not() -> None:
@@ -535,6 +544,7 @@ def test_a_check_that_holds_prints_the_interval_that_shows_it_or_says_why_not() 
     assert decision_words("fails", out, band, 900).endswith("the interval lies beyond the band)")
     near = Estimate(0.53, 0.005, 0.52, 0.54, 900, 0.35)
     assert "still reaches inside the band" in decision_words("fails", near, band, 900)
+    assert "over one 3.0 points inside it" in decision_words("fails", near, band, 900, FPW)
     assert decision_words("undecided", near, band, 900) == "undecided"
 
 

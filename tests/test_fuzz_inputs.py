@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import pytest
 import typer
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -56,6 +57,9 @@ TOKENS = ["&a ", "*a", "&b [*a, *a, *a, *a]", "[", "]", "{", "}", ": ", "- ", "\
           # numbers YAML 1.1 reads by surprise, and integers past Python's 4,300 digits
           "1:30", "-1:30:00", "0x10", "0o17", "017", "0b11", "1_000", "1e3", "+.5", "1.2.3",
           "!!int 0x10", "!!float 1:30", "9" * 5000, "-" + "7" * 4301, "1" * 101,
+          # YAML 1.1's booleans, dates and types outside the core schema
+          "yes", "No", "on", "OFF", "!!bool yes", "2026-12-03", "2026-12-03 10:00:00", "=",
+          "!!timestamp 2026-12-03", "!!set {a}", "!!omap [a: 1]", "!!pairs [a: 1]", "!mine ",
           # markup and endless names
           "<script>alert(1)</script>", "javascript:alert(1)", "<img src=x onerror=alert(1)>",
           "[x](javascript:alert(1))", "<!--", "y" * 5000 + "(", "greedy;;", ";"]
@@ -130,6 +134,15 @@ def unbounded_digits(dump: Callable[[Any], str]) -> Callable[[Any], str]:
         finally:
             sys.set_int_max_str_digits(before)
     return write
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_engine() -> None:
+    """The compiled engine loaded (or compiled, when its sources changed since the cache was
+    written: some 4 s of CPU, more on a loaded machine) before any input is timed, so that
+    the per-input bound below measures the input, not the first call of the engine."""
+    final_position(GameRecord.from_json(RECORD_TEXT))
+    CliRunner().invoke(app, ["replay", "-"], input=RECORD_TEXT)
 
 
 @contextmanager

@@ -83,14 +83,74 @@ def test_numbers_outside_plain_decimal_are_refused_naming_file_line_key_and_valu
 
 def test_plain_decimal_numbers_and_quoted_text_read_as_written() -> None:
     data = parse_yaml("a: [0, -3, 90, +7, 0.25, .5, 1., 1e3, 2.5e-3, -1E+2, .inf, -.inf, .nan]\n"
-                      "b: ['1:30', \"0x10\", '017']\nc: [7x7, 2024-01-01, yes, null, P19]\n",
+                      "b: ['1:30', \"0x10\", '017']\nc: [7x7, 2024-01-01, true, null, P19]\n",
                       "f.yaml")
     *numbers, nan = data["a"]
     assert numbers == [0, -3, 90, 7, 0.25, 0.5, 1.0, 1000.0, 0.0025, -100.0, math.inf,
                        -math.inf]
     assert [type(n) for n in numbers[:4]] == [int] * 4 and math.isnan(nan)
     assert data["b"] == ["1:30", "0x10", "017"]
-    assert data["c"][0] == "7x7" and data["c"][2:] == [True, None, "P19"]
+    assert data["c"] == ["7x7", "2024-01-01", True, None, "P19"]
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("yes", "'yes' is a YAML 1.1 boolean (YAML 1.1 reads it as true)"),
+    ("No", "'No' is a YAML 1.1 boolean (YAML 1.1 reads it as false)"),
+    ("ON", "'ON' is a YAML 1.1 boolean (YAML 1.1 reads it as true)"),
+    ("off", "'off' is a YAML 1.1 boolean (YAML 1.1 reads it as false)"),
+    ("!!bool yes", "'yes' is a YAML 1.1 boolean (YAML 1.1 reads it as true)"),
+    ("!!bool maybe", "'maybe' is not a boolean"),  # PyYAML: a KeyError
+])
+def test_yaml11_booleans_are_refused_naming_file_line_key_and_value(text: str,
+                                                                    why: str) -> None:
+    with pytest.raises(YamlFileError) as err:
+        parse_yaml(f"name: x\nflag: {text}\n", "r.yaml")
+    (problem,) = err.value.problems
+    assert problem.startswith(f"r.yaml: line 2: flag: {why}; "), problem
+    assert "true and false only" in problem and "quote it to mean text" in problem
+
+
+def test_booleans_are_true_and_false_and_the_rest_of_yaml11_is_text() -> None:
+    data = parse_yaml("a: [true, True, TRUE, false, False, FALSE, !!bool true]\n"
+                      "b: [2026-12-03, 2026-12-03 10:00:00, 2001-12-14t21:59:43.10-05:00, =]\n"
+                      "c: ['yes', \"no\", !!str on, y, n, Off-road]\n2026-12-03: date key\n",
+                      "f.yaml")
+    assert data["a"] == [True] * 3 + [False] * 3 + [True]
+    assert all(type(v) is bool for v in data["a"])
+    assert data["b"] == ["2026-12-03", "2026-12-03 10:00:00", "2001-12-14t21:59:43.10-05:00",
+                         "="]
+    assert data["c"] == ["yes", "no", "on", "y", "n", "Off-road"]
+    assert data["2026-12-03"] == "date key"
+    with pytest.raises(YamlFileError, match="line 1: the key 'on' is a YAML 1.1 boolean"):
+        parse_yaml("on: push\n", "f.yaml")  # YAML 1.1 makes the key True
+
+
+@pytest.mark.parametrize("tag", ["!!binary aGVsbG8=", "!!timestamp 2026-12-03", "!!set {a}",
+                                 "!!omap [a: 1]", "!!pairs [a: 1]", "!mine x",
+                                 "!!python/object:os.system x"])
+def test_tags_outside_the_core_schema_are_refused(tag: str) -> None:
+    with pytest.raises(YamlFileError) as err:
+        parse_yaml(f"a:\n  b: {tag}\n", "f.yaml")
+    (problem,) = err.value.problems
+    shown = tag.split()[0]
+    assert problem.startswith(f"f.yaml: line 2: a.b: the tag '{shown}' names a type patchsim "
+                              "does not read"), problem
+
+
+@pytest.mark.parametrize("kind", ["ruleset", "experiment", "override"])
+def test_the_boolean_rule_holds_for_every_kind_of_file(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "f.yaml"
+    if kind == "ruleset":
+        path.write_text("extends: edition2\nname: no\n")
+        with pytest.raises(RulesetError, match="line 2: name: 'no' is a YAML 1.1 boolean"):
+            load_ruleset(path)
+    elif kind == "experiment":
+        path.write_text("base: edition2\nbots: [greedy]\nvariants:\n  - {name: on}\n")
+        with pytest.raises(ExperimentError, match=r"variants\[0\].name: 'on' is a YAML 1.1"):
+            load_experiment(path)
+    else:
+        refused(cli("show-ruleset", "edition2", "--set", "starting_buttons=yes"),
+                "--set starting_buttons", "'yes' is a YAML 1.1 boolean")
 
 
 def test_every_refused_number_of_a_file_is_listed_with_its_path() -> None:
@@ -124,7 +184,8 @@ def test_the_rule_holds_for_every_kind_of_file(tmp_path: Path, kind: str) -> Non
 
 def test_what_patchsim_writes_as_yaml_reads_back_the_same() -> None:
     data = {"name": "1e3", "ids": ["0o17", "1.2.3", "+.5", "1:30", "017", "x"],
-            "values": [1e-5, 1e20, math.inf, 3, -0.5]}
+            "values": [1e-5, 1e20, math.inf, 3, -0.5, True, False, None],
+            "texts": ["yes", "No", "on", "OFF", "true", "2026-12-03", "=", "null", ""]}
     assert parse_yaml(dump_yaml(data, sort_keys=False), "f.yaml") == data
 
 
@@ -183,6 +244,69 @@ def test_an_endless_bot_spec_in_an_experiment_is_quoted_by_a_prefix(tmp_path: Pa
         load_experiment(path)
     assert "bots[1]: 'xxx" in str(err.value) and "(5,000 characters)" in str(err.value)
     assert len(str(err.value)) < 500
+
+
+LONG = "x" * 5000
+
+
+@pytest.mark.parametrize("spec", [
+    LONG, {"name": LONG}, {"nam": LONG}, "greedy(w_income=" + LONG + ")",
+    "greedy(placement=" + LONG + ")", "greedy(" + LONG[:900] + "=1)",
+    "greedy(" + LONG[:900] + ")", "mcts(rollout=" + LONG[:900] + ")",
+    "mcts(eval=" + LONG[:900] + ")", LONG[:900] + ":Bot", "greedy(w_income=((" + LONG[:900],
+    "mcts(iterations=" + "9" * 900 + ")"])
+def test_the_bot_registry_quotes_a_long_spec_or_name_by_a_prefix(spec: object) -> None:
+    """Whatever the way in (the library, a file, a page), a bot spec or a value in it of
+    thousands of characters is named by its start and its length, never echoed whole."""
+    from patchsim.bots.registry import BotSpecError, make_bot
+
+    with pytest.raises(BotSpecError) as err:
+        make_bot(spec)  # type: ignore[arg-type]
+    text = str(err.value)
+    assert len(text) < 600, text[:700]
+    assert "characters)" in text or "longer than any bot spec" in text, text
+
+
+def test_a_forbidden_patch_of_thousands_of_characters_is_named_by_a_prefix() -> None:
+    from patchsim.bots.registry import BotSpecError, make_bot
+    from patchsim.engine.tables import compile_ruleset
+
+    bot = make_bot("greedy(forbid=" + LONG[:900] + ")")
+    with pytest.raises(BotSpecError) as err:
+        bot.bind(compile_ruleset(load_ruleset("edition2")))  # type: ignore[attr-defined]
+    assert str(err.value).startswith("greedy: forbid='xxx") and len(str(err.value)) < 1000
+
+
+def test_the_web_app_quotes_long_parameters_and_rulesets_by_a_prefix(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from patchsim.web.app import _int_param, _play_ruleset
+    from patchsim.web.paths import inside
+    from patchsim.web.runs import WebError
+
+    for value in ("9" * 5000, "z" * 5000):
+        with pytest.raises(WebError) as err:
+            _int_param(value, "rollouts", 1, 100)
+        assert "(5,000 characters)" in str(err.value) and len(str(err.value)) < 500
+    for key in ("y" * 5000, "run:" + "y" * 5000):
+        with pytest.raises(WebError) as err:
+            _play_ruleset(None, key)  # type: ignore[arg-type]  # no run is looked up
+        assert "(5,00" in str(err.value) and len(str(err.value)) < 800, key[:20]
+    for rel in ("../" * 2000, "a/" * 3000 + ".hidden", "n" * 5000):
+        with pytest.raises(WebError) as err:
+            inside(tmp_path, rel, "ruleset file")  # a run's file asked for by a page
+        assert "characters)" in str(err.value) and len(str(err.value)) < 800, rel[:20]
+
+
+@pytest.mark.parametrize("command", [["prices", "edition2", "--bots", "greedy", "--patches",
+                                      "P19"], ["skill", "edition2"]])
+def test_a_study_out_that_cannot_be_a_new_folder_is_one_message(tmp_path: Path,
+                                                                command: list[str]) -> None:
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    for out, fragment in [(str(tmp_path / ("n" * 5000)), "too long for the file system"),
+                          (str(tmp_path / "f\0"), "null byte"),
+                          (str(tmp_path), "already exists; give a new folder"),
+                          (str(tmp_path / "link"), "already exists; give a new folder")]:
+        refused(cli(*command, "--jobs", "1", "--out", out), fragment)
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from patchsim.play.runfolder import (
     RunFolderError,
     RunLock,
     check_folder,
+    checks,
     fresh_dir,
     read_manifest,
     storage,
@@ -243,6 +245,137 @@ def test_resume_with_another_out_is_refused(run, tmp_path):
     result = invoke("run", "--resume", str(run), "--out", str(run), "--no-progress",
                     "--no-report")
     assert result.exit_code == 0, result.output  # the same folder is no contradiction
+
+
+def _hostile_out(kind: str, tmp_path: Path, run: Path) -> str:
+    """A ``--out`` of the kind named, made under ``tmp_path`` (``run``: a finished run)."""
+    if kind == "a file":
+        (tmp_path / "f").write_text("mine")
+        return str(tmp_path / "f")
+    if kind == "a named pipe":
+        os.mkfifo(tmp_path / "pipe")
+        return str(tmp_path / "pipe")
+    if kind == "a link to nothing":
+        (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+        return str(tmp_path / "link")
+    if kind == "a loop of links":
+        (tmp_path / "a").symlink_to(tmp_path / "b")
+        (tmp_path / "b").symlink_to(tmp_path / "a")
+        return str(tmp_path / "a")
+    if kind == "a folder under a file":
+        (tmp_path / "f").write_text("mine")
+        return str(tmp_path / "f" / "sub")
+    if kind == "a name of 5,000 characters":
+        return str(tmp_path / ("n" * 5000))
+    if kind == "a path of 5,000 characters":
+        return str(tmp_path.joinpath(*["p" * 99] * 50))
+    if kind == "a null byte":
+        return str(tmp_path / "x\0y")
+    if kind == "unprintable characters":
+        (tmp_path / "a\nb").write_text("mine")
+        return str(tmp_path / "a\nb")
+    if kind == "foreign files":
+        (tmp_path / "docs").mkdir()
+        (tmp_path / "docs" / "thesis.tex").write_text("mine")
+        return str(tmp_path / "docs")
+    if kind == "a run's batches folder":
+        (run / "batches").mkdir(exist_ok=True)
+        return str(run / "batches")
+    if kind == "another run":
+        return str(run)
+    assert kind == "nothing"
+    return ""
+
+
+HOSTILE_OUT = {  # what the message says of each
+    "a file": "it is a file",
+    "a named pipe": "it is a named pipe (FIFO)",
+    "a link to nothing": "a symbolic link to nothing",
+    "a loop of links": "lead round in a loop",
+    "a folder under a file": "a part of its path is a file, not a folder",
+    "a name of 5,000 characters": "is too long for the file system",
+    "a path of 5,000 characters": "is too long for the file system",
+    "a null byte": "it holds a null byte",
+    "unprintable characters": "it is a file",
+    "foreign files": "holds files that are not a patchsim run (thesis.tex)",
+    "a run's batches folder": "it is the batches folder of the run in",
+    "another run": "holds a different run",
+    "nothing": "--out: empty",
+}
+
+
+@pytest.mark.parametrize("kind", HOSTILE_OUT)
+def test_a_hostile_out_is_one_short_message_naming_it(kind, run, tmp_path):
+    (tmp_path / "t").mkdir()
+    out = _hostile_out(kind, tmp_path / "t", run)
+    before = snapshot(tmp_path)
+    result = invoke("run", "edition2", "--bots", "greedy;income", "--games", "2", "--jobs",
+                    "1", "--no-report", "--no-progress", "--out", out)
+    message = one_paragraph_error(result)
+    assert HOSTILE_OUT[kind] in message, message
+    assert len(message) < 800, message  # the path shortened, not echoed whole
+    assert len(result.output) < 1600, result.output
+    shown = out if len(out) <= 300 and out.isprintable() else repr(out)[:100]
+    assert shown in message, message  # the path (or its start) named
+    assert snapshot(tmp_path) == before  # nothing written anywhere
+
+
+def test_a_path_that_may_not_be_searched_is_named_as_such(tmp_path, monkeypatch):
+    real = os.stat
+    target = tmp_path / "locked" / "run"
+
+    def stat(path, *args, **kwargs):
+        if Path(path) == target:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(checks.os, "stat", stat)
+    with pytest.raises(RunFolderError, match=r"cannot write to the output folder .*locked/run: "
+                       r"permission denied \(a folder on its path may not be searched\)"):
+        checks.check_output_folder(target)
+
+
+def test_an_unwritable_out_names_it_and_why(tmp_path, monkeypatch):
+    def refused(*_a, **_k):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(storage.tempfile, "mkstemp", refused)
+    out = one_paragraph_error(invoke("run", "edition2", "--bots", "greedy;random", "--games",
+                                     "2", "--jobs", "1", "--no-report", "--no-progress",
+                                     "--out", str(tmp_path / "r")))
+    assert f"cannot write to the output folder {tmp_path / 'r'}: Permission denied" in out
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into any folder")
+def test_a_folder_without_permission_is_refused_plainly(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        out = one_paragraph_error(invoke("run", "edition2", "--bots", "greedy;random",
+                                         "--games", "2", "--jobs", "1", "--no-report",
+                                         "--no-progress", "--out", str(locked)))
+        assert f"cannot write to the output folder {locked}: Permission denied" in out
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize("bad", ["n" * 5000, "x\0y", "pipe"])
+def test_a_hostile_resume_or_report_folder_is_named_shortly(bad, tmp_path):
+    if bad == "pipe":
+        os.mkfifo(tmp_path / "pipe")
+    folder = str(tmp_path / bad)
+    for args in (["run", "--resume", folder], ["report", folder], ["plan", folder]):
+        message = one_paragraph_error(invoke(*args))
+        assert len(message) < 800 and ("too long" in message or "null byte" in message
+                                       or "named pipe (FIFO), not a run folder" in message)
+
+
+def test_a_manifest_that_is_a_pipe_is_refused_not_read(run):
+    (run / "manifest.json").unlink()
+    os.mkfifo(run / "manifest.json")
+    message = one_paragraph_error(invoke("plan", str(run)))  # would block for ever if read
+    assert "manifest.json is a named pipe (FIFO), not a manifest" in message
 
 
 def test_out_into_a_folder_of_unrelated_files_is_refused(tmp_path):

@@ -166,6 +166,46 @@ def test_the_analyser_is_bounded() -> None:
     assert analyser.run("k", lambda stop: {"x": 2}, None) == {"x": 1}  # cached
 
 
+def test_the_one_slot_is_released_however_the_work_ends() -> None:
+    """web.slots.take_slot, the bounded slot the evaluation curve and the analysis share:
+    the client leaving, the time running out, a failure and a success all free the slot,
+    and only the client leaving is counted as such."""
+    from patchsim.web.slots import take_slot
+
+    slot, left = threading.Semaphore(1), []
+
+    def attempt(cancel: threading.Event | None, seconds: float, fail: bool = False) -> str:
+        try:
+            with take_slot(slot, 0.3, cancel, seconds, "job", "try less",
+                           lambda: left.append(1)) as stop:
+                if fail:
+                    raise RuntimeError("broke")
+                if seconds < 1:
+                    while not stop():
+                        pass
+                    raise EvaluationStopped("stopped")
+                return "done"
+        except (WebError, RuntimeError) as e:
+            return str(e)
+        finally:
+            assert slot.acquire(blocking=False), "the slot was kept"
+            slot.release()
+
+    gone = threading.Event()
+    gone.set()
+    assert attempt(gone, 0.05) == "the job was stopped: the client left" and left == [1]
+    assert attempt(None, 0.05) == "the job took more than 0 s and was stopped; try less"
+    assert attempt(None, 5, fail=True) == "broke" and attempt(None, 5) == "done"
+    assert left == [1]
+    slot.acquire()  # busy: a second request is told so, and never holds the slot
+    try:
+        with pytest.raises(WebError, match="busy with another job"), \
+                take_slot(slot, 0.2, None, 5, "job", ""):
+            pytest.fail("ran without the slot")
+    finally:
+        slot.release()
+
+
 # --- in the browser ---------------------------------------------------------------------------
 try:
     from playwright.sync_api import sync_playwright

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from patchsim.bots.spec import BotSpecError, canonical_spec
+from patchsim.errors import quote
 
 
 def _import_module(name: str, folders: Sequence[str]) -> ModuleType:
@@ -44,17 +45,20 @@ def import_bot(path: str, params: dict[str, Any], bot_path: Sequence[str] = ()) 
         module = _import_module(module_name, bot_path)
     except ModuleNotFoundError as e:
         where = f" (searched also {', '.join(bot_path)})" if bot_path else ""
-        raise BotSpecError(f"cannot import bot module {module_name!r}: {e}{where}") from None
+        # e names the missing module whole: quoted by a prefix, as the module's name is
+        missing = f"No module named {quote(e.name)}" if e.name else str(e)
+        raise BotSpecError(f"cannot import bot module {quote(module_name)}: "
+                           f"{missing}{where}") from None
     except SyntaxError as e:
-        raise BotSpecError(f"bot module {module_name!r} has a syntax error: {e.filename}, "
+        raise BotSpecError(f"bot module {quote(module_name)} has a syntax error: {e.filename}, "
                            f"line {e.lineno}: {e.msg}") from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - a user's module may raise anything
         # on import, sys.exit() too (a KeyboardInterrupt here may be the user's Ctrl-C)
-        raise BotSpecError(f"bot module {module_name!r} raised {type(e).__name__} while "
+        raise BotSpecError(f"bot module {quote(module_name)} raised {type(e).__name__} while "
                            f"being imported: {e}") from None
     factory = getattr(module, attr, None)
     if factory is None:
-        raise BotSpecError(f"module {module_name!r} has no attribute {attr!r}")
+        raise BotSpecError(f"module {quote(module_name)} has no attribute {quote(attr)}")
     try:
         bot = factory(**params)
     except TypeError as e:

@@ -36,6 +36,7 @@ from patchsim.bots.spec import (
 from patchsim.engine import core
 from patchsim.engine.game import Game, Move, MoveList, decode_move
 from patchsim.engine.tables import Tables
+from patchsim.errors import quote
 
 
 @runtime_checkable
@@ -104,8 +105,9 @@ class _Forbidding(CompiledBot):
         ids = tables.patch_ids
         pid = resolve_patch_id(self.forbid, ids)
         if pid is None:
-            raise BotSpecError(f"{self.spec}: forbid={self.forbid!r} is not a patch of ruleset "
-                               f"{tables.ruleset.name!r} (patches: {', '.join(ids)})")
+            bot = self.spec.partition("(")[0]  # the spec holds the (possibly long) value
+            raise BotSpecError(f"{bot}: forbid={quote(self.forbid)} is not a patch of ruleset "
+                               f"{quote(tables.ruleset.name)} (patches: {', '.join(ids)})")
         bound = copy.copy(self)
         bound.params = self.params.copy()
         bound.params[self._forbid_slot] = 1 + ids.index(pid)
@@ -309,11 +311,11 @@ class MCTSBot(_Forbidding):
             values["forbid"] = self.forbid
         roll = make_bot(rollout)
         if not isinstance(roll, CompiledBot) or isinstance(roll, MCTSBot):
-            raise BotSpecError(f"mcts: rollout={rollout!r} must be a built-in non-search bot "
-                               f"({', '.join(n for n in REGISTRY if n != 'mcts')})")
+            raise BotSpecError(f"mcts: rollout={quote(rollout)} must be a built-in non-search "
+                               f"bot ({', '.join(n for n in REGISTRY if n != 'mcts')})")
         if getattr(roll, "forbid", ""):
             # rollouts play both seats: a restriction there would handicap the opponent too
-            raise BotSpecError(f"mcts: rollout={rollout!r}: forbid applies to the search "
+            raise BotSpecError(f"mcts: rollout={quote(rollout)}: forbid applies to the search "
                                "(mcts(forbid=...)), not to its rollouts")
         self.params[search.M_ROLLOUT_KIND] = roll.kind
         self.params[search.ROLLOUT_OFFSET:] = roll.params[: P.N_PARAMS - search.ROLLOUT_OFFSET]
@@ -408,22 +410,22 @@ def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) 
     if not isinstance(spec, str | dict):
         if isinstance(spec, Bot):
             return spec
-        raise BotSpecError(f"not a bot spec: {spec!r}")
+        raise BotSpecError(f"not a bot spec: {quote(spec)}")
     name, params = parse_spec(spec)
     if ":" in name:
         return _import_bot(name, params, bot_path)
     info = REGISTRY.get(name)
     if info is None:
         close = difflib.get_close_matches(name, REGISTRY, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise BotSpecError(f"unknown bot {name!r}{hint}; built-in bots: "
+        hint = f" (did you mean {quote(close[0])}?)" if close else ""
+        raise BotSpecError(f"unknown bot {quote(name)}{hint}; built-in bots: "
                            f"{', '.join(REGISTRY)}; or give an import path "
                            "like mypackage.mybots:MyBot")
     clean = {}
     for key, value in params.items():
         if key not in info.params:
             known = ", ".join(info.params) or "none"
-            raise BotSpecError(f"{name}: unknown parameter {key!r} (parameters: {known})")
+            raise BotSpecError(f"{name}: unknown parameter {quote(key)} (parameters: {known})")
         clean[key] = coerce_param(name, key, value, info.params[key])
     return info.factory(**clean)
 def bot_spec(bot: Bot) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchsim.engine.yamlfile import YamlFileError, parse_yaml
-from patchsim.errors import PatchsimError
+from patchsim.errors import MAX_SPEC_CHARS, PatchsimError, quote
 
 
 class BotSpecError(PatchsimError, ValueError):
@@ -68,20 +68,25 @@ def parse_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """A spec as (name, parameters). Accepts ``name``, ``name(k=v, ...)`` or a mapping."""
     if isinstance(spec, dict):
         if "name" not in spec:
-            raise BotSpecError(f"bot mapping {spec!r} has no 'name' key")
+            raise BotSpecError(f"bot mapping {quote(spec)} has no 'name' key")
         return str(spec["name"]), {k: v for k, v in spec.items() if k != "name"}
     if not isinstance(spec, str) or not spec.strip():
-        raise BotSpecError(f"bot spec must be a non-empty string or mapping, got {spec!r}")
+        raise BotSpecError(f"bot spec must be a non-empty string or mapping, got "
+                           f"{quote(spec)}")
+    if len(spec) > MAX_SPEC_CHARS:  # no bot's spec is this long: a mistake, named shortly
+        raise BotSpecError(f"bot spec {quote(spec)} is longer than any bot spec "
+                           f"({MAX_SPEC_CHARS:,} characters)")
     text = spec.strip()
     if "(" not in text:
         return text, {}
     if not text.endswith(")") or text.count("(") != text.count(")"):
-        raise BotSpecError(f"bot spec {spec!r}: unbalanced parentheses")
+        raise BotSpecError(f"bot spec {quote(spec)}: unbalanced parentheses")
     name, inner = text[: text.index("(")].strip(), text[text.index("(") + 1 : -1]
     params: dict[str, Any] = {}
     for part in _split_top(inner):
         if "=" not in part:
-            raise BotSpecError(f"bot spec {spec!r}: parameter {part!r} is not key=value")
+            raise BotSpecError(f"bot spec {quote(spec)}: parameter {quote(part)} is not "
+                               "key=value")
         key, raw = part.split("=", 1)
         key, raw = key.strip(), raw.strip()
         params[key] = raw if "(" in raw else _scalar(raw)  # "(": a nested spec (rollout)
@@ -106,7 +111,7 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
     bounds) and converted to its kind; BotSpecError naming the bot, key and value."""
     if param.choices:
         if value not in param.choices:
-            raise BotSpecError(f"{bot}: {key}={value!r} is not one of "
+            raise BotSpecError(f"{bot}: {key}={quote(value)} is not one of "
                                f"{', '.join(param.choices)}")
         return value
     if param.kind is str:
@@ -116,12 +121,16 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
             raise BotSpecError(f"{bot}: {key}= has no value")
         return str(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BotSpecError(f"{bot}: {key}={value!r} is not a number")
-    if not math.isfinite(float(value)):
-        raise BotSpecError(f"{bot}: {key}={value!r} must be a finite number")
+        raise BotSpecError(f"{bot}: {key}={quote(value)} is not a number")
+    try:
+        as_float = float(value)
+    except OverflowError:  # an integer past the floats (hundreds of digits)
+        raise BotSpecError(f"{bot}: {key}={quote(value)} is too large a number") from None
+    if not math.isfinite(as_float):
+        raise BotSpecError(f"{bot}: {key}={quote(value)} must be a finite number")
     if param.kind is int:
         if float(value) != int(value):
-            raise BotSpecError(f"{bot}: {key}={value!r} must be a whole number")
+            raise BotSpecError(f"{bot}: {key}={quote(value)} must be a whole number")
         value = int(value)
     else:
         value = float(value)
@@ -132,5 +141,5 @@ def coerce_param(bot: str, key: str, value: Any, param: Param) -> Any:
 
         rule = (f"between {num(lo)} and {num(hi)}" if lo is not None and hi is not None
                 else f"at least {num(lo)}" if lo is not None else f"at most {num(hi)}")
-        raise BotSpecError(f"{bot}: {key}={value!r} must be {rule}")
+        raise BotSpecError(f"{bot}: {key}={quote(value)} must be {rule}")
     return value

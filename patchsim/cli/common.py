@@ -49,6 +49,7 @@ FLAGS = {
     "minutes": "--minutes",
     "generations": "--generations",
     "models": "--models",
+    "out": "--out",
 }
 # the command line's own advice for a problem about a key, instead of the library's hint
 HINTS = {
@@ -95,6 +96,22 @@ def bot_specs(text: str | None) -> list[str] | None:
                        f"({MAX_SPEC_CHARS:,} characters)")
     return specs
 
+
+
+def new_folder(target: Path) -> None:
+    """A study's ``--out`` that must be a new folder: refused when something is there (a
+    link to nothing included), or when the path cannot even be looked at (too long, a null
+    byte, a file on the way), in one message naming it (shortened when long)."""
+    from patchsim.engine.textfile import short_path
+    from patchsim.play.runfolder.checks import stat_path
+    from patchsim.play.runfolder.errors import RunFolderError
+
+    try:
+        found = stat_path(target, "--out: cannot use")
+    except RunFolderError as e:
+        raise fail(e) from None
+    if found is not None or os.path.islink(target):
+        raise fail(f"--out {short_path(target)} already exists; give a new folder")
 
 
 def resume_command(run_dir: str | Path) -> str:

@@ -266,6 +266,7 @@ def run(
     before are kept (continue with --resume); with --jobs 2 or more, Python bots play in
     worker processes, and a worker's death is reported as such."""
 
+    from patchsim.engine.textfile import short_path
     from patchsim.play.config import RunError, games_to_deals, load_run_config
     from patchsim.play.runfolder import check_not_running, new_run_dir, read_manifest
     from patchsim.play.worker import local_backend, start_workers, stop_workers
@@ -311,7 +312,7 @@ def run(
         workers = "the Dask cluster's workers" if backend == "dask" else f"{n_jobs} worker(s)"
         typer.echo(f"run {cfg.name}: {len(cfg.rulesets)} ruleset(s), {len(cfg.pairings)} "
                    f"pairing(s), {'up to ' if stopping else ''}{cfg.deals} deals x 2 seats, "
-                   f"{workers} -> {run_dir}\nbots: {'; '.join(cfg.bots)}")
+                   f"{workers} -> {short_path(run_dir)}\nbots: {'; '.join(cfg.bots)}")
         with run_progress(progress) as bar:
             if stopping:
                 result = execute_until(cfg, run_dir, until, decide_margin=until_decided,

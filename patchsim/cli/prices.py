@@ -11,20 +11,17 @@ from typing import Annotated
 
 import typer
 
-from patchsim.cli.common import FLAGS, fail, jobs_count, message
+from patchsim.cli.common import FLAGS, fail, jobs_count, message, new_folder
+from patchsim.errors import quote
 
 
 def _deltas(text: str) -> list[int]:
     try:
         out = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise fail(f"--deltas {_short(text)}: give whole numbers of buttons separated by "
+        raise fail(f"--deltas {quote(text)}: give whole numbers of buttons separated by "
                    "commas, e.g. --deltas=-2,-1,0,1,2") from None
     return out or [0]
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
 
 
 def prices(
@@ -60,21 +57,20 @@ def prices(
     from patchsim.play.runfolder import fresh_dir
 
     if ";" in bots:
-        raise fail(f"--bots {bots!r}: give one bot; it plays against itself restricted")
+        raise fail(f"--bots {quote(bots)}: give one bot; it plays against itself restricted")
     ds = _deltas(deltas)
     try:
         rs = load_ruleset(ruleset)
     except RulesetError as e:
         raise fail(e) from None
     target = Path(out) if out else fresh_dir(f"{rs.name}-prices")
-    if target.exists():
-        raise fail(f"--out {target} already exists; give a new folder")
+    new_folder(target)
     n_jobs = jobs_count(jobs, dask=False)
     ids = None
     if patches is not None:
         ids = [p.strip() for p in patches.split(",") if p.strip()]
         if not ids:  # an empty list would mean every patch
-            raise fail(f"--patches {_short(patches)}: no patch id given; give ids separated "
+            raise fail(f"--patches {quote(patches)}: no patch id given; give ids separated "
                        "by commas (e.g. P19,P20), or leave --patches out for every patch")
     with prices_errors(PRICE_FLAGS):
         # import-path bots from the working folder, as `patchsim run` finds them

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from patchsim.analysis.defaults import DEFAULT_MARGIN
-from patchsim.cli.common import bot_specs, command_line, fail, jobs_count
+from patchsim.cli.common import bot_specs, command_line, fail, jobs_count, new_folder
 
 if TYPE_CHECKING:
     from patchsim.experiments.skill import SkillTrace
@@ -161,14 +161,13 @@ def skill(
     budgets = _budgets(levels) if levels is not None else spec.get("levels",
                                                                    list(DEFAULT_LEVELS))
     target = Path(out) if out else fresh_dir(f"{rs.name}-skill")
-    if target.exists():
-        raise fail(f"--out {target} already exists; give a new folder")
+    new_folder(target)
     if budget is not None and not until_decided:
         raise fail("--budget bounds a trace played --until-decided; give both, or --deals")
     # until decided: the parts' run folders, beside the trace until it is written (a rerun
     # with the same --out resumes from them)
     parts = target.parent / f"{target.name}.parts" if until_decided else None
-    if parts is not None and parts.exists():
+    if parts is not None and os.path.exists(parts):  # False too for a name past the limits
         typer.echo(f"resuming from {parts}/")
     if timed or spec.get("timed"):
         typer.echo("timed: levels are ms per move; the results depend on this machine and its "

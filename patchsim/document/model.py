@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Literal, Union, get_args
 
 import pandas as pd
 
-ALIGNS = ("left", "right", "center")
+Align = Literal["left", "right", "center"]
+ALIGNS: tuple[Align, ...] = get_args(Align)
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Col:
     key: str
     title: str
     fmt: Callable[[Any], str] | None = None
-    align: str = "right"
+    align: Align = "right"
 
     def __post_init__(self) -> None:
         if self.align not in ALIGNS:
@@ -67,7 +68,7 @@ class Table:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, caption: str = "", note: str = "",
-                   align: str = "left") -> Table:
+                   align: Align = "left") -> Table:
         """A table of a frame's columns as they are (already text, or shown with ``str``)."""
         frame = frame.copy()
         titles = [str(c) for c in frame.columns]

@@ -11,37 +11,50 @@ used for game records), a document may nest only so deep, and aliases may not ex
 a number of values (a few lines of ``&a [*b, *b, ...]`` anchors otherwise stand for billions
 of values, which any code walking the data would try to visit).
 
-Numbers have one reading, plain decimal (:data:`NUMBER_RULE`): ``90``, ``-3``, ``0.25``,
-``1e-3``, ``.inf``. PyYAML follows YAML 1.1, which reads ``1:30`` as 90 (base 60), ``0x10`` as
-16, ``017`` as 15 (octal) and ``1_000`` as 1000, but ``0o17`` and ``1e3`` as text; a plain
-(unquoted) value written in any such notation is refused, naming the file, line, key and value,
-and a quoted one is text. An integer longer than :data:`MAX_INT_DIGITS` digits is refused too
-(Python refuses to convert one past 4,300 digits, with a bare ValueError). :func:`parse_json`
+Every plain value has one reading, as in YAML 1.2's core schema. Numbers are plain decimal
+(:data:`NUMBER_RULE`): ``90``, ``-3``, ``0.25``, ``1e-3``, ``.inf``. PyYAML follows YAML 1.1,
+which reads ``1:30`` as 90 (base 60), ``0x10`` as 16, ``017`` as 15 (octal) and ``1_000`` as
+1000, but ``0o17`` and ``1e3`` as text; a plain (unquoted) value written in any such notation
+is refused, naming the file, line, key and value, and a quoted one is text. Booleans are
+``true`` and ``false`` (:data:`BOOLEAN_RULE`): YAML 1.1's ``yes``, ``no``, ``on`` and ``off``
+are refused the same way (``name: no`` is text only when quoted). A date (``2026-12-03``) and
+``=`` are text, as in YAML 1.2, not a date object and YAML 1.1's "value" key. A tag naming a
+type outside the core schema (``!!binary``, ``!!timestamp``, ``!!set``, ``!!omap``, ``!!pairs``,
+``!!bool yes``) is refused: no reader of patchsim expects bytes, sets, dates or pairs. An
+integer longer than :data:`MAX_INT_DIGITS` digits is refused too (Python refuses to convert
+one past 4,300 digits, with a bare ValueError). :func:`parse_json`
 applies the same bound to JSON text (game records, web request bodies).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
 
+from patchsim.engine.textfile import (
+    PATH_CHARS,
+    InputTooLargeError,
+    file_kind,
+    not_a_file,
+    read_text_bounded,
+    short_path,
+)
 from patchsim.errors import QUOTE_CHARS, PatchsimError, quote
 
-__all__ = ["QUOTE_CHARS", "quote"]  # re-exported: the shortening lives in patchsim.errors
+# re-exported: the shortening lives in patchsim.errors, the reading of a file in textfile
+__all__ = ["PATH_CHARS", "QUOTE_CHARS", "InputTooLargeError", "file_kind", "not_a_file",
+           "quote", "read_text_bounded", "short_path"]
 
 # Generous limits: the shipped rulesets and experiments are a few kB and hold a few thousand
 # values; a ruleset's patch list is at most 200 patches.
 MAX_YAML_BYTES = 1_000_000
 MAX_YAML_DEPTH = 40  # nested mappings and lists
 MAX_YAML_VALUES = 200_000  # scalars, lists and mappings, counting each alias use in full
-PATH_CHARS = 300  # a path is shown whole up to this length
 # No count, seed or price needs more; Python itself converts at most 4,300 digits.
 MAX_INT_DIGITS = 100
 
@@ -57,32 +70,16 @@ _NUMBERISH = re.compile(r"[-+]?(?:0[xXoObB][0-9a-fA-F_]*"
                         r"|[0-9][0-9_]*(?::[0-9_]+)+(?:\.[0-9_]*)?"
                         r"|[0-9_.]*[0-9][0-9_.]*(?:[eE][-+]?[0-9_]*)?)")
 _INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BOOL_TAG, _STR_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:str"
 _BAD_TAG = "tag:patchsim,2026:not-decimal"  # a plain value refused by the number rule
-
-
-class InputTooLargeError(PatchsimError, ValueError):
-    """A file larger than the limit for its kind; the message names the file and the limit."""
-
-    def __init__(self, label: str, limit: int, what: str) -> None:
-        self.label, self.limit = label, limit
-        super().__init__(f"{label}: larger than {_size(limit)}, the limit for {what}")
-
-
-def _size(n: int) -> str:
-    return f"{n / 1_000_000:g} MB" if n >= 1_000_000 else f"{n / 1000:g} kB"
-
-
-def read_text_bounded(path: str | Path, limit: int, what: str, label: str | None = None) -> str:
-    """The UTF-8 text of ``path``, read only up to ``limit`` bytes (a device such as /dev/zero
-    or a huge file is refused after reading that much, not read to its end).
-
-    Raises InputTooLargeError beyond the limit, OSError and UnicodeDecodeError as reading does;
-    ``what`` names the kind of file in the message ("a YAML file")."""
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise InputTooLargeError(label or str(path), limit, what)
-    return data.decode("utf-8")
+_BAD_BOOL_TAG = "tag:patchsim,2026:yaml11-bool"  # yes/no/on/off, refused by the boolean rule
+BOOLEAN_RULE = ("patchsim reads booleans as true and false only: write true or false, or "
+                "quote it to mean text")
+_BOOL = re.compile(r"true|True|TRUE|false|False|FALSE")
+_YAML11_BOOL = re.compile(r"yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF")
+# the tags of YAML 1.2's core schema (and the merge key): any other is refused
+_CORE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map",
+                                                "seq", "merge")}
 
 
 class YamlFileError(PatchsimError, ValueError):
@@ -132,12 +129,23 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]  # a MappingNode here
 
 
+_DROPPED = (_INT_TAG, _FLOAT_TAG, _BOOL_TAG, "tag:yaml.org,2002:timestamp",
+            "tag:yaml.org,2002:value")
+
+
 def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    """SafeLoader's implicit resolvers with its int and float readings replaced by the number
-    rule: decimal ints, decimal floats, and a tag of their own for the refused notations
-    (checked last, so that YAML 1.1's dates, booleans and nulls read as before)."""
-    table = {first: [(tag, rx) for tag, rx in pairs if tag not in (_INT_TAG, _FLOAT_TAG)]
+    """SafeLoader's implicit resolvers, brought to YAML 1.2's core schema: int and float
+    readings replaced by the number rule (decimal ints, decimal floats, and a tag of their
+    own for the refused notations), booleans by true/false (and a tag of its own for YAML
+    1.1's yes/no/on/off), no dates and no "=" (text). Nulls read as before."""
+    table = {first: [(tag, rx) for tag, rx in pairs if tag not in _DROPPED]
              for first, pairs in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    table = {first: pairs for first, pairs in table.items() if pairs}
+    for first in "tTfF":
+        table.setdefault(first, []).append((_BOOL_TAG, re.compile(f"(?:{_BOOL.pattern})$")))
+    for first in "yYnNoO":
+        table.setdefault(first, []).append((_BAD_BOOL_TAG,
+                                            re.compile(f"(?:{_YAML11_BOOL.pattern})$")))
     whole = [(_INT_TAG, _INT), (_FLOAT_TAG, re.compile(f"{_DECIMAL.pattern}|{_SPECIAL.pattern}")),
              (_BAD_TAG, _NUMBERISH)]
     for first in "-+.0123456789":
@@ -246,9 +254,35 @@ def number_problem(text: str, tag: str) -> str | None:
     return f"{quote(text)} looks like a number but is not one in decimal"
 
 
-def _number_problems(root: yaml.Node, label: str) -> list[str]:
-    """Every scalar of the document (keys included) that breaks the number rule, with its
-    line and key path. Each node is looked at once (an alias is not a second value)."""
+def schema_problem(text: str, tag: str) -> tuple[str, str] | None:
+    """Why the scalar ``text`` of tag ``tag`` (a plain one resolved, or a tag written out) is
+    outside the core schema: (why, the rule to follow); None when it is inside."""
+    why = number_problem(text, tag)
+    if why is not None:
+        return why, NUMBER_RULE
+    if tag == _BAD_BOOL_TAG or (tag == _BOOL_TAG and not _BOOL.fullmatch(text)):
+        if not _YAML11_BOOL.fullmatch(text):  # !!bool maybe
+            return f"{quote(text)} is not a boolean", BOOLEAN_RULE
+        reading = "true" if text.lower() in ("yes", "on") else "false"
+        return (f"{quote(text)} is a YAML 1.1 boolean (YAML 1.1 reads it as {reading})",
+                BOOLEAN_RULE)
+    return None
+
+
+def _tag_problem(tag: str) -> str | None:
+    """Why a tag written out in the document (``!!binary``) is refused, or None."""
+    if tag in _CORE_TAGS or tag in (_BAD_TAG, _BAD_BOOL_TAG):
+        return None
+    short = tag.replace("tag:yaml.org,2002:", "!!")
+    return (f"the tag {quote(short)} names a type patchsim does not read (it reads text, "
+            "numbers, true and false, null, lists and mappings); remove the tag, or quote the "
+            "value to mean text")
+
+
+def _schema_problems(root: yaml.Node, label: str) -> list[str]:
+    """Every value of the document (keys included) outside the core schema (a number not in
+    plain decimal, a YAML 1.1 boolean, a tag of another type), with its line and key path.
+    Each node is looked at once (an alias is not a second value)."""
     problems: list[str] = []
     seen: set[int] = set()
     todo: list[tuple[yaml.Node, str, bool]] = [(root, "", False)]  # (node, key path, a key?)
@@ -257,14 +291,17 @@ def _number_problems(root: yaml.Node, label: str) -> list[str]:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.ScalarNode):
-            why = number_problem(str(node.value), node.tag)
-            if why is not None:
-                where = f"{path}: " if path else ""
-                what = "the key " if is_key else ""
-                problems.append(f"{label}: line {node.start_mark.line + 1}: {where}{what}{why}; "
-                                f"{NUMBER_RULE}")
-        elif isinstance(node, yaml.SequenceNode):
+        where = f"{path}: " if path else ""
+        what = "the key " if is_key else ""
+        line = node.start_mark.line + 1
+        tagged = _tag_problem(node.tag)
+        if tagged is not None:
+            problems.append(f"{label}: line {line}: {where}{what}{tagged}")
+        elif isinstance(node, yaml.ScalarNode):
+            found = schema_problem(str(node.value), node.tag)
+            if found is not None:
+                problems.append(f"{label}: line {line}: {where}{what}{found[0]}; {found[1]}")
+        if isinstance(node, yaml.SequenceNode):
             todo.extend((child, f"{path}[{i}]", False) for i, child in reversed(list(
                 enumerate(node.value))))
         elif isinstance(node, yaml.MappingNode):
@@ -367,7 +404,7 @@ def parse_yaml(text: str, label: str) -> Any:
             raise YamlFileError(label, [
                 f"{label}: the document stands for more than {MAX_YAML_VALUES:,} values once "
                 "its aliases (*name) are expanded; write the values out, or use fewer aliases"])
-        numbers = _number_problems(node, label) if node is not None else []
+        numbers = _schema_problems(node, label) if node is not None else []
         if numbers:
             raise YamlFileError(label, numbers)
         data = loader.construct_document(node) if node is not None else None
@@ -420,23 +457,6 @@ def _json_key(key: str) -> str:
     return key if len(key) <= QUOTE_CHARS and key.isprintable() else quote(key)
 
 
-def not_a_file(path: str | Path) -> str | None:
-    """What ``path`` is when it is no regular file, for a message ("no such file", "a
-    directory", "a named pipe (FIFO)", ...); None for a regular file (symlinks followed).
-    Raises OSError and ValueError as ``os.stat`` does for a name no file can have."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return ("no such file (a symbolic link to a missing file)" if os.path.islink(path)
-                else "no such file")
-    if stat.S_ISREG(mode):
-        return None
-    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device")]
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
 def read_yaml(path: str | Path, label: str | None = None) -> Any:
     """Read and parse the YAML file at ``path`` (see :func:`parse_yaml`).
 
@@ -464,11 +484,3 @@ def read_yaml(path: str | Path, label: str | None = None) -> Any:
             raise
         raise YamlFileError(label, [f"{label}: not a usable file name ({e})"]) from None
     return parse_yaml(text, label)
-
-
-def short_path(path: str | Path, limit: int = PATH_CHARS) -> str:
-    """A path for messages: as given when short and printable, else quoted and cut."""
-    text = str(path)
-    if len(text) <= limit and text.isprintable():
-        return text
-    return quote(text, limit)

@@ -42,7 +42,13 @@ from patchsim.experiments.experiment_checks import (
     is_whole,
     known_metric,
 )
-from patchsim.play.config import MAX_BOTS, MAX_GAMES, all_pairings
+from patchsim.play.config import (
+    MAX_BOTS,
+    MAX_GAMES,
+    PairingMode,
+    all_pairings,
+    is_pairing_mode,
+)
 from patchsim.play.run_name import NAME_RULE, folder_name, is_folder_name
 
 TOP_KEYS = {"name", "description", "base", "set", "bots", "pairings", "games", "seed",
@@ -68,7 +74,7 @@ def _read_yaml(p: Path, src: str) -> Any:
         raise ExperimentError(e.problems) from None
 
 
-def pairing_names(bots: list[str], mode: str) -> list[str]:
+def pairing_names(bots: list[str], mode: PairingMode) -> list[str]:
     """The pairings a run of ``bots`` in ``mode`` plays, named as in its tables."""
     return [f"{bots[a]} vs {bots[b]}" for a, b in all_pairings(len(bots), mode)]
 
@@ -89,7 +95,7 @@ class Experiment:
     base: Ruleset
     variants: list[Variant]
     bots: list[str]
-    pairings: str
+    pairings: PairingMode
     games: int
     seed: int
     metric: str = "first_player_win"
@@ -105,7 +111,7 @@ class Experiment:
     trace: dict[str, Any] | None = None
 
     @property
-    def pairing_mode(self) -> str:
+    def pairing_mode(self) -> PairingMode:
         """How the bots are paired: skill experiments play each bot in self-play."""
         return "self" if self.skill else self.pairings
 
@@ -228,14 +234,17 @@ def load_experiment(path: str | Path) -> Experiment:
     bots = given or skill or ["greedy"]
     if skill and given:
         bad("skill", "give either bots or skill (skill plays each bot in self-play)")
-    pairings = str(data.get("pairings", "self"))
-    if pairings not in ("self", "all", "cross"):
-        bad("pairings", f"{quote(pairings)} is not one of self, all, cross")
+    given_pairings = str(data.get("pairings", "self"))
+    pairings: PairingMode = "self"
+    if is_pairing_mode(given_pairings):
+        pairings = given_pairings
+    else:
+        bad("pairings", f"{quote(given_pairings)} is not one of self, all, cross")
     if pairings == "cross" and len(bots) < 2:
         bad("pairings", "cross needs at least two bots")
     # the pairings the gate and the tuner play (a skill experiment: each bot in self-play)
     names = (pairing_names(skill or bots, "self" if skill else pairings)
-             if bots_ok and pairings in ("self", "all", "cross") else None)
+             if bots_ok and is_pairing_mode(given_pairings) else None)
     metric = str(data.get("metric", "first_player_win"))
     if not known_metric(metric):
         bad("metric", f"unknown metric {quote(metric)} (metrics: {', '.join(METRICS)})")

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from patchsim.analysis.metrics import ALIASES, METRICS, RANGES
+from patchsim.analysis.metrics import ALIASES, METRICS, RANGES, UnknownMetric
 from patchsim.analysis.metrics import metric as find_metric
 from patchsim.bots.registry import BotSpecError, make_bot
+from patchsim.document.format import pct, sig
 from patchsim.engine.ruleset import Ruleset, RulesetError
 from patchsim.engine.yamlfile import quote
 from patchsim.play.config import MAX_GAMES
@@ -72,6 +73,46 @@ def canonical_pairing(text: str) -> str | None:
         return None
 
 
+# --- a metric's values in its unit, as every document shows them --------------------------------
+def metric_in_percent(m: str) -> bool:
+    """Is metric ``m`` a rate or share, shown as a percentage (its tolerances and differences
+    in points) as in every report? An unknown name (the loader refuses those) stays plain."""
+    try:
+        return find_metric(m).percent
+    except UnknownMetric:
+        return False
+
+
+def metric_unit(m: str) -> str:
+    """The unit of a metric that is no rate, with its space (" points", " moves"), or ""."""
+    try:
+        unit = find_metric(m).unit
+    except UnknownMetric:
+        return ""
+    return f" {unit}" if unit else ""
+
+
+def metric_value(m: str, value: float) -> str:
+    """One value of metric ``m`` in its unit: '47.0%', '1.5 points'."""
+    return pct(value) if metric_in_percent(m) else f"{sig(value)}{metric_unit(m)}"
+
+
+def metric_amount(m: str, amount: float) -> str:
+    """A distance on metric ``m``'s scale: '2.0 points' for a rate, '1.5 points' or '3 moves'
+    in a unit of its own."""
+    if metric_in_percent(m):
+        return f"{100 * amount:.1f} points"
+    return f"{sig(amount)}{metric_unit(m)}"
+
+
+def metric_interval(m: str, value: float, lo: float, hi: float) -> str:
+    """A metric's estimate and interval in its unit: '49.8% [48.7%, 51.0%]', '1.2 [0.8, 1.6]
+    points'."""
+    if metric_in_percent(m):
+        return f"{pct(value)} [{pct(lo)}, {pct(hi)}]"
+    return f"{sig(value)} [{sig(lo)}, {sig(hi)}]{metric_unit(m)}"
+
+
 @dataclass
 class Tolerance:
     """A bound the balance gate checks: ``metric`` within [low, high] (on one pairing)."""
@@ -82,7 +123,17 @@ class Tolerance:
     pairing: str | None = None
 
     def describe(self) -> str:
-        return f"{self.metric} within [{self.low:g}, {self.high:g}]"
+        """'first_player_win within [47.0%, 53.0%]', 'mean_margin at most 3 points'."""
+        m = self.metric
+        if math.isfinite(self.low) and math.isfinite(self.high):
+            if metric_in_percent(m):
+                return f"{m} within [{pct(self.low)}, {pct(self.high)}]"
+            return f"{m} within [{sig(self.low)}, {sig(self.high)}]{metric_unit(m)}"
+        if math.isfinite(self.high):
+            return f"{m} at most {metric_value(m, self.high)}"
+        if math.isfinite(self.low):
+            return f"{m} at least {metric_value(m, self.low)}"
+        return f"{m} (no bound)"
 
 
 TRACE_KEYS = {"levels", "bots", "search", "deals", "seed", "timed", "diversity", "compare",

@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -40,7 +41,11 @@ from patchsim.analysis.estimators import (
 )
 from patchsim.analysis.metrics import RATE_METRICS, deal_metrics
 from patchsim.experiments.experiment import Experiment
-from patchsim.experiments.experiment_checks import Tolerance
+from patchsim.experiments.experiment_checks import (
+    Tolerance,
+    metric_amount,
+    metric_interval,
+)
 from patchsim.play.config import RunConfig, all_pairings, games_to_deals
 from patchsim.play.runfolder import RunFolder, fresh_dir
 from patchsim.play.steps import play_in_steps
@@ -90,11 +95,16 @@ def band_test(tol: Tolerance, values: np.ndarray, alpha: float, beta: float,
     return BandTest(tol.low, tol.high, alpha, beta, min_deals, resolution)
 
 
-def decision_words(status: str, interval: Estimate, test: BandTest, at: int) -> str:
+CheckStatus = Literal["holds", "fails", "undecided"]
+
+
+def decision_words(status: CheckStatus, interval: Estimate, test: BandTest, at: int,
+                   metric: str = "") -> str:
     """A check's decision beside the interval it prints: when that interval shows it (inside
     the band for "holds", wholly beyond an edge for "fails") it says so; otherwise which test
     decided and why the printed interval is wider, so that "holds" never sits unexplained
-    beside an interval that leaves the band."""
+    beside an interval that leaves the band. ``metric`` gives the unit of the test's step
+    (points for a rate)."""
     if status not in ("holds", "fails"):
         return status
     inside = interval.lo >= test.low and interval.hi <= test.high
@@ -110,9 +120,10 @@ def decision_words(status: str, interval: Estimate, test: BandTest, at: int) -> 
                 "is wider than the band because it covers the mean at every number of deals "
                 "at once, which the test's decision does not need)")
     return (f"fails (decided at deal {at} by the sequential test: the deals favour a mean on "
-            f"an edge over one {test.step:g} inside it, a false fail at most about beta for "
-            "a mean that far inside; the anytime-valid interval still reaches inside the "
-            "band, so the mean may lie just inside an edge: the band is too tight to pass)")
+            f"an edge over one {metric_amount(metric, test.step)} inside it, a false fail at "
+            "most about beta for a mean that far inside; the anytime-valid interval still "
+            "reaches inside the band, so the mean may lie just inside an edge: the band is too "
+            "tight to pass)")
 
 
 def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
@@ -141,7 +152,7 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                     exp.seed, exp.batch_deals, str(exp.path))
     targets = list(dict.fromkeys(games_to_deals(min(max_games, k * step))
                                  for k in range(1, looks + 1)))
-    statuses: list[str] = []
+    statuses: list[CheckStatus] = []
 
     def decided(deals: int) -> bool:
         """Evaluate every check on the deals played; True once the gate is decided."""
@@ -163,15 +174,17 @@ def run_check(exp: Experiment, out: str | Path | None = None, *, jobs: int = 1,
                 continue
             test = band_test(tol, x, alpha, b, resolution)
             kind, at = test.first_decision(x, range(test.min_deals, len(x) + 1))
-            st = {PASS: "holds", FAIL: "fails"}.get(kind, "undecided")
+            st: CheckStatus = ("holds" if kind == PASS else "fails" if kind == FAIL
+                               else "undecided")
             # the interval at the deal that decided, anytime-valid: the stop was chosen by
             # looking at the data, where a fixed-sample interval would cover less than 95%
             est = anytime_estimate(x[:at] if st != "undecided" else x, 0.95,
                                    n0=max(MIN_DEALS, step // 2))
             statuses.append(st)
-            lines.append(f"  {pairing}: {tol.describe()}: {est.value:.4f} "
-                         f"[{est.lo:.4f}, {est.hi:.4f}] anytime-valid 95% ({est.deals} "
-                         f"deals) -> {decision_words(st, est, test, at)}")
+            lines.append(f"  {pairing}: {tol.describe()}: "
+                         f"{metric_interval(tol.metric, est.value, est.lo, est.hi)} "
+                         f"anytime-valid 95% ({est.deals} deals) -> "
+                         f"{decision_words(st, est, test, at, tol.metric)}")
         for ln in lines:
             say(ln)
         return bool(statuses) and (all(s == "holds" for s in statuses)

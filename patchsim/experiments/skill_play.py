@@ -15,7 +15,7 @@ import pandas as pd
 
 from patchsim.analysis import skill as sk
 from patchsim.engine.ruleset import Ruleset
-from patchsim.play.config import RunError, load_run_config
+from patchsim.play.config import PairingMode, RunError, load_run_config
 from patchsim.play.execution import execute
 from patchsim.play.runfolder import MANIFEST, load_events, load_games, read_manifest
 from patchsim.play.simulate import simulate
@@ -78,7 +78,7 @@ class Player:
         self.played: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
 
-    def play(self, bots: list[str], pairings: str, what: str, deals: int
+    def play(self, bots: list[str], pairings: PairingMode, what: str, deals: int
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
         k = self.index.setdefault(what, len(self.index))
         if self.work is not None:
@@ -101,7 +101,7 @@ class Player:
         self.games[what] = g
         return g, evs.assign(game_id=evs["game_id"] + offset)
 
-    def _top_up(self, folder: Path, bots: list[str], pairings: str, deals: int
+    def _top_up(self, folder: Path, bots: list[str], pairings: PairingMode, deals: int
                 ) -> tuple[pd.DataFrame, pd.DataFrame, float, int]:
         """The part's games on its first ``deals`` deals, played into ``folder`` as far as
         it does not hold them yet."""

@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from patchsim.analysis.metrics import UnknownMetric, metric
-from patchsim.document.format import pct, sig
+from patchsim.document.format import sig
 from patchsim.document.model import Col, Document, Section, Table
 from patchsim.experiments.experiment import Experiment
+from patchsim.experiments.experiment_checks import metric_in_percent, metric_interval, metric_unit
 
 SEARCH_TITLE = ("Search rounds (estimates with intervals Bonferroni-corrected over each "
                 "round's candidates; a candidate is dropped when its loss interval lies above "
@@ -26,36 +26,11 @@ def _cell(v: Any) -> str:
     return sig(v, 4) if isinstance(v, float) else str(v)
 
 
-def _percent(m: str) -> bool:
-    """Is the target metric ``m`` a rate or share, shown as a percentage (its tolerance and
-    differences in points) as in every other report?"""
-    try:
-        return metric(m).percent
-    except UnknownMetric:  # the loader checks the names; a table of unknown ones stays plain
-        return False
-
-
-def _unit(m: str) -> str:
-    try:
-        unit = metric(m).unit
-    except UnknownMetric:
-        return ""
-    return f" {unit}" if unit else ""
-
-
-def _interval(m: str, value: Any, lo: Any, hi: Any) -> str:
-    """A metric's estimate and interval in its unit: '49.8% [48.7%, 51.0%]', '1.2 [0.8, 1.6]
-    points'."""
-    if _percent(m):
-        return f"{pct(value)} [{pct(lo)}, {pct(hi)}]"
-    return f"{sig(value)} [{sig(lo)}, {sig(hi)}]{_unit(m)}"
-
-
 def _target(m: str, target: float, tolerance: float) -> str:
     """'first_player_win = 50% ± 2 points', 'mean_margin = 0 ± 1.5 points'."""
-    if _percent(m):
+    if metric_in_percent(m):
         return f"{m} = {100 * target:g}% ± {100 * tolerance:g} points"
-    unit = _unit(m)
+    unit = metric_unit(m)
     return f"{m} = {target:g}{unit} ± {tolerance:g}{unit}"
 
 
@@ -88,7 +63,7 @@ def finalists_table(final: pd.DataFrame, targets: dict[str, dict[str, float]]) -
         row = {"candidate": r["candidate"], "games": str(r["games"]),
                "all": "yes" if r["all_within"] else "no"}
         for m in targets:
-            row[m] = (f"{_interval(m, r[m], r[m + '_lo'], r[m + '_hi'])} "
+            row[m] = (f"{metric_interval(m, r[m], r[m + '_lo'], r[m + '_hi'])} "
                       f"(equivalence p {sig(r[m + '_p_within'], 3)})"
                       f"{' ✓' if r[m + '_within'] else ''}")
         rows.append(row)
@@ -100,7 +75,7 @@ def finalists_table(final: pd.DataFrame, targets: dict[str, dict[str, float]]) -
 def rounds_table(rounds: pd.DataFrame, targets: dict[str, dict[str, float]]) -> Table:
     shown = rounds.copy()
     for m in targets:
-        shown[m] = [_interval(m, v, lo, hi) for v, lo, hi in
+        shown[m] = [metric_interval(m, v, lo, hi) for v, lo, hi in
                     zip(shown[m], shown[f"{m}_lo"], shown[f"{m}_hi"], strict=True)]
     shown["loss"] = [f"{sig(v, 3)} [{sig(lo, 3)}, {sig(hi, 3)}]" for v, lo, hi in
                      zip(shown["loss"], shown["loss_lo"], shown["loss_hi"], strict=True)]

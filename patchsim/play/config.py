@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, get_args
 
 from patchsim.bots.learned import ModelError, find_model
 from patchsim.bots.registry import Bot, BotSpecError, bot_spec, make_bot
@@ -41,6 +41,17 @@ DEFAULT_GAMES = 200
 # +-2-point margin about 85% of the time (the power calculation of analysis.estimators), in
 # about a minute on 2 cores.
 DEFAULT_GAMES_LEARNED = 1200
+# who plays whom: every pair of bots and each bot against itself, only different bots, or
+# only each bot against itself
+PairingMode = Literal["all", "cross", "self"]
+PAIRING_MODES: tuple[PairingMode, ...] = get_args(PairingMode)
+
+
+def is_pairing_mode(value: object) -> TypeGuard[PairingMode]:
+    """Is ``value`` one of PAIRING_MODES (a check that also tells the type checker)?"""
+    return value in PAIRING_MODES
+
+
 MAX_BOTS = 50  # bots of one run (all pairings: 1,275 of them)
 MAX_RULESETS = 1000  # rulesets of one run file
 MAX_GAMES = 10**9  # per ruleset and pairing: far beyond any study, well inside int64 game ids
@@ -167,7 +178,7 @@ def run_identity(config: RunConfig) -> str:
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def all_pairings(n: int, mode: str = "all") -> list[tuple[int, int]]:
+def all_pairings(n: int, mode: PairingMode = "all") -> list[tuple[int, int]]:
     """Bot index pairs: ``all`` (self-play included), ``cross`` (no self-play), ``self``."""
     if mode == "self":
         return [(i, i) for i in range(n)]
@@ -278,7 +289,7 @@ BotRef = str | dict[str, Any] | Bot
 
 
 def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None = None, *,
-                    games: int | None = None, seed: int = 1, pairings: str = "all",
+                    games: int | None = None, seed: int = 1, pairings: PairingMode = "all",
                     overrides: Sequence[Override] | Mapping[str, Any] = (),
                     batch_deals: int | None = None, name: str | None = None,
                     source: str = "<config>", bot_path: Sequence[str] = (),
@@ -310,7 +321,7 @@ def make_run_config(rulesets: Sequence[Ruleset], bots: Sequence[BotRef] | None =
             raise RunError.about(f"rulesets[{i}]", f"({rulesets[i].name}) has the same rules "
                                  f"as rulesets[{j}] ({rulesets[j].name}, hash {h}); list "
                                  "each ruleset once")
-    if pairings not in ("all", "cross", "self"):
+    if not is_pairing_mode(pairings):  # a caller without type checks
         raise RunError.about("pairings", f"{pairings!r} is not one of all, cross, self",
                              value=pairings)
     if games is None:  # the default line-up's size decides its headline (DEFAULT_GAMES_LEARNED)
@@ -393,7 +404,7 @@ def _built(bot: BotRef, bot_path: Sequence[str]) -> Bot:
 
 def load_run_config(ref: str, *, games: int | None = None,
                     bots: Sequence[BotRef] | None = None, seed: int | None = None,
-                    overrides: Sequence[str] = (), pairings: str | None = None,
+                    overrides: Sequence[str] = (), pairings: PairingMode | None = None,
                     batch_deals: int | None = None, bot_path: Sequence[str] = (),
                     allow_time_budgets: bool = False) -> RunConfig:
     """A run from a ruleset (name or file: the default line-up) or an experiment file (a YAML
@@ -469,7 +480,7 @@ def load_run_config(ref: str, *, games: int | None = None,
     if file_bots is not None and (not isinstance(file_bots, list) or not file_bots):
         raise _in_file(ref, "bots", f"expected a list of bot specs, got {file_bots!r}")
     mode = pairings or str(data.get("pairings", "all"))
-    if mode not in ("all", "cross", "self"):
+    if not is_pairing_mode(mode):
         raise _in_file(ref, "pairings", f"{mode!r} is not one of all, cross, self")
     extra = data.get("set") or {}
     if not isinstance(extra, dict):

@@ -22,6 +22,7 @@ the favourite before it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,8 @@ from patchsim.engine.record import GameRecord, RecordError
 from patchsim.play import loops
 
 DEFAULT_EVAL_BOT = "greedy(epsilon=0.1)"
+# how positions are judged: the learned model where the ruleset has one (auto), or rollouts
+EvalMethod = Literal["auto", "rollouts"]
 DEFAULT_ROLLOUTS = 200
 MAX_ROLLOUTS = 100_000
 
@@ -100,7 +103,7 @@ def wilson(wins: float, n: int) -> tuple[float, float]:
 
 def evaluate_game(start: Game, codes: Iterable[int] = (), bot: str | CompiledBot =
                   DEFAULT_EVAL_BOT, n_rollouts: int = DEFAULT_ROLLOUTS,
-                  seed: int = 0, method: str = "auto",
+                  seed: int = 0, method: EvalMethod = "auto",
                   stop: Callable[[], bool] | None = None) -> pd.DataFrame:
     """Evaluate ``start`` and every position after each of ``codes`` (move codes, played on a
     copy through :meth:`Game.apply`, so an illegal one raises IllegalMoveError).
@@ -154,7 +157,7 @@ def _learned_position(game: Game, params: np.ndarray) -> list:
 
 def evaluate_record(record: GameRecord | dict, bot: str | CompiledBot = DEFAULT_EVAL_BOT,
                     n_rollouts: int = DEFAULT_ROLLOUTS, seed: int = 0,
-                    method: str = "auto") -> pd.DataFrame:
+                    method: EvalMethod = "auto") -> pd.DataFrame:
     """:func:`evaluate_game` over a game record; RecordError if the record does not load or a
     move of it is malformed or illegal."""
 

@@ -27,6 +27,7 @@ from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset
 from patchsim.play.batches import plan_batches
 from patchsim.play.config import (
     BotRef,
+    PairingMode,
     RunConfig,
     RunError,
     load_run_config,
@@ -92,7 +93,7 @@ class Simulation:
 
 def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
              bots: BotRef | Sequence[BotRef] | None = None, *, games: int | None = None,
-             seed: int | None = None, jobs: int = 1, pairings: str | None = None,
+             seed: int | None = None, jobs: int = 1, pairings: PairingMode | None = None,
              batch_deals: int | None = None, name: str | None = None,
              backend: str = "auto", scheduler: str | None = None,
              bot_path: Sequence[str] | None = None) -> Simulation:
@@ -146,7 +147,7 @@ def simulate(rulesets: RulesetRef | Sequence[RulesetRef] = "edition2",
 
 
 def _config(rulesets: RulesetRef | Sequence[RulesetRef], bots: BotRef | Sequence[BotRef] | None,
-            *, games: int | None, seed: int | None, pairings: str | None,
+            *, games: int | None, seed: int | None, pairings: PairingMode | None,
             batch_deals: int | None, name: str | None, bot_path: tuple[str, ...]) -> RunConfig:
     """The RunConfig ``patchsim run`` would build for these arguments."""
     specs = None if bots is None else _bot_list(bots)

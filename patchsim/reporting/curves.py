@@ -28,7 +28,7 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -106,7 +106,7 @@ def _snapshot(cols: dict[str, list[Any]], ids: tuple[int, int, str, str],
 
 
 # --- curves ------------------------------------------------------------------------------------
-def curve_table(states: pd.DataFrame, by: str = "position",
+def curve_table(states: pd.DataFrame, by: Literal["position", "ply"] = "position",
                 metrics: Sequence[str] = METRICS, last_space: Mapping[str, int] | None = None
                 ) -> pd.DataFrame:
     """Curves per ruleset, bot and seat from :func:`game_states`.

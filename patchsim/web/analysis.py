@@ -21,12 +21,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote as url_quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
@@ -35,6 +34,7 @@ from starlette.routing import Route
 from patchsim.bots.registry import Bot, BotSpecError
 from patchsim.engine.game import Game
 from patchsim.engine.record import GameRecord, RecordError
+from patchsim.errors import quote
 from patchsim.play.analyse import (
     ANALYSIS_LINK,
     analyse_game,
@@ -44,7 +44,6 @@ from patchsim.play.analyse import (
     method_of,
     record_codes,
 )
-from patchsim.play.evaluate import EvaluationStopped
 from patchsim.web.play import PlayManager, check_bot_spec
 from patchsim.web.runs import RunIndex, WebError, load_record_file, parse_record
 from patchsim.web.slots import take_slot
@@ -83,23 +82,13 @@ class Analyser:
             self.cache.move_to_end(key)
             return self.cache[key]
 
-        def gone() -> bool:
-            return cancel is not None and cancel.is_set()
+        def left() -> None:
+            self.stopped += 1
 
-        take_slot(self.slot, self.wait, gone, "analysis")
         limit = self.seconds if seconds is None else seconds
-        try:
-            deadline = time.monotonic() + limit
-            result = work(lambda: gone() or time.monotonic() > deadline)
-        except EvaluationStopped:
-            if gone():
-                self.stopped += 1
-                log.info("an analysis was stopped: its client left")
-                raise WebError(503, "the analysis was stopped: the client left") from None
-            raise WebError(503, f"the analysis took more than {limit:.0f} s and was stopped; "
-                                "ask for a weaker judge (?bot=)") from None
-        finally:
-            self.slot.release()
+        with take_slot(self.slot, self.wait, cancel, limit, "analysis",
+                       "ask for a weaker judge (?bot=)", left) as stop:
+            result = work(stop)
         if key:
             self.cache[key] = result
             while len(self.cache) > CACHE:
@@ -155,7 +144,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         run = state.index.get(request.path_params["rid"])
         gid_text = request.path_params["gid"]
         if not gid_text.isdigit() or len(gid_text) > 19:
-            raise WebError(400, f"game id={gid_text!r}: expected a whole number")
+            raise WebError(400, f"game id={quote(gid_text)}: expected a whole number")
         start, codes = state.index.start(run, int(gid_text))
         return game_analysis(analyser, request, f"run:{run.id}:{gid_text}", start, codes)
 
@@ -171,7 +160,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
     def saved(request: Request) -> dict[str, Any]:
         name = request.path_params["name"]
         if "/" in name:
-            raise WebError(403, f"saved game {name!r}: a file name, not a path")
+            raise WebError(403, f"saved game {quote(name)}: a file name, not a path")
         try:
             rec, _ = load_record_file(state.save_dir, name, f"saved game {name}")
         except RecordError as e:
@@ -211,9 +200,9 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         # a report's link to a game's analysis (relative to the run's files): the viewer
         rid, gid = request.path_params["rid"], request.path_params["game_id"]
         if not gid.isdigit() or len(gid) > 19:
-            raise WebError(400, f"game id={gid!r}: expected a whole number")
+            raise WebError(400, f"game id={quote(gid)}: expected a whole number")
         state.index.get(rid, loaded=False)  # 404 for a run not served
-        return RedirectResponse(f"/game?run={quote(rid, safe='')}&game={int(gid)}",
+        return RedirectResponse(f"/game?run={url_quote(rid, safe='')}&game={int(gid)}",
                                 status_code=303)
 
     return [

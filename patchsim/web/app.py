@@ -21,7 +21,6 @@ import html
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,12 +40,13 @@ from patchsim.bots.registry import REGISTRY, BotSpecError
 from patchsim.engine.game import Game, IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import Ruleset, RulesetError, load_ruleset, shipped_rulesets
+from patchsim.engine.textfile import PATH_CHARS
 from patchsim.engine.view import BOARD_SCRIPT
 from patchsim.engine.yamlfile import JsonNumberError, parse_json
+from patchsim.errors import quote
 from patchsim.play.evaluate import (
     DEFAULT_EVAL_BOT,
     DEFAULT_ROLLOUTS,
-    EvaluationStopped,
     evaluate_game,
     learned_params,
     rollout_bot,
@@ -138,23 +138,12 @@ class ServerState:
 
     def _run_evaluation(self, start: Game, codes: list[int], n: int,
                         cancel: threading.Event | None) -> list[dict[str, Any]]:
-        def gone() -> bool:
-            return cancel is not None and cancel.is_set()
+        def left() -> None:
+            self.evals_stopped += 1
 
-        take_slot(self.eval_slot, self.eval_wait, gone, "evaluation")
-        try:
-            deadline = time.monotonic() + EVAL_SECONDS
-            frame = evaluate_game(start, codes, self.eval_bot, n,
-                                  stop=lambda: gone() or time.monotonic() > deadline)
-        except EvaluationStopped:
-            if gone():
-                self.evals_stopped += 1
-                log.info("an evaluation was stopped: its client left")
-                raise WebError(503, "the evaluation was stopped: the client left") from None
-            raise WebError(503, f"the evaluation took more than {EVAL_SECONDS:.0f} s and was "
-                                "stopped; ask for fewer rollouts") from None
-        finally:
-            self.eval_slot.release()
+        with take_slot(self.eval_slot, self.eval_wait, cancel, EVAL_SECONDS, "evaluation",
+                       "ask for fewer rollouts", left) as stop:
+            frame = evaluate_game(start, codes, self.eval_bot, n, stop=stop)
         return json.loads(frame.to_json(orient="records"))
 
 
@@ -342,9 +331,9 @@ def _int_param(value: str | None, name: str, lo: int, hi: int, default: int | No
     try:
         number = int(value)
     except ValueError:
-        raise WebError(400, f"{name}={value!r}: expected a whole number") from None
+        raise WebError(400, f"{name}={quote(value)}: expected a whole number") from None
     if not lo <= number <= hi:
-        raise WebError(400, f"{name}={value!r}: expected a number between {lo} and {hi}")
+        raise WebError(400, f"{name}={quote(value)}: expected a number between {lo} and {hi}")
     return number
 
 
@@ -465,7 +454,7 @@ def _run_record_eval(state: ServerState, request: Request) -> dict[str, Any]:
 def _saved_file(state: ServerState, request: Request) -> tuple[GameRecord, dict[str, Any]]:
     name = request.path_params["name"]
     if "/" in name:
-        raise WebError(403, f"saved game {name!r}: a file name, not a path")
+        raise WebError(403, f"saved game {quote(name)}: a file name, not a path")
     if not state.save_dir.is_dir():
         raise WebError(404, f"no saved games yet (they go to {state.save_dir})")
     try:
@@ -541,8 +530,8 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
         if key.startswith("run:"):
             parts = key.split(":", 2)
             if len(parts) != 3:
-                raise WebError(400, f"ruleset {key!r}: a ruleset file of a run is named "
-                                    "run:<run id>:<path in the run folder>")
+                raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: a ruleset file of a "
+                                    "run is named run:<run id>:<path in the run folder>")
             _, rid, rel = parts
             run = state.index.get(rid, loaded=False)
             path = inside(run.path, rel, "ruleset file")
@@ -550,14 +539,15 @@ def _play_ruleset(state: ServerState, key: object) -> tuple[Ruleset, str]:
             return (load_ruleset(path, allowed_roots=state.index.allowed_roots),
                     f"{run.label}/{rel}")
         if key not in shipped_rulesets():
-            raise WebError(400, f"ruleset {key!r}: not a shipped ruleset (shipped: "
-                                f"{', '.join(shipped_rulesets())})")
+            raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: not a shipped ruleset "
+                                f"(shipped: {', '.join(shipped_rulesets())})")
         return load_ruleset(key), key
     except RulesetError as e:  # an invalid ruleset file: the page and the log say why
         log.warning("%s", e)
-        raise WebError(400, f"ruleset {key!r}: {e}") from None
+        raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: {e}") from None
     except RecursionError:
-        raise WebError(400, f"ruleset {key!r}: nested too deeply to be a ruleset") from None
+        raise WebError(400, f"ruleset {quote(key, PATH_CHARS)}: nested too deeply to be a "
+                            "ruleset") from None
 
 
 def _play_new(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:

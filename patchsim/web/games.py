@@ -18,6 +18,7 @@ from patchsim.analysis.selfplay import DISTINCT_NOTE, duplicated_pairings
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.game import Game, IllegalMoveError, rules_reference
 from patchsim.engine.view import replay_positions, ruleset_info
+from patchsim.errors import quote
 from patchsim.play.runfolder import RunFolderError, check_table, table_path
 from patchsim.web.paths import WebError
 
@@ -125,7 +126,7 @@ class GameTables:
         elif winner.startswith("bot:"):
             mask &= (g["winner_bot"] == winner[4:]).to_numpy()
         elif winner:
-            raise WebError(400, f"winner={winner!r}: give 0, 1 or bot:<bot spec>")
+            raise WebError(400, f"winner={quote(winner)}: give 0, 1 or bot:<bot spec>")
         lo, hi = _int(query, "abs_margin_min"), _int(query, "abs_margin_max")
         if lo is not None:
             mask &= (g["abs_margin"] >= lo).to_numpy()
@@ -137,7 +138,7 @@ class GameTables:
         elif bonus == "none":
             mask &= (g["bonus"] == -1).to_numpy()
         elif bonus:
-            raise WebError(400, f"bonus={bonus!r}: give 0, 1 or none")
+            raise WebError(400, f"bonus={quote(bonus)}: give 0, 1 or none")
         leather = query.get("leather", "")
         c0, c1 = g["claims0"].to_numpy(), g["claims1"].to_numpy()
         conditions = {"none": (c0 + c1) == 0, "more0": c0 > c1, "more1": c1 > c0,
@@ -149,11 +150,11 @@ class GameTables:
                                     "filtered by leather claims")
             mask &= conditions[leather]
         elif leather:
-            raise WebError(400, f"leather={leather!r}: give one of {', '.join(conditions)}")
+            raise WebError(400, f"leather={quote(leather)}: give one of {', '.join(conditions)}")
         sort = query.get("sort", "game_id")
         key = sort.lstrip("-")
         if key not in SORT_KEYS:
-            raise WebError(400, f"sort={sort!r}: give one of {', '.join(SORT_KEYS)} (a '-' "
+            raise WebError(400, f"sort={quote(sort)}: give one of {', '.join(SORT_KEYS)} (a '-' "
                                 "in front sorts descending)")
         offset = _int(query, "offset") or 0
         limit = _int(query, "limit", 1, MAX_LIMIT)
@@ -187,7 +188,7 @@ class GameTables:
         rs = run.rulesets.get(row["ruleset"])
         if rs is None:
             raise WebError(409, f"the manifest of {run.label} has no rules for ruleset "
-                                f"{row['ruleset']!r}, so its games cannot be replayed")
+                                f"{quote(row['ruleset'])}, so its games cannot be replayed")
         codes = self.moves(run, game_id)
         circle = deal_circle(rs, int(row["deal_seed"]))
         start = Game.new(rs, circle=circle)
@@ -257,9 +258,9 @@ def _int(query: dict[str, str], key: str, lo: int = 0, hi: int = 10**12) -> int 
     except ValueError:
         value = None
     if value is None:
-        raise WebError(400, f"{key}={raw[:40]!r}: expected a whole number")
+        raise WebError(400, f"{key}={quote(raw)}: expected a whole number")
     if value < lo or value > hi:
-        raise WebError(400, f"{key}={raw!r}: expected a number between {lo} and "
+        raise WebError(400, f"{key}={quote(raw)}: expected a number between {lo} and "
                             f"{'10^12' if hi == 10**12 else hi}")
     return value
 

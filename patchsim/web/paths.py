@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from patchsim.errors import PatchsimError
+from patchsim.engine.textfile import PATH_CHARS
+from patchsim.errors import PatchsimError, quote
 from patchsim.play.runfolder import BATCHES, FIGURES, MANIFEST
 
 SKIP_DIRS = {BATCHES, FIGURES, "__pycache__", "node_modules"}
@@ -69,22 +70,26 @@ def inside(base: Path, rel: str, what: str = "file") -> Path:
         raise WebError(400, f"{what}: give a relative path inside the folder")
     parts = PurePosixPath(rel).parts
     if rel.startswith("/") or PurePosixPath(rel).is_absolute() or ".." in parts:
-        raise WebError(403, f"{what} {rel!r}: only files inside the folder are served "
-                            "(no absolute paths, no '..')")
+        raise WebError(403, f"{what} {quote(rel, PATH_CHARS)}: only files inside the folder "
+                            "are served (no absolute paths, no '..')")
     if any(p.startswith(".") for p in parts):
-        raise WebError(403, f"{what} {rel!r}: hidden files are not served")
+        raise WebError(403, f"{what} {quote(rel, PATH_CHARS)}: hidden files are not served")
     root = base.resolve()
     try:
         full = (root / rel).resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError):
-        raise WebError(404, f"{what} {rel!r}: no such file") from None
+        raise WebError(404, f"{what} {quote(rel, PATH_CHARS)}: no such file") from None
     except (OSError, RuntimeError) as e:  # a symlink loop, a permission problem
-        raise WebError(403, f"{what} {rel!r}: cannot be opened ({e})") from None
+        # not str(e): it holds rel whole
+        why = ("a loop of symbolic links" if isinstance(e, RuntimeError)
+               else e.strerror or type(e).__name__)
+        raise WebError(403, f"{what} {quote(rel, PATH_CHARS)}: cannot be opened ({why})"
+                       ) from None
     if not full.is_relative_to(root):
-        raise WebError(403, f"{what} {rel!r}: it leads out of the folder (a symlink); only "
-                            "files inside the folder are served")
+        raise WebError(403, f"{what} {quote(rel, PATH_CHARS)}: it leads out of the folder (a "
+                            "symlink); only files inside the folder are served")
     if not full.is_file():
-        raise WebError(404, f"{what} {rel!r}: not a file")
+        raise WebError(404, f"{what} {quote(rel, PATH_CHARS)}: not a file")
     return full
 
 

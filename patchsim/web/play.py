@@ -30,6 +30,7 @@ from patchsim.engine import core
 from patchsim.engine.game import Game, IllegalMoveError, decode_move
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.view import QuiltTracker, legal_view, position_view, ruleset_info
+from patchsim.errors import quote
 from patchsim.web.runs import WebError
 
 log = logging.getLogger("patchsim.web")
@@ -48,7 +49,7 @@ def check_bot_spec(spec: object) -> Bot:
     try:
         name, _ = parse_spec(spec)
         if ":" in name or name not in REGISTRY:
-            raise BotSpecError(f"unknown bot {name!r}; the built-in bots are "
+            raise BotSpecError(f"unknown bot {quote(name)}; the built-in bots are "
                                f"{', '.join(REGISTRY)} (import paths are not loaded by the "
                                "server)")
         bot = make_bot(spec)
@@ -117,7 +118,8 @@ class PlayManager:
         if seed is None or seed == "":
             seed = secrets.randbelow(2**62)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-            raise WebError(400, f"seed: give a whole number between 0 and 2^63-1, got {seed!r}")
+            raise WebError(400, "seed: give a whole number between 0 and 2^63-1, got "
+                                f"{quote(seed)}")
         game = Game.new(ruleset, seed=seed)
         sid = secrets.token_hex(8)
         session = PlaySession(sid, game, bot, int(human), label,
@@ -135,7 +137,7 @@ class PlayManager:
         with self._lock:
             session = self.sessions.get(sid)
         if session is None:
-            raise WebError(404, f"no game {sid!r} in progress (games are kept in memory; a "
+            raise WebError(404, f"no game {quote(sid)} in progress (games are kept in memory; a "
                                 "restarted server has none: start a new one)")
         return session
 
@@ -162,7 +164,7 @@ class PlayManager:
             try:
                 move = game.parse_move(text)
             except ValueError as e:
-                raise WebError(400, f"move {text!r}: {e}") from None
+                raise WebError(400, f"move {quote(text)}: {e}") from None
             try:
                 session.play(move.code)
             except IllegalMoveError as e:

@@ -12,6 +12,7 @@ from patchsim.engine.game import IllegalMoveError
 from patchsim.engine.record import GameRecord, RecordError
 from patchsim.engine.ruleset import shipped_rulesets
 from patchsim.engine.view import replay_positions, ruleset_info
+from patchsim.errors import quote
 from patchsim.web.paths import WebError, inside, too_deep
 
 MAX_RECORD_BYTES = 4_000_000
@@ -31,10 +32,10 @@ def record_view(record: GameRecord, as_written: dict[str, Any] | None = None,
             move = probe.parse_move(text)
             probe.apply(move)
         except IllegalMoveError as e:
-            raise RecordError(f"{record.source}: move {i} ({text!r}) is illegal: "
+            raise RecordError(f"{record.source}: move {i} ({quote(text)}) is illegal: "
                               f"{e.reason.describe(probe.ruleset.offer_size)}", i) from None
         except ValueError as e:
-            raise RecordError(f"{record.source}: move {i} ({text!r}) is malformed: {e}",
+            raise RecordError(f"{record.source}: move {i} ({quote(text)}) is malformed: {e}",
                               i) from None
         codes.append(move.code)
     positions, texts = replay_positions(start, codes)
@@ -81,7 +82,7 @@ def safe_record(record: GameRecord, folder: Path | None = None,
         return GameRecord(str(path), record.circle, record.moves, record.source,
                           record.players)
     where = "a YAML file beside the record, " if folder is not None else ""
-    raise RecordError(f"{record.source}: rules: {rules!r} is not a shipped ruleset (give "
+    raise RecordError(f"{record.source}: rules: {quote(rules)} is not a shipped ruleset (give "
                       f"one of {', '.join(shipped)}, {where}or the rules written out in full)")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsim.engine.ruleset import Ruleset
+from patchsim.errors import quote
 from patchsim.play.runfolder import (
     MANIFEST,
     TUNE_MD,
@@ -174,7 +175,7 @@ class RunIndex(GameTables):
             self.scan()  # a run that appeared since the last look
             run = self.runs.get(rid)
         if run is None:
-            raise WebError(404, f"no run {rid!r} (the runs are listed at /)")
+            raise WebError(404, f"no run {quote(rid)} (the runs are listed at /)")
         if run.error and loaded:
             raise WebError(409, run.error)
         return run

@@ -6,15 +6,18 @@ what to do."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchsim.engine.ruleset import RulesetError
+from patchsim.engine.textfile import InputTooLargeError, file_kind, read_text_bounded, short_path
 from patchsim.play.config import RunConfig, RunError, run_identity
 from patchsim.play.runfolder.digests import check_settings
 from patchsim.play.runfolder.errors import (
@@ -46,37 +49,80 @@ _PARTIAL_BATCH = re.compile(r"^\..+\.(games|events)\." + re.escape(BATCH_SUFFIX)
 WRITE_PROBE = ".write-test-"  # the probe of check_writable (storage)
 
 
+# --- looking at a path a user gave -------------------------------------------------------------
+# a manifest is a few kB; this much is no manifest (and /dev/zero behind the name never ends)
+MAX_MANIFEST_BYTES = 50_000_000
+
+
+def stat_path(path: Path, doing: str) -> os.stat_result | None:
+    """``os.stat(path)`` (symbolic links followed), or None when nothing is there. A path that
+    cannot even be looked at (too long, a loop of links, a file on the way, a folder on the
+    way that may not be searched, a null byte) is a RunFolderError: ``doing`` ("cannot write
+    to the output folder"), the path (shortened when long or unprintable) and why."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        why = "a part of its path is a file, not a folder"
+    except OSError as e:
+        why = {errno.ENAMETOOLONG: f"the path ({len(str(path)):,} characters) is too long "
+                                   "for the file system (most allow 255 characters a name "
+                                   "and 4,096 a path)",
+               errno.ELOOP: "its symbolic links lead round in a loop",
+               errno.EACCES: "permission denied (a folder on its path may not be searched)",
+               }.get(e.errno or 0, e.strerror or str(e))
+    except ValueError:  # "embedded null byte"
+        why = "not a name a file can have (it holds a null byte)"
+    raise RunFolderError(path, f"{doing} {short_path(path)}: {why}")
+
+
 # --- reading the manifest -------------------------------------------------------------------------
 def load_manifest(run_dir: Path) -> dict[str, Any]:
     """The manifest as JSON (a mapping); RunFolderError if the folder is not a run folder or
     the file is not JSON. Nothing is checked beyond that (see :func:`read_manifest`)."""
     run_dir = Path(run_dir)
     path = run_dir / MANIFEST
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunFolderError(run_dir, f"{run_dir} is a file, not a run folder (a run folder "
-                             f"holds {MANIFEST} and the tables)")
-    if not run_dir.exists():
-        raise RunFolderError(run_dir, f"{run_dir} is not a run folder (there is no such "
+    shown, shown_path = short_path(run_dir), short_path(path)
+    found = stat_path(run_dir, "cannot read the run folder")
+    if found is None:
+        raise RunFolderError(run_dir, f"{shown} is not a run folder (there is no such "
                              "folder)")
+    if not stat.S_ISDIR(found.st_mode):
+        raise RunFolderError(run_dir, f"{shown} is {file_kind(found.st_mode)}, not a run "
+                             f"folder (a run folder holds {MANIFEST} and the tables)")
+    manifest_stat = stat_path(path, "cannot read")
+    if manifest_stat is None:
+        raise RunFolderError(path, f"{shown} is not a run folder (no {MANIFEST})")
+    if not stat.S_ISREG(manifest_stat.st_mode):  # a pipe would block the read for ever
+        raise RunFolderError(path, f"{shown_path} is {file_kind(manifest_stat.st_mode)}, "
+                             "not a manifest; restore it from a copy, or start a new run in "
+                             "another folder")
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RunFolderError(path, f"{run_dir} is not a run folder (no {MANIFEST})") from None
-    except OSError as e:
-        raise RunFolderError(path, f"cannot read {path}: {e.strerror or e}") from None
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise RunFolderError(path, f"{path} is damaged: nested too deeply to be a manifest; "
+        text = read_text_bounded(path, MAX_MANIFEST_BYTES, "a manifest", shown_path)
+    except InputTooLargeError as e:
+        raise RunFolderError(path, f"{e}; restore it from a copy, or start a new run in "
+                             "another folder") from None
+    except UnicodeDecodeError as e:
+        raise RunFolderError(path, f"{shown_path} is damaged: not UTF-8 text ({e.reason}); "
                              "restore it from a copy, or start a new run in another "
                              "folder") from None
-    except (UnicodeDecodeError, ValueError) as e:
-        raise RunFolderError(path, f"{path} is damaged: not JSON ({first_line(e)}); "
+    except OSError as e:
+        raise RunFolderError(path, f"cannot read {shown_path}: {e.strerror or e}") from None
+    try:
+        manifest = json.loads(text)
+    except RecursionError:
+        raise RunFolderError(path, f"{shown_path} is damaged: nested too deeply to be a "
+                             "manifest; restore it from a copy, or start a new run in "
+                             "another folder") from None
+    except ValueError as e:
+        raise RunFolderError(path, f"{shown_path} is damaged: not JSON ({first_line(e)}); "
                              "restore it from a copy, or start a new run in another "
                              "folder") from None
     if not isinstance(manifest, dict):
-        raise RunFolderError(path, f"{path} is not a patchsim manifest (not a mapping); "
-                             "restore it from a copy, or start a new run in another folder")
+        raise RunFolderError(path, f"{shown_path} is not a patchsim manifest (not a "
+                             "mapping); restore it from a copy, or start a new run in "
+                             "another folder")
     return manifest
 
 
@@ -147,7 +193,7 @@ def running(run_dir: Path) -> dict[str, Any] | None:
     path = Path(run_dir) / LOCK
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    except (OSError, ValueError):  # no lock file, or no name a file can have (a null byte)
         return None
     try:
         try:
@@ -185,21 +231,41 @@ def check_finished(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 def check_output_folder(run_dir: Path) -> None:
     """Refuse to start a run in a folder that holds files of something else (a run writes
-    its tables into a new or empty folder, or continues its own)."""
+    its tables into a new or empty folder, or continues its own), in what is no folder (a
+    file, a pipe, a link to nothing), inside a run's own batches folder, or at a path that
+    cannot be looked at; every refusal names the path (shortened when long)."""
     run_dir = Path(run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RunFolderError(run_dir, f"cannot write to the output folder {run_dir}: it is "
-                             "a file; give a new or empty folder")
-    if not run_dir.is_dir() or (run_dir / MANIFEST).exists():
+    doing, shown = "cannot write to the output folder", short_path(run_dir)
+    found = stat_path(run_dir, doing)
+    if found is None:
+        if os.path.islink(run_dir):  # mkdir would say "File exists"
+            raise RunFolderError(run_dir, f"{doing} {shown}: it is a symbolic link to "
+                                 "nothing (its target does not exist); give a new or empty "
+                                 "folder")
+    elif not stat.S_ISDIR(found.st_mode):
+        raise RunFolderError(run_dir, f"{doing} {shown}: it is {file_kind(found.st_mode)}; "
+                             "give a new or empty folder")
+    parent = run_dir.parent
+    if run_dir.name == BATCHES and any(stat_path(parent / name, doing) is not None
+                                       for name in (MANIFEST, LOCK)):
+        raise RunFolderError(run_dir, f"{doing} {shown}: it is the batches folder of the "
+                             f"run in {short_path(parent)}; give a folder of its own")
+    if found is None or stat_path(run_dir / MANIFEST, doing) is not None:
         return
-    others = sorted(p.name for p in run_dir.iterdir()
-                    if p.name not in RUN_LEFTOVERS and not p.name.startswith(WRITE_PROBE)
-                    and not _PARTIAL.match(p.name))
+    try:
+        names = [p.name for p in run_dir.iterdir()]
+    except OSError as e:
+        raise RunFolderError(run_dir, f"{doing} {shown}: cannot list what it holds "
+                             f"({e.strerror or e})") from None
+    others = sorted(name for name in names
+                    if name not in RUN_LEFTOVERS and not name.startswith(WRITE_PROBE)
+                    and not _PARTIAL.match(name))
     if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
-                                         else "")
-        raise RunFolderError(run_dir, f"the output folder {run_dir} holds files that are not "
-                             f"a patchsim run ({shown}); give a new or empty folder")
+        listed = [short_path(name, 60) for name in others[:5]]
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        raise RunFolderError(run_dir, f"the output folder {shown} holds files that are not "
+                             f"a patchsim run ({', '.join(listed)}{more}); give a new or "
+                             "empty folder")
 
 
 def clean_partials(run_dir: Path) -> list[Path]:

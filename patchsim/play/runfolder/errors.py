@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from patchsim.engine.textfile import short_path
 from patchsim.play.config import RunError
 from patchsim.play.runfolder.names import GAMES
 
@@ -33,7 +34,7 @@ class RunFolderBusy(RunFolderError):
                         if k in holder)
         then = (f"wait for it to finish before {doing}" if doing is not None
                 else "wait for it to finish, or write to another folder")
-        super().__init__(Path(run_dir), f"{run_dir} is still running "
+        super().__init__(Path(run_dir), f"{short_path(run_dir)} is still running "
                          f"({who or 'another patchsim run'}); {then}")
 
 
@@ -46,11 +47,12 @@ class RunNotFinished(RunFolderError):
         self.run_dir, self.report_only, self.command = Path(run_dir), report_only, command
         if report_only:
             again = command or "the command in its manifest"
-            text = (f"{run_dir}: report only: it holds no {GAMES} (a finished run's folder "
-                    f"without its tables, e.g. a committed report); play it again with: "
-                    f"{again}")
+            text = (f"{short_path(run_dir)}: report only: it holds no {GAMES} (a finished "
+                    "run's folder without its tables, e.g. a committed report); play it "
+                    f"again with: {again}")
         else:
-            text = f"{run_dir}: the run is not finished (no {GAMES}); resume the run first"
+            text = (f"{short_path(run_dir)}: the run is not finished (no {GAMES}); resume "
+                    "the run first")
         super().__init__(Path(run_dir), text)
 
 

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write, current_umask
+from patchsim.engine.textfile import short_path
 from patchsim.play.config import RunConfig, RunError
 from patchsim.play.run_name import folder_name
 from patchsim.play.runfolder.checks import WRITE_PROBE
@@ -162,6 +163,9 @@ def versions() -> dict[str, str]:
 def new_run_dir(config: RunConfig, out: str | Path | None) -> Path:
     """``out``, or a fresh folder reports/<name>/<time>-s<seed>."""
     if out is not None:
+        if not str(out).strip():  # Path("") is ".": the run would fill the current folder
+            raise RunError.about("out", "empty; give the run folder's name",
+                                 value=str(out))
         return Path(out)
     return fresh_dir(config.name, f"-s{config.seed}")
 
@@ -187,7 +191,8 @@ def check_writable(run_dir: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise RunError(f"cannot write to the output folder {run_dir}: {e.strerror}") from None
+        raise RunError(f"cannot write to the output folder {short_path(run_dir)}: "
+                       f"{e.strerror or e}") from None
 
 
 class TableMerger:
