@@ -16,11 +16,14 @@ import sys
 
 import numpy as np
 import pytest
+from test_network import random_net
 
 from patchsim.bots import policies
-from patchsim.bots.learned import bind_bot
-from patchsim.bots.registry import make_bot
+from patchsim.bots.features import L_WAR_ROLLOUTS
+from patchsim.bots.learned import bind_bot, param_rows
+from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_arrays
+from patchsim.engine.game import Game
 from patchsim.engine.ruleset import load_ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
@@ -29,36 +32,85 @@ from patchsim.play.match import max_events, max_plies
 E2 = load_ruleset("edition2")
 
 
-def test_the_loop_holds_the_rollout_search_only_when_a_bot_is_one():
-    assert playout.rollout_search([policies.SCRIPTED, policies.LEARNED]) is None
-    assert playout.rollout_search(np.array([policies.RANDOM, policies.RANDOM])) is None
-    assert playout.rollout_search([policies.SCRIPTED, policies.MCTS]) is True
-    assert playout.rollout_search([policies.MCTS]) is True
+def bound(spec: str, tables):
+    bot = bind_bot(make_bot(spec), tables)
+    return bot.bind(tables) if isinstance(bot, CompiledBot) else bot
 
 
-def test_both_specialisations_play_the_same_games():
-    # the main job's pairing (greedy against the learned search) through the loop without
-    # the rollout search, and through the loop that has it: the same moves, events, results
+def net_row(tables) -> np.ndarray:
+    # a network bot's row: the parameter vector, then a (random) value network
+    return np.concatenate([bound("mcts(eval=net, iterations=12)", tables).params,
+                           random_net(3)])
+
+
+def test_the_loop_holds_only_the_code_its_bots_use():
     tables = compile_ruleset(E2)
-    bots = [bind_bot(make_bot(s), tables)
-            for s in ("greedy", "mcts(eval=learned, iterations=8, sample_plies=4, "
-                                "temperature=1)")]
-    kinds = np.array([b.kind for b in bots], dtype=np.int64)
-    params = np.stack([b.params for b in bots])
-    circles, streams = deal_arrays(E2, np.arange(3, dtype=np.int64))
+    greedy = bound("greedy", tables).params
+    learned = bound("mcts(eval=learned, iterations=4)", tables).params
+    wars = bound("mcts(eval=learned, iterations=4, war_rollouts=2)", tables).params
+    search = bound("mcts(iterations=4)", tables).params
+    S, L, M = policies.SCRIPTED, policies.LEARNED, policies.MCTS
 
-    def play(searches):
-        return playout.play_deals(tables.tab, circles, streams, kinds, params, max_plies(E2),
-                                  max_events(E2), np.zeros(1, dtype=np.int64),
-                                  searches=searches)
+    def needed(kinds, rows):
+        return playout.code_needed(np.array(kinds), param_rows(rows))
 
-    without, with_search = play(None), play([policies.MCTS])
-    assert without[4] == -1
-    for a, b in zip(without[:4], with_search[:4], strict=True):
-        np.testing.assert_array_equal(a, b)
-    # and the specialisation taken without a search is the one whose flag is None
-    types = [str(sig[-1]) for sig in playout._play_deals.signatures]
-    assert "none" in types and "bool" in types
+    assert needed([S, L], [greedy, learned]) == (None, None, None)  # the main job
+    assert needed([S, M], [greedy, search]) == (True, None, None)
+    assert needed([L, L], [learned, wars]) == (None, None, True)
+    assert needed([S, L], [greedy, net_row(tables)]) == (None, True, None)
+    assert needed([M, L], [search, net_row(tables)]) == (True, True, None)
+    # a rollout search's row is read as a search's: its slot L_WAR_ROLLOUTS is not a war
+    odd = search.copy()
+    odd[L_WAR_ROLLOUTS] = 5
+    assert needed([M, S], [odd, greedy]) == (True, None, None)
+
+
+def python_api_moves(tables, bots, circle, streams) -> list[int]:
+    """The moves of a game driven move by move through the Python API (each bot's
+    choose_code, compiled for every bot), on the seats' streams as the loop draws them."""
+    game = Game.new(E2, circle=circle)
+    rngs = [streams[0:1].copy(), streams[1:2].copy()]
+    while not game.finished:
+        p = game.to_move
+        game.apply(bots[p].choose_code(game, rngs[p]))
+    return list(game.history)
+
+
+@pytest.mark.parametrize("spec", ["war", "net"])
+def test_each_specialisation_plays_as_the_python_api_and_its_code_matters(spec):
+    # the loop compiled for what the bots use (here the war rollouts, or the value network)
+    # plays the games the Python API plays; the loop without that code plays others, so
+    # a bot whose code were pruned by mistake would show
+    tables = compile_ruleset(E2)
+    greedy = bound("greedy", tables)
+    if spec == "war":
+        bot = bound("mcts(eval=learned, iterations=30, war_rollouts=1)", tables)
+        row = bot.params
+        pruned = row.copy()
+        pruned[L_WAR_ROLLOUTS] = 0
+    else:
+        bot = bound("mcts(eval=net, iterations=12)", tables)
+        row = net_row(tables)
+        bot.params = row
+        pruned = row[:policies.N_PARAMS]
+    kinds = np.array([bot.kind, greedy.kind], dtype=np.int64)
+    rows = param_rows([row, greedy.params])
+    circles, streams = deal_arrays(E2, np.arange(2, dtype=np.int64))
+
+    def loop_moves(like=None) -> list[list[int]]:
+        res, moves, *_, bad = playout.play_deals(
+            tables.tab, circles, streams, kinds, rows, max_plies(E2), max_events(E2),
+            np.zeros(1, dtype=np.int64), like=like)
+        assert bad == -1
+        plies = res[:, playout.R_PLIES]
+        ends = np.cumsum(plies)
+        return [moves[e - n:e].tolist() for e, n in zip(ends, plies, strict=True)]
+
+    games = loop_moves()
+    for i in range(2):  # row 2i: the pairing's first bot (ours) in seat 0
+        circle = [tables.patch_ids[k] for k in circles[i]]
+        assert games[2 * i] == python_api_moves(tables, (bot, greedy), circle, streams[i])
+    assert loop_moves(like=(kinds, param_rows([pruned, greedy.params]))) != games
 
 
 # a fresh process with an empty cache warms a run up as `patchsim run` does and tells what

@@ -5,11 +5,12 @@ The loops call :func:`choose_or_stop`, which dispatches on a policy id to the co
 and the same :mod:`patchsim.engine.core` functions the Python API uses.
 
 Compiled only for what a run plays: the entry points (:func:`play_deals`, :func:`play_game`,
-:func:`play_games`) are Python functions that tell the compiled loop whether any bot of the
-call is the rollout search (:func:`rollout_search`). Without one the loop is compiled with the
-search's branch pruned (numba removes a branch on an argument that is None before it types
-the code), so its code is neither compiled nor loaded: one implementation of every bot, two
-specialisations of the loop, each cached on disk like any other signature.
+:func:`play_games`) are Python functions that tell the compiled loop which optional code the
+call's bots use (:func:`code_needed`): the rollout search, the value network, the war
+rollouts. What no bot uses is compiled pruned away (numba removes a branch on an argument
+that is None before it types the code), so that code is neither compiled nor loaded: one
+implementation of every bot, a few specialisations of the loop, each cached on disk like any
+other signature.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import learned_search
+from patchsim.bots.features import L_WAR_ROLLOUTS, carries_net, learned_search
 from patchsim.bots.heuristics import count_holes
 from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
@@ -44,26 +45,39 @@ R_WIDTH = 21
 STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
-def rollout_search(kinds: np.ndarray | Sequence[int]) -> bool | None:
-    """The loops' ``mcts`` argument for bots of these policy ids: True when one of them is
-    the rollout search, else None (the loop is then compiled without it)."""
-    return True if bool(np.any(np.asarray(kinds) == MCTS)) else None
+Needed = tuple[bool | None, bool | None, bool | None]
+"""The loops' ``mcts, net, wars`` arguments: True where a bot uses that code, None where none
+does (the loop is then compiled without it)."""
+
+
+def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed:
+    """What optional code the bots of policy ids ``kinds`` with parameter rows ``params``
+    use: the rollout search (an ``mcts`` bot without ``eval=``), the value network (a row
+    that carries one, ``eval=net``) and the learned search's war rollouts
+    (``war_rollouts`` > 0)."""
+    kinds = np.asarray(kinds)
+    learned = [i for i in range(len(kinds)) if kinds[i] == LEARNED]
+    mcts = bool(np.any(kinds == MCTS))
+    net = any(carries_net(params[i]) for i in learned)
+    wars = any(params[i, L_WAR_ROLLOUTS] > 0 for i in learned)
+    return (True if mcts else None, True if net else None, True if wars else None)
 
 
 @njit(cache=True)
 def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    rng: np.ndarray, buf: np.ndarray, stop: np.ndarray,
-                   mcts: bool | None = True) -> int:
+                   mcts: bool | None = True, net: bool | None = True,
+                   wars: bool | None = True) -> int:
     """The move policy ``kind`` chooses in ``state`` (as
     :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
-    move found so far, once ``stop[0]`` is not 0. ``mcts`` None: compiled without the rollout
-    search (no bot of the game is one: :func:`rollout_search`)."""
+    move found so far, once ``stop[0]`` is not 0. ``mcts``, ``net``, ``wars`` None: compiled
+    without the rollout search, the value network, the war rollouts (:func:`code_needed`)."""
     # a branch on an argument's None-ness is pruned when numba compiles the function for
     # that argument's type: with mcts=None, mcts_search is never compiled nor loaded
     if mcts is not None and kind == MCTS:
         return mcts_search(params, state, tab, rng, buf, stop)
     if kind == LEARNED:
-        return learned_search(params, state, tab, rng, buf, stop)
+        return learned_search(params, state, tab, rng, buf, stop, net, wars)
     return rollout_move(kind, params, state, tab, rng, buf)
 
 
@@ -78,16 +92,18 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
     returns an illegal move stops the game with ``result[R_ERROR] = 1 + player``.
     """
     return int(play_game_or_stop(tab, state, kinds, params, rng, moves, ev, result,
-                                 np.zeros(1, dtype=np.int64), rollout_search(kinds)))
+                                 np.zeros(1, dtype=np.int64), *code_needed(kinds, params)))
 
 
 @njit(cache=True)
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
-                      result: np.ndarray, stop: np.ndarray, mcts: bool | None = True) -> int:
+                      result: np.ndarray, stop: np.ndarray, mcts: bool | None = True,
+                      net: bool | None = True, wars: bool | None = True) -> int:
     """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
     gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
-    caller, which set the flag, discards them. ``mcts``: as :func:`choose_or_stop`."""
+    caller, which set the flag, discards them. ``mcts``, ``net``, ``wars``: as
+    :func:`choose_or_stop`."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     ne = 0
     result[:] = 0
@@ -98,7 +114,7 @@ def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
         if stop[0] != 0:
             return ne
         code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop,
-                              mcts)
+                              mcts, net, wars)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -138,13 +154,15 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
                params: np.ndarray) -> np.ndarray:
     """Play one game per row of ``circles``; ``seeds[i]`` (shape (n, 2)) are the two seats'
     random streams. Returns result rows."""
-    out: np.ndarray = _play_games(tab, circles, seeds, kinds, params, rollout_search(kinds))
+    out: np.ndarray = _play_games(tab, circles, seeds, kinds, params,
+                                  *code_needed(kinds, params))
     return out
 
 
 @njit(cache=True, nogil=True)
 def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
-                params: np.ndarray, mcts: bool | None) -> np.ndarray:
+                params: np.ndarray, mcts: bool | None, net: bool | None,
+                wars: bool | None) -> np.ndarray:
     n = circles.shape[0]
     out = np.zeros((n, R_WIDTH), dtype=np.int64)
     moves = np.empty(0, dtype=np.int64)
@@ -155,13 +173,14 @@ def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: 
         state = core.new_state(tab, circles[i])
         rng[0] = seeds[i, 0]
         rng[1] = seeds[i, 1]
-        play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never, mcts)
+        play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never, mcts, net,
+                          wars)
     return out
 
 
 def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
                params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
-               searches: Sequence[int] | None = None) -> tuple:
+               like: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
     """Play every deal twice, seats swapped (the pairing's first bot in seat 0, then in seat
     1; each bot keeps its stream), writing rows in canonical order (deal, then seat order)
     and moves and events packed end to end, ready to become table columns.
@@ -173,17 +192,19 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
     iterations) with STOPPED as the error row (the batch is abandoned: a thread in compiled
     code cannot be interrupted, so this is how a run stops promptly).
 
-    The loop is compiled for the policy ids ``searches`` (default ``kinds``): a warm-up that
-    plays cheap bots in place of the run's names the run's."""
-    mcts = rollout_search(kinds if searches is None else searches)
-    return _play_deals(tab, circles, streams, kinds, params, max_plies, max_events, stop, mcts)
+    The loop is compiled for the code the bots use (:func:`code_needed`), or with ``like``
+    (policy ids and parameter rows) for those bots' (a warm-up that plays cheap bots in
+    place of the run's)."""
+    needed = code_needed(*(like if like is not None else (kinds, params)))
+    return _play_deals(tab, circles, streams, kinds, params, max_plies, max_events, stop,
+                       *needed)
 
 
 @njit(cache=True, nogil=True)
 def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
                 params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
-                mcts: bool | None):
-    """:func:`play_deals`, compiled for ``mcts`` True or None."""
+                mcts: bool | None, net: bool | None, wars: bool | None):
+    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars`` say."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -208,7 +229,7 @@ def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds
             rng[1] = streams[i, 1 - a]
             state = core.new_state(tab, circles[i])
             nev[row] = play_game_or_stop(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
-                                         ev[ne:ne + max_events], res[row], stop, mcts)
+                                         ev[ne:ne + max_events], res[row], stop, mcts, net, wars)
             if stop[0] != 0:  # the game may be unfinished: the batch is abandoned
                 return res, moves[:nm], ev[:ne], nev, STOPPED
             if res[row, R_ERROR] != 0:
