@@ -95,7 +95,10 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
                                  np.zeros(1, dtype=np.int64), *code_needed(kinds, params)))
 
 
-@njit(cache=True)
+# inlined into the loops that call it (numba's own inliner, before typing): each compiled
+# entry point links and emits the machine code of its whole call tree once more, and this
+# level would add one more pass over the bots' code (about 1.5 s of the first run)
+@njit(cache=True, inline="always")
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
                       result: np.ndarray, stop: np.ndarray, mcts: bool | None = True,
