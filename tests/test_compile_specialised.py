@@ -143,3 +143,15 @@ def test_a_run_without_a_rollout_search_does_not_compile_it(tmp_path):
                                     str(tmp_path / "cache"))
     assert got["learned"] == 1  # compiled here (the observable can see a compile)
     assert got["mcts"] == 0  # and the rollout search's branch was pruned
+
+
+def test_the_warm_up_of_a_run_with_a_python_bot_compiles_the_move_policy():
+    # a compiled bot against a Python one moves through choose_move, not the loop: that is
+    # what the warm-up compiles (or loads) then, and a Python bot's pairing plays nothing
+    from patchsim.play.config import load_run_config
+    from patchsim.play.worker import warm_up
+
+    cfg = load_run_config("edition2", games=2, bots=["unruly_bots:Sleeper(at=2)", "greedy"],
+                          pairings="cross")
+    warm_up(cfg)
+    assert policies.choose_move.signatures
