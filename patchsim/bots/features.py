@@ -314,10 +314,12 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
 # unfinished leaves by it. Rows padded with zeros (patchsim.bots.learned.param_rows) carry none.
 @njit(cache=True)
 def leaf_value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                scratch: np.ndarray) -> float:
+                scratch: np.ndarray, net: bool | None = True) -> float:
     """:func:`value0`, or the network's value of an unfinished position when ``params``
-    carries one (``scratch``: :func:`leaf_scratch` floats)."""
-    if carries_net(params) and not core.is_finished(state, tab):
+    carries one (``scratch``: :func:`leaf_scratch` floats). ``net`` None: compiled without
+    the network (no bot of the game carries one; numba prunes a branch on a None argument
+    before it types the code, so the network's code is neither compiled nor loaded)."""
+    if net is not None and carries_net(params) and not core.is_finished(state, tab):
         return net_value0(params[N_PARAMS:], state, tab, scratch)
     return value0(params, state, tab, scratch)
 
@@ -329,9 +331,9 @@ def carries_net(params: np.ndarray) -> bool:
 
 
 @njit(cache=True)
-def leaf_scratch(params: np.ndarray) -> int:
-    """Floats of scratch :func:`leaf_value0` needs for this bot row."""
-    if carries_net(params):
+def leaf_scratch(params: np.ndarray, net: bool | None = True) -> int:
+    """Floats of scratch :func:`leaf_value0` needs for this bot row (``net``: as there)."""
+    if net is not None and carries_net(params):
         return max(N_ALL_FEATURES, scratch_size(params[N_PARAMS:]))
     return N_ALL_FEATURES
 # --- end of the value network's branch ------------------------------------------------------
@@ -455,7 +457,8 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
 
 @njit(cache=True)
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                   buf: np.ndarray, stop: np.ndarray) -> Int:
+                   buf: np.ndarray, stop: np.ndarray, net: bool | None = True,
+                   wars: bool | None = True) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -497,7 +500,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     eps = params[L_EPSILON]
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]
-    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop)
+    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop, net,
+                                                            wars)
     fc = first_child[0]
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
@@ -540,13 +544,13 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
 @njit(cache=True)
 def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
                    value: np.ndarray, tab: np.ndarray, first: Int, end: Int, pm: Int,
-                   scratch: np.ndarray) -> float:
+                   scratch: np.ndarray, net: bool | None = True) -> float:
     """Evaluate the new children ``first .. end - 1`` of a node where ``pm`` moves (one
     visit each, valued from the mover's view) and return player 0's value of the best of
     them: what the expansion (or widening) backs up."""
     best_v = -1.0
     for ch in range(first, end):
-        v = leaf_value0(params, states[ch], tab, scratch)
+        v = leaf_value0(params, states[ch], tab, scratch, net)
         if pm == 1:
             v = 1.0 - v
         visits[ch] = 1
@@ -557,7 +561,8 @@ def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
 
 
 @njit(cache=True)
-def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray):
+def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray,
+                 net: bool | None = True, wars: bool | None = True):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
     the search draws nothing from a random stream.
@@ -592,7 +597,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         cap = 1 + n * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     stage = np.zeros(cap if widen > 0 else 1, dtype=np.int64)
-    scratch = np.empty(leaf_scratch(params), dtype=np.float64)
+    scratch = np.empty(leaf_scratch(params, net), dtype=np.float64)
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     best_g = np.empty(width, dtype=np.int64)
     best_s = np.empty(width, dtype=np.float64)
@@ -629,7 +634,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                         if first_new < nodes:
                             # this iteration backs up the best new move, as an expansion
                             v0 = judge_children(params, states, visits, value, tab,
-                                                first_new, nodes, pm, scratch)
+                                                first_new, nodes, pm, scratch, net)
                             widened = True
                             break
             node = uct_child(first_child, nchild, visits, value, node, c)
@@ -649,8 +654,10 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                acts, na, pm)
                 # evaluate every new child at once: the mover's view, and its best backs up
                 v0 = judge_children(params, states, visits, value, tab, first, nodes, pm,
-                                    scratch)
-                if war > 0 and depth >= war:
+                                    scratch, net)
+                # wars None: compiled without the war rollouts (no bot of the game sets
+                # them; the branch on a None argument is pruned, as leaf_value0's)
+                if wars is not None and war > 0 and depth >= war:
                     run = 0  # passes in a row that led here (within the tree)
                     while run < war and move[path[depth - run]] == core.PASS:
                         run += 1

@@ -374,7 +374,7 @@ def warm(
 ) -> None:
     """Warm a Dask cluster: load patchsim's compiled code into every worker before a run.
 
-    A line per worker: the first worker on each machine compiles (about 60 s on an idle
+    A line per worker: the first worker on each machine compiles (about 40 s on an idle
     core, minutes on a busy machine), the others then load the code from the cache folder
     they share. Runs with --backend dask warm the
     workers too (warm ones answer at once); this does it ahead, for the run's ruleset and

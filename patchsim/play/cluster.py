@@ -29,10 +29,11 @@ WarmProgress = Callable[["WarmedWorker | None", int, int], None]
 
 WAIT_FOR_WORKERS_S = 30.0  # a scheduler with no worker yet: how long to wait for one
 # what a worker's first warm-up costs with an empty cache, as measured (play.worker.warm_up
-# of the default line-up on edition2, one process, 2026-12-03 on a 2-core machine): 61.0 s at
-# a load of 1.3-1.7 (66.8 s for a fresh Dask worker in issue 30), 596 s at a load of 9-11;
-# with the cache filled it loads in 0.6 s
-COMPILE_COST = ("about 60 s on an idle core, several times that on a busy machine; "
+# of the default line-up on edition2, one process, 2026-12-03 on a 2-core machine): 38-40 s at
+# a load of 1.2-2.0 since a run compiles only the code its bots use (51-55 s before, at a load
+# of 1.5-2.8, in the same interleaved measurement; 61.0 s at 1.3-1.7 earlier that day, 596 s
+# at a load of 9-11); with the cache filled it loads in 0.6 s
+COMPILE_COST = ("about 40 s on an idle core, several times that on a busy machine; "
                 "under a second once cached")
 
 

@@ -3,14 +3,24 @@
 The loops call :func:`choose_or_stop`, which dispatches on a policy id to the compiled bots
 (as :func:`patchsim.bots.policies.choose_move` does, but with a stop flag the search reads),
 and the same :mod:`patchsim.engine.core` functions the Python API uses.
+
+Compiled only for what a run plays: the entry points (:func:`play_deals`, :func:`play_game`,
+:func:`play_games`) are Python functions that tell the compiled loop which optional code the
+call's bots use (:func:`code_needed`): the rollout search, the value network, the war
+rollouts. What no bot uses is compiled pruned away (numba removes a branch on an argument
+that is None before it types the code), so that code is neither compiled nor loaded: one
+implementation of every bot, a few specialisations of the loop, each cached on disk like any
+other signature.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import learned_search
+from patchsim.bots.features import L_WAR_ROLLOUTS, carries_net, learned_search
 from patchsim.bots.heuristics import count_holes
 from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
@@ -35,20 +45,42 @@ R_WIDTH = 21
 STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
+Needed = tuple[bool | None, bool | None, bool | None]
+"""The loops' ``mcts, net, wars`` arguments: True where a bot uses that code, None where none
+does (the loop is then compiled without it)."""
+
+
+def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed:
+    """What optional code the bots of policy ids ``kinds`` with parameter rows ``params``
+    use: the rollout search (an ``mcts`` bot without ``eval=``), the value network (a row
+    that carries one, ``eval=net``) and the learned search's war rollouts
+    (``war_rollouts`` > 0)."""
+    kinds = np.asarray(kinds)
+    learned = [i for i in range(len(kinds)) if kinds[i] == LEARNED]
+    mcts = bool(np.any(kinds == MCTS))
+    net = any(carries_net(params[i]) for i in learned)
+    wars = any(params[i, L_WAR_ROLLOUTS] > 0 for i in learned)
+    return (True if mcts else None, True if net else None, True if wars else None)
+
+
 @njit(cache=True)
 def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
-                   rng: np.ndarray, buf: np.ndarray, stop: np.ndarray) -> int:
+                   rng: np.ndarray, buf: np.ndarray, stop: np.ndarray,
+                   mcts: bool | None = True, net: bool | None = True,
+                   wars: bool | None = True) -> int:
     """The move policy ``kind`` chooses in ``state`` (as
     :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
-    move found so far, once ``stop[0]`` is not 0."""
-    if kind == MCTS:
+    move found so far, once ``stop[0]`` is not 0. ``mcts``, ``net``, ``wars`` None: compiled
+    without the rollout search, the value network, the war rollouts (:func:`code_needed`)."""
+    # a branch on an argument's None-ness is pruned when numba compiles the function for
+    # that argument's type: with mcts=None, mcts_search is never compiled nor loaded
+    if mcts is not None and kind == MCTS:
         return mcts_search(params, state, tab, rng, buf, stop)
     if kind == LEARNED:
-        return learned_search(params, state, tab, rng, buf, stop)
+        return learned_search(params, state, tab, rng, buf, stop, net, wars)
     return rollout_move(kind, params, state, tab, rng, buf)
 
 
-@njit(cache=True)
 def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.ndarray,
               rng: np.ndarray, moves: np.ndarray, ev: np.ndarray, result: np.ndarray) -> int:
     """Play ``state`` to the end in place with compiled policies ``kinds[p]``/``params[p]``.
@@ -59,17 +91,22 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
     a result row to ``result``; returns the number of event rows written. A policy that
     returns an illegal move stops the game with ``result[R_ERROR] = 1 + player``.
     """
-    return play_game_or_stop(tab, state, kinds, params, rng, moves, ev, result,
-                             np.zeros(1, dtype=np.int64))
+    return int(play_game_or_stop(tab, state, kinds, params, rng, moves, ev, result,
+                                 np.zeros(1, dtype=np.int64), *code_needed(kinds, params)))
 
 
-@njit(cache=True)
+# inlined into the loops that call it (numba's own inliner, before typing): each compiled
+# entry point links and emits the machine code of its whole call tree once more, and this
+# level would add one more pass over the bots' code (about 1.5 s of the first run)
+@njit(cache=True, inline="always")
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
-                      result: np.ndarray, stop: np.ndarray) -> int:
+                      result: np.ndarray, stop: np.ndarray, mcts: bool | None = True,
+                      net: bool | None = True, wars: bool | None = True) -> int:
     """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
     gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
-    caller, which set the flag, discards them."""
+    caller, which set the flag, discards them. ``mcts``, ``net``, ``wars``: as
+    :func:`choose_or_stop`."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     ne = 0
     result[:] = 0
@@ -79,7 +116,8 @@ def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
             break
         if stop[0] != 0:
             return ne
-        code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop)
+        code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop,
+                              mcts, net, wars)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -115,11 +153,19 @@ def finish_result(state: np.ndarray, tab: np.ndarray, result: np.ndarray) -> Non
     result[R_PLIES] = state[core.S_PLY]
 
 
-@njit(cache=True, nogil=True)
 def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                params: np.ndarray) -> np.ndarray:
     """Play one game per row of ``circles``; ``seeds[i]`` (shape (n, 2)) are the two seats'
     random streams. Returns result rows."""
+    out: np.ndarray = _play_games(tab, circles, seeds, kinds, params,
+                                  *code_needed(kinds, params))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
+                params: np.ndarray, mcts: bool | None, net: bool | None,
+                wars: bool | None) -> np.ndarray:
     n = circles.shape[0]
     out = np.zeros((n, R_WIDTH), dtype=np.int64)
     moves = np.empty(0, dtype=np.int64)
@@ -130,14 +176,14 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
         state = core.new_state(tab, circles[i])
         rng[0] = seeds[i, 0]
         rng[1] = seeds[i, 1]
-        play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never)
+        play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never, mcts, net,
+                          wars)
     return out
 
 
-@njit(cache=True, nogil=True)
 def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
-               params: np.ndarray, max_plies: int, max_events: int,
-               stop: np.ndarray):
+               params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
+               like: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
     """Play every deal twice, seats swapped (the pairing's first bot in seat 0, then in seat
     1; each bot keeps its stream), writing rows in canonical order (deal, then seat order)
     and moves and events packed end to end, ready to become table columns.
@@ -147,7 +193,21 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
     move; its row number is returned. ``stop`` is a one-element array another thread may
     set: once it is not 0, the call returns before the next move (a search within a few
     iterations) with STOPPED as the error row (the batch is abandoned: a thread in compiled
-    code cannot be interrupted, so this is how a run stops promptly)."""
+    code cannot be interrupted, so this is how a run stops promptly).
+
+    The loop is compiled for the code the bots use (:func:`code_needed`), or with ``like``
+    (policy ids and parameter rows) for those bots' (a warm-up that plays cheap bots in
+    place of the run's)."""
+    needed = code_needed(*(like if like is not None else (kinds, params)))
+    return _play_deals(tab, circles, streams, kinds, params, max_plies, max_events, stop,
+                       *needed)
+
+
+@njit(cache=True, nogil=True)
+def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
+                params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
+                mcts: bool | None, net: bool | None, wars: bool | None):
+    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars`` say."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -172,7 +232,7 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
             rng[1] = streams[i, 1 - a]
             state = core.new_state(tab, circles[i])
             nev[row] = play_game_or_stop(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
-                                         ev[ne:ne + max_events], res[row], stop)
+                                         ev[ne:ne + max_events], res[row], stop, mcts, net, wars)
             if stop[0] != 0:  # the game may be unfinished: the batch is abandoned
                 return res, moves[:nm], ev[:ne], nev, STOPPED
             if res[row, R_ERROR] != 0:

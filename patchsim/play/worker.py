@@ -26,34 +26,56 @@ import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
 from patchsim.bots import policies
-from patchsim.bots.learned import LearnedBot
-from patchsim.bots.registry import CompiledBot, make_bot
+from patchsim.bots.learned import LearnedBot, ModelError, bind_bot, param_rows
+from patchsim.bots.registry import Bot, CompiledBot, make_bot
+from patchsim.engine import core
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play import loops as playout
 from patchsim.play.batches import Batch, BatchStopped, play_batch
 from patchsim.play.config import RunConfig, RunError
-from patchsim.play.match import BotError, max_events, max_plies, play_game
+from patchsim.play.match import BotError, max_events, max_plies
 from patchsim.play.runfolder import batch_path, write_batch
 
 
 def warm_up(config: RunConfig) -> None:
-    """Compile the run's code (or load it from the cache) in this process, by playing one
-    game with each compiled bot and one through the compiled loop."""
+    """Compile the run's code (or load it from the cache) in this process: what its batches
+    call and nothing else (:func:`patchsim.play.batches.play_batch`). A pairing of two
+    compiled bots plays inside the compiled loop, specialised for the code the run's bots
+    use (:func:`patchsim.play.loops.code_needed`: a run without a rollout search, a value
+    network or war rollouts compiles none of them); a compiled bot against a Python one
+    moves through :func:`policies.choose_move`. One cheap game or move of random play
+    compiles either: numba compiles for the arguments' types, not the bot's values."""
     rs = config.rulesets[0]
-    bots = [make_bot(s, bot_path=config.bot_path) for s in config.bots]
-    if not any(isinstance(b, CompiledBot | LearnedBot) for b in bots):
-        return  # Python bots only: nothing of theirs is compiled
-    warm = [b for b in bots if isinstance(b, CompiledBot)]
-    for b in warm:
-        quick = make_bot("mcts(iterations=2)") if b.kind == policies.MCTS else b
-        play_game(rs, (quick, quick), deal_circle(rs, 0), 0)
     tables = compile_ruleset(rs)
+    bots: list[Bot] = []
+    for spec in config.bots:
+        bot = make_bot(spec, bot_path=config.bot_path)
+        try:  # as play_batch binds them: a learned bot to its model, a restriction
+            bot = bind_bot(bot, tables)
+        except ModelError as e:
+            raise RunError(str(e)) from None
+        bots.append(bot.bind(tables) if isinstance(bot, CompiledBot) else bot)
+    compiled = [isinstance(b, CompiledBot) for b in bots]
+    in_loop = sorted({i for a, b in config.pairings if compiled[a] and compiled[b]
+                      for i in (a, b)})
+    mixed = any(compiled[a] != compiled[b] for a, b in config.pairings)
+    if not in_loop and not mixed:
+        return  # Python bots only: nothing of theirs is compiled
     idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
-    playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
-                       np.full(2, policies.RANDOM, dtype=np.int64),
-                       np.zeros((2, policies.N_PARAMS)), max_plies(rs),
-                       max_events(rs), np.zeros(1, dtype=np.int64))
+    if in_loop:
+        run_bots = [b for i, b in enumerate(bots) if i in in_loop and isinstance(b, CompiledBot)]
+        like = (np.array([b.kind for b in run_bots], dtype=np.int64),
+                param_rows([b.params for b in run_bots]))
+        playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
+                           np.full(2, policies.RANDOM, dtype=np.int64),
+                           np.zeros((2, policies.N_PARAMS)), max_plies(rs),
+                           max_events(rs), np.zeros(1, dtype=np.int64), like=like)
+    if mixed:
+        state = core.new_state(tables.tab, idx[0])
+        policies.choose_move(policies.RANDOM, np.zeros(policies.N_PARAMS), state, tables.tab,
+                             np.ones(1, dtype=np.uint64),
+                             np.empty(core.max_moves(tables.tab), dtype=np.int64))
 
 
 WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has filled it
