@@ -141,8 +141,9 @@ def patch_size(tab: np.ndarray, patch: int) -> Int:
 
 
 @njit(cache=True)
-def _quilt_terms(tab: np.ndarray, qlo: int, qhi: int, tl: float, owner: Int, p: Int,
-                 pack: bool, regions: bool, out: np.ndarray, sign: float) -> None:
+def _quilt_terms(tab: np.ndarray, qlo: int, qhi: int, tl: float, owner: Int, p: Int | np.int64,
+                 pack: bool | np.bool_, regions: bool | np.bool_, out: np.ndarray,
+                 sign: float) -> None:
     """The terms of player p's features that depend on where its patches lie (one-square
     holes, the bonus tile and window, and with ``pack`` the packing features: the
     perimeter, and with ``regions`` too the empty regions), for quilt ``qlo``/``qhi``, time
@@ -183,8 +184,8 @@ def _quilt_terms(tab: np.ndarray, qlo: int, qhi: int, tl: float, owner: Int, p: 
 
 
 @njit(cache=True)
-def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int, out: np.ndarray,
-                  sign: float, pack: bool) -> None:
+def _player_terms(state: np.ndarray, tab: np.ndarray, p: Int | np.int64, out: np.ndarray,
+                  sign: float, pack: bool | np.bool_) -> None:
     """Per-player quantities (see FEATURE_NAMES, and PACK_FEATURE_NAMES with ``pack``) of
     player p, times ``sign``, added to ``out`` (so the difference of two players needs no
     buffer of its own: a leaf is judged without allocating)."""
@@ -255,8 +256,10 @@ def features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
     # 0 + a - b in IEEE arithmetic is exactly a - b: the same features as two buffers gave
     for i in range(N_FEATURES):
         out[i] = 0.0
-    _player_terms(state, tab, 0, out, 1.0, False)
-    _player_terms(state, tab, 1, out, -1.0, False)
+    # typed arguments, not constants: numba compiles a function once per constant it is
+    # called with (four copies of _player_terms, and of what it calls, for 0/1 x False/True)
+    _player_terms(state, tab, np.int64(0), out, 1.0, np.bool_(False))
+    _player_terms(state, tab, np.int64(1), out, -1.0, np.bool_(False))
 
 
 @njit(cache=True)
@@ -265,8 +268,8 @@ def all_features(state: np.ndarray, tab: np.ndarray, out: np.ndarray) -> None:
     features; ``N_ALL_FEATURES`` floats) into ``out``."""
     for i in range(N_ALL_FEATURES):
         out[i] = 0.0
-    _player_terms(state, tab, 0, out, 1.0, True)
-    _player_terms(state, tab, 1, out, -1.0, True)
+    _player_terms(state, tab, np.int64(0), out, 1.0, np.bool_(True))  # (see features)
+    _player_terms(state, tab, np.int64(1), out, -1.0, np.bool_(True))
 
 
 @njit(cache=True)
@@ -369,13 +372,13 @@ def placement_prior(params: np.ndarray, state: np.ndarray, tab: np.ndarray, p: I
     for i in range(N_ALL_FEATURES):
         scratch[i] = 0.0
     pack = params[L_PACK] > 0
-    _quilt_terms(tab, nlo, nhi, tl, owner, p, pack, False, scratch, 1.0)
+    _quilt_terms(tab, nlo, nhi, tl, owner, p, pack, np.bool_(False), scratch, 1.0)
     return weighted(params, scratch, pack) + CONTACT_TIE * contact(tab, qlo, qhi, g)
 
 
 @njit(cache=True)
 def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
-                   m: Int, scratch: np.ndarray, best_g: np.ndarray,
+                   m: Int | np.int64, scratch: np.ndarray, best_g: np.ndarray,
                    best_s: np.ndarray) -> Int:
     """Pass, then for each affordable offered patch its ``m`` best placements among all
     that fit, by :func:`placement_prior` (the searched moves of a node widened to ``m``);
@@ -401,7 +404,7 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
                 continue
             s = placement_prior(params, state, tab, p, g, tl, scratch)
             if kept < m or s > best_s[kept - 1]:
-                kept = keep_best(best_g, best_s, kept, m, g, s)
+                kept = keep_best(best_g, best_s, kept, int(m), g, s)
         for j in range(kept):
             out[n] = best_g[j]
             n += 1
@@ -410,7 +413,7 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
 
 @njit(cache=True)
 def tree_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
-                 m: Int, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray,
+                 m: Int | np.int64, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray,
                  memo: np.ndarray) -> Int:
     """The moves a node of the learned search branches on: with ``L_WIDEN`` > 0 (placements
     chosen by search) the ``m`` best placements of each patch by the model
@@ -486,8 +489,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     width = widen_width(params)
     acts = np.empty(1 + tab[core.T_OFFER] * width, dtype=np.int64)
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
-    n_root = tree_actions(params, state, tab, acts, 1, prior, np.empty(width, dtype=np.int64),
-                          np.empty(width, dtype=np.float64),
+    n_root = tree_actions(params, state, tab, acts, np.int64(1), prior,
+                          np.empty(width, dtype=np.int64), np.empty(width, dtype=np.float64),
                           np.empty((0, MEMO_COLS), dtype=np.int64))
     if n_root == 1:
         return core.PASS
@@ -526,7 +529,7 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
         if work[core.S_PENDING] > 0:
             core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
             continue
-        na = tree_actions(params, work, tab, acts, 1, prior, best_g, best_s, memo)
+        na = tree_actions(params, work, tab, acts, np.int64(1), prior, best_g, best_s, memo)
         best = acts[0]
         best_v = -1.0
         for a in range(na):
@@ -646,7 +649,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 v0 = value0(params, st, tab, scratch)
             else:
                 pm = core.to_move(st, tab)
-                na = tree_actions(params, st, tab, acts, 1, prior, best_g, best_s, memo)
+                na = tree_actions(params, st, tab, acts, np.int64(1), prior, best_g, best_s, memo)
                 if nodes + na > cap:
                     break  # the tree is full (time budget beyond the sized tree): decide now
                 first = nodes
