@@ -45,7 +45,8 @@ from patchsim.play.analyse import (
     record_codes,
 )
 from patchsim.web.play import PlayManager, check_bot_spec
-from patchsim.web.runs import RunIndex, WebError, load_record_file, parse_record
+from patchsim.web.records import record_error, uploaded_record
+from patchsim.web.runs import RunIndex, WebError, load_record_file
 from patchsim.web.slots import take_slot
 
 log = logging.getLogger("patchsim.web")
@@ -111,11 +112,6 @@ def _cancel(request: Request) -> threading.Event | None:
     return getattr(request.state, "cancel", None)
 
 
-def _record_error(e: RecordError) -> WebError:
-    log.warning("%s", e)
-    return WebError(422, str(e))
-
-
 def game_analysis(analyser: Analyser, request: Request, key: str, start: Game,
                   codes: list[int]) -> dict[str, Any]:
     """The analysis of the game from ``start`` through ``codes`` (cached by ``key`` and the
@@ -137,7 +133,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         try:
             start, codes = record_codes(rec, state.index.allowed_roots)
         except RecordError as e:
-            raise _record_error(e) from None
+            raise record_error(e) from None
         return game_analysis(analyser, request, key, start, codes)
 
     def stored(request: Request) -> dict[str, Any]:
@@ -154,7 +150,7 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         try:
             rec, _ = load_record_file(run.path, rel, f"{run.label}/{rel}")
         except RecordError as e:
-            raise _record_error(e) from None
+            raise record_error(e) from None
         return record_game(rec, f"file:{json.dumps(rec.to_dict(), sort_keys=True)}", request)
 
     def saved(request: Request) -> dict[str, Any]:
@@ -164,20 +160,11 @@ def analysis_routes(state: _State, api: Callable[..., Any]) -> list[Route]:
         try:
             rec, _ = load_record_file(state.save_dir, name, f"saved game {name}")
         except RecordError as e:
-            raise _record_error(e) from None
+            raise record_error(e) from None
         return record_game(rec, f"saved:{json.dumps(rec.to_dict(), sort_keys=True)}", request)
 
     def upload(request: Request, body: dict[str, Any]) -> dict[str, Any]:
-        name = body.get("name") or "uploaded record"
-        if not isinstance(name, str):
-            raise WebError(400, "name: expected the file name as text")
-        if "record" not in body:
-            raise WebError(400, "give the record under \"record\" (a JSON object with rules, "
-                                "circle and moves)")
-        try:
-            rec = parse_record(body["record"], f"upload: {name[:100]}")
-        except RecordError as e:
-            raise _record_error(e) from None
+        rec = uploaded_record(body)
         return record_game(rec, f"upload:{json.dumps(rec.to_dict(), sort_keys=True)}", request)
 
     def hint(request: Request) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from patchsim.play.evaluate import (
 from patchsim.web import STATIC_DIR
 from patchsim.web.analysis import analysis_routes
 from patchsim.web.play import IllegalMove, PlayManager
+from patchsim.web.records import record_error, uploaded_record
 from patchsim.web.runs import (
     MAX_RECORD_BYTES,
     RunIndex,
@@ -61,7 +62,6 @@ from patchsim.web.runs import (
     check_folders,
     inside,
     load_record_file,
-    parse_record,
     record_view,
     too_deep,
 )
@@ -337,11 +337,6 @@ def _int_param(value: str | None, name: str, lo: int, hi: int, default: int | No
     return number
 
 
-def _record_error(e: RecordError) -> WebError:
-    log.warning("%s", e)
-    return WebError(422, str(e))
-
-
 # --- runs and games ---------------------------------------------------------------------------
 def _runs(state: ServerState) -> dict[str, Any]:
     runs = state.index.scan()
@@ -412,7 +407,7 @@ def _run_record_file(state: ServerState, request: Request) -> tuple[GameRecord, 
     try:
         rec, written = load_record_file(run.path, rel, f"{run.label}/{rel}")
     except RecordError as e:
-        raise _record_error(e) from None
+        raise record_error(e) from None
     return rec, written, f"/api/runs/{run.id}/record/eval?path={_quote(rel)}"
 
 
@@ -426,7 +421,7 @@ def _view(state: ServerState, rec: GameRecord, written: dict[str, Any]) -> dict[
     try:
         return record_view(rec, written, state.index.allowed_roots)
     except RecordError as e:
-        raise _record_error(e) from None
+        raise record_error(e) from None
 
 
 def _run_record(state: ServerState, request: Request) -> dict[str, Any]:
@@ -439,9 +434,9 @@ def _record_eval(state: ServerState, request: Request, rec: GameRecord, key: str
     try:
         start, codes = _record_codes(rec, state.index.allowed_roots)
     except RecordError as e:
-        raise _record_error(e) from None
+        raise record_error(e) from None
     except (IllegalMoveError, ValueError) as e:
-        raise _record_error(RecordError(f"{rec.source}: {e}")) from None
+        raise record_error(RecordError(f"{rec.source}: {e}")) from None
     return state.evaluate(key, start, codes, _rollouts(state, request), _cancel(request))
 
 
@@ -460,7 +455,7 @@ def _saved_file(state: ServerState, request: Request) -> tuple[GameRecord, dict[
     try:
         return load_record_file(state.save_dir, name, f"saved game {name}")
     except RecordError as e:
-        raise _record_error(e) from None
+        raise record_error(e) from None
 
 
 def _saved(state: ServerState, request: Request) -> dict[str, Any]:
@@ -475,27 +470,14 @@ def _saved_eval(state: ServerState, request: Request) -> dict[str, Any]:
     return _record_eval(state, request, rec, f"saved:{json.dumps(rec.to_dict(), sort_keys=True)}")
 
 
-def _uploaded(body: dict[str, Any]) -> GameRecord:
-    name = body.get("name") or "uploaded record"
-    if not isinstance(name, str):
-        raise WebError(400, "name: expected the file name as text")
-    if "record" not in body:
-        raise WebError(400, "give the record under \"record\" (a JSON object with rules, "
-                            "circle and moves)")
-    try:
-        return parse_record(body["record"], f"upload: {name[:100]}")
-    except RecordError as e:
-        raise _record_error(e) from None
-
-
 def _upload(state: ServerState, body: dict[str, Any]) -> dict[str, Any]:
-    rec = _uploaded(body)
+    rec = uploaded_record(body)
     return _view(state, rec, rec.to_dict())
 
 
 def _upload_eval(state: ServerState, request: Request, body: dict[str, Any]
                  ) -> dict[str, Any]:
-    rec = _uploaded(body)
+    rec = uploaded_record(body)
     return _record_eval(state, request, rec, f"upload:{json.dumps(rec.to_dict(), sort_keys=True)}")
 
 

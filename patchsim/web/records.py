@@ -4,6 +4,7 @@ the engine in the shape of a stored game's view."""
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from patchsim.errors import quote
 from patchsim.web.paths import WebError, inside, too_deep
 
 MAX_RECORD_BYTES = 4_000_000
+
+log = logging.getLogger("patchsim.web")
 
 
 def record_view(record: GameRecord, as_written: dict[str, Any] | None = None,
@@ -89,6 +92,27 @@ def safe_record(record: GameRecord, folder: Path | None = None,
 def parse_record(data: object, source: str) -> GameRecord:
     """A record sent by a page (an uploaded file); RecordError when it is not one."""
     return safe_record(GameRecord.from_dict(data, source))
+
+
+def record_error(e: RecordError) -> WebError:
+    """The answer to a record that cannot be read or replayed: 422 with its message."""
+    log.warning("%s", e)
+    return WebError(422, str(e))
+
+
+def uploaded_record(body: dict[str, Any]) -> GameRecord:
+    """The record of an upload's body (``{"name": ..., "record": {...}}``); WebError saying
+    what is missing or wrong."""
+    name = body.get("name") or "uploaded record"
+    if not isinstance(name, str):
+        raise WebError(400, "name: expected the file name as text")
+    if "record" not in body:
+        raise WebError(400, "give the record under \"record\" (a JSON object with rules, "
+                            "circle and moves)")
+    try:
+        return parse_record(body["record"], f"upload: {name[:100]}")
+    except RecordError as e:
+        raise record_error(e) from None
 
 
 def load_record_file(folder: Path, rel: str, source: str) -> tuple[GameRecord, dict[str, Any]]:
