@@ -349,6 +349,7 @@ def top_placements_memo(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top
     qhi = state[core.S_QHI + p]
     bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
     use_memo = memo.shape[0] > 0 and top_k <= MEMO_K
+    window_counts = 1 if bonus_open and w_window != 0.0 else 0  # the window is in the score
     holes0 = -1  # counted when first needed (the memo may answer every patch)
     btn = state[core.S_BTN + p]
     best_g = np.empty(top_k, dtype=np.int64)
@@ -360,8 +361,8 @@ def top_placements_memo(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top
         if core.patch_cost(tab, patch) > btn or patch == forbid:
             continue
         slot = -1
+        key = 2 * patch + window_counts  # the memo's key of this patch
         if use_memo:
-            key = 2 * patch + (1 if bonus_open and w_window != 0.0 else 0)
             slot = _memo_slot(memo, qlo, qhi, key)
             if memo[slot, 2] == key and memo[slot, 0] == qlo and memo[slot, 1] == qhi:
                 for j in range(memo[slot, 3]):
@@ -385,7 +386,7 @@ def top_placements_memo(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top
         if slot >= 0:
             memo[slot, 0] = qlo
             memo[slot, 1] = qhi
-            memo[slot, 2] = 2 * patch + (1 if bonus_open and w_window != 0.0 else 0)
+            memo[slot, 2] = key
             memo[slot, 3] = m
             for j in range(m):
                 memo[slot, 4 + j] = best_g[j]
