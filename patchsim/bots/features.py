@@ -87,6 +87,11 @@ L_WIDEN_MAX = L_WIDEN + 1
 # 1: the vector carries the packing features' weights at L_PACK_WEIGHTS (a feature-version-2
 # model, mcts(eval=pack)); 0: the 22 base features alone, exactly as before
 L_PACK = L_WIDEN_MAX + 1
+# the seat's own points beside its chance of winning (KataGo's score utility, for the seat
+# itself): a seat's reward adds L_OWN_SCORE x its passive final score (passive_score), so
+# that between moves of about equal value the one that leaves the seat more points wins.
+# 0: the reward is the win expectation alone, exactly as before
+L_OWN_SCORE = L_PACK + 1  # 38
 L_PACK_WEIGHTS = 40
 N_PACK_FEATURES = 5  # slots L_PACK_WEIGHTS .. L_PACK_WEIGHTS + 4
 N_ALL_FEATURES = 22 + N_PACK_FEATURES
@@ -545,22 +550,64 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
 
 
 @njit(cache=True)
+def passive_score(state: np.ndarray, tab: np.ndarray, p: Int | np.int64) -> float:
+    """Seat p's final score if from here it only passes: its score now (docs/rules.md R11),
+    its income at every income mark still ahead (R7) and a button a track space for the
+    spaces still ahead (R4.2). At a finished game it is the score. Buying moves it by what
+    the patch is worth to the seat (twice its squares, its income still to come) less its
+    price and the spaces it costs; a pass leaves it where it was."""
+    last = tab[core.T_LAST]
+    pos = state[core.S_POS + p]
+    ahead = max(last - pos, 0)
+    return np.float64(core.score(state, tab, int(p)) + state[core.S_INC + p]
+                      * income_marks_left(tab, pos) + ahead)
+
+
+@njit(cache=True, inline="always")
+def seat_rewards(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                 v0: float) -> tuple[float, float]:
+    """The two seats' rewards at ``state`` whose value for player 0 is ``v0``: the win
+    expectations v0 and 1 - v0, each with L_OWN_SCORE x the seat's passive score."""
+    own = params[L_OWN_SCORE]
+    if own == 0.0:
+        return v0, 1.0 - v0
+    return (v0 + own * passive_score(state, tab, np.int64(0)),
+            1.0 - v0 + own * passive_score(state, tab, np.int64(1)))
+
+
+@njit(cache=True)
 def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
                    value: np.ndarray, tab: np.ndarray, first: Int, end: Int, pm: Int,
-                   scratch: np.ndarray, net: bool | None = True) -> float:
+                   scratch: np.ndarray, net: bool | None = True) -> tuple[float, float]:
     """Evaluate the new children ``first .. end - 1`` of a node where ``pm`` moves (one
-    visit each, valued from the mover's view) and return player 0's value of the best of
-    them: what the expansion (or widening) backs up."""
-    best_v = -1.0
+    visit each, valued by the mover's reward) and return the two seats' rewards (player 0,
+    player 1) at the best of them for the mover: what the expansion (or widening) backs
+    up."""
+    own = params[L_OWN_SCORE]
+    best_u = -np.inf
+    best_v = 0.0  # the mover's win expectation at the best child
+    best_ch = first
     for ch in range(first, end):
         v = leaf_value0(params, states[ch], tab, scratch, net)
         if pm == 1:
             v = 1.0 - v
+        u = v
+        if own != 0.0:
+            u = v + own * passive_score(states[ch], tab, np.int64(pm))
         visits[ch] = 1
-        value[ch] = v
-        if v > best_v:
+        value[ch] = u
+        if u > best_u:
+            best_u = u
             best_v = v
-    return best_v if pm == 0 else 1.0 - best_v
+            best_ch = ch
+    if own == 0.0:
+        # the win expectations alone, in the same arithmetic as ever (the same games)
+        v0 = best_v if pm == 0 else 1.0 - best_v
+        return v0, 1.0 - v0
+    other = 1.0 - best_v + own * passive_score(states[best_ch], tab, np.int64(1 - pm))
+    if pm == 0:
+        return best_u, other
+    return other, best_u
 
 
 @njit(cache=True)
@@ -616,7 +663,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         depth = 0
         path[0] = 0
         widened = False
-        v0 = 0.5
+        r0 = 0.5
+        r1 = 0.5
         # select: descend by UCT through expanded nodes (every child has been evaluated,
         # so counts one visit)
         while first_child[node] >= 0:
@@ -636,8 +684,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                                   na, pm)
                         if first_new < nodes:
                             # this iteration backs up the best new move, as an expansion
-                            v0 = judge_children(params, states, visits, value, tab,
-                                                first_new, nodes, pm, scratch, net)
+                            r0, r1 = judge_children(params, states, visits, value,
+                                                    tab, first_new, nodes, pm, scratch, net)
                             widened = True
                             break
             node = uct_child(first_child, nchild, visits, value, node, c)
@@ -646,7 +694,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         if not widened:
             st = states[node]
             if core.is_finished(st, tab):
-                v0 = value0(params, st, tab, scratch)
+                r0, r1 = seat_rewards(params, st, tab, value0(params, st, tab, scratch))
             else:
                 pm = core.to_move(st, tab)
                 na = tree_actions(params, st, tab, acts, np.int64(1), prior, best_g, best_s, memo)
@@ -656,8 +704,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
                                acts, na, pm)
                 # evaluate every new child at once: the mover's view, and its best backs up
-                v0 = judge_children(params, states, visits, value, tab, first, nodes, pm,
-                                    scratch, net)
+                r0, r1 = judge_children(params, states, visits, value, tab, first, nodes, pm,
+                                        scratch, net)
                 # wars None: compiled without the war rollouts (no bot of the game sets
                 # them; the branch on a None argument is pruned, as leaf_value0's)
                 if wars is not None and war > 0 and depth >= war:
@@ -668,8 +716,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                         work[:] = st
                         model_rollout(params, work, tab, acts, scratch, prior, best_g, best_s,
                                       memo)
-                        v0 = value0(params, work, tab, scratch)
-        backup(path, depth, visits, value, mover, v0, 1.0 - v0)
+                        r0, r1 = seat_rewards(params, work, tab,
+                                              value0(params, work, tab, scratch))
+        backup(path, depth, visits, value, mover, r0, r1)
     return first_child, nchild, visits, value, move
 
 

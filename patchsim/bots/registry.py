@@ -260,6 +260,9 @@ SAMPLING_HELP = {
 
 WAR_ROLLOUTS_HELP = ("passing wars: k > 0 values a tree node reached by k passes in a row "
                      "by the model's one-ply player's playout to the end (0: off)")
+OWN_SCORE_HELP = ("a seat's reward adds own_score x the points it would end on if it only "
+                  "passed from there (its score, income to come, a button a space ahead): "
+                  "a tie-breaker towards moves that leave the seat points (0: win only)")
 
 
 def check_sampling(bot: str, values: dict[str, Any]) -> None:
@@ -342,7 +345,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
 _EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max",
-                    "holes", "window")
+                    "holes", "window", "own_score")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -400,7 +403,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                          "ranking before 2026-12-03)", low=0, high=100),
           "window": Param(0.5, "eval=learned/pack/net: placement ranking, per square of the "
                           "fullest bonus window (in the printed game's 7 points)", low=0,
-                          high=100)})(_mcts_factory)
+                          high=100),
+          "own_score": Param(0.0, "eval=learned/pack/net: " + OWN_SCORE_HELP, low=0,
+                             high=1)})(_mcts_factory)
 def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
     """The bot a spec names; BotSpecError listing what exists when it names none.
 
