@@ -309,7 +309,7 @@ def value0(params: np.ndarray, state: np.ndarray, tab: np.ndarray, scratch: np.n
     scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
     if core.is_finished(state, tab):
         w = core.winner(state, tab)
-        margin = core.score(state, tab, 0) - core.score(state, tab, 1)
+        margin = core.score(state, tab, int(np.int64(0))) - core.score(state, tab, int(np.int64(1)))
         mw = params[L_MARGIN_WEIGHT]
         return (1.0 - mw) * (1.0 if w == 0 else 0.0) + mw * (0.5 + 0.5 * np.tanh(margin / scale))
     # the one place a leaf is judged: another evaluation plugs in here
@@ -402,7 +402,7 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
             continue
         after = min(pos + core.patch_time(tab, patch), last)
         tl = (last - after) / last if last > 0 else 0.0
-        kept = 0
+        kept = int(np.int64(0))  # typed: a constant 0 compiles keep_best once more
         first = core.patch_first(tab, patch)
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
@@ -419,12 +419,13 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
 @njit(cache=True)
 def tree_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np.ndarray,
                  m: Int | np.int64, scratch: np.ndarray, best_g: np.ndarray, best_s: np.ndarray,
-                 memo: np.ndarray) -> Int:
+                 memo: np.ndarray, widen: bool | None = True) -> Int:
     """The moves a node of the learned search branches on: with ``L_WIDEN`` > 0 (placements
     chosen by search) the ``m`` best placements of each patch by the model
     (:func:`ranked_actions`), else :func:`search_actions` (``top_k`` by contact, remembered
-    in the search's ``memo``)."""
-    if params[L_WIDEN] > 0:
+    in the search's ``memo``). ``widen`` None: compiled without the model's ranking (no bot
+    of the caller widens; see :func:`patchsim.play.loops.code_needed`)."""
+    if widen is not None and params[L_WIDEN] > 0:
         return ranked_actions(params, state, tab, out, m, scratch, best_g, best_s)
     return search_actions_memo(params, state, tab, out, memo)
 
@@ -466,7 +467,7 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
 @njit(cache=True)
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                    buf: np.ndarray, stop: np.ndarray, net: bool | None = True,
-                   wars: bool | None = True) -> Int:
+                   wars: bool | None = True, widen: bool | None = True) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -496,7 +497,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     n_root = tree_actions(params, state, tab, acts, np.int64(1), prior,
                           np.empty(width, dtype=np.int64), np.empty(width, dtype=np.float64),
-                          np.empty((0, MEMO_COLS), dtype=np.int64))
+                          np.empty((0, MEMO_COLS), dtype=np.int64), widen)
     if n_root == 1:
         return core.PASS
     # Epsilon picks among the searched root moves, not all legal moves: a uniform legal move
@@ -509,7 +510,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]
     first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop, net,
-                                                            wars)
+                                                            wars, widen)
     fc = first_child[0]
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
@@ -522,7 +523,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 @njit(cache=True)
 def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: np.ndarray,
                   scratch: np.ndarray, prior: np.ndarray, best_g: np.ndarray,
-                  best_s: np.ndarray, memo: np.ndarray) -> None:
+                  best_s: np.ndarray, memo: np.ndarray, widen: bool | None = True) -> None:
     """Play ``work`` to the end in place, both seats the model's one-ply player (each move
     the searched move whose position the model likes best for the mover; leather by the
     leather heuristic): the learned search with one iteration, which plays no passing wars."""
@@ -534,11 +535,12 @@ def model_rollout(params: np.ndarray, work: np.ndarray, tab: np.ndarray, acts: n
         if work[core.S_PENDING] > 0:
             core.apply_move(work, tab, core.LEATHER_BASE - leather_square(work, tab, pm))
             continue
-        na = tree_actions(params, work, tab, acts, np.int64(1), prior, best_g, best_s, memo)
+        na = tree_actions(params, work, tab, acts, np.int64(1), prior, best_g, best_s, memo,
+                          widen)
         best = acts[0]
         best_v = -1.0
         for a in range(na):
-            child[:] = work
+            core.copy_into(child, work)
             play_macro(child, tab, acts[a])
             v = value0(params, child, tab, scratch)
             if pm == 1:
@@ -571,8 +573,8 @@ def seat_rewards(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
     own = params[L_OWN_SCORE]
     if own == 0.0:
         return v0, 1.0 - v0
-    return (v0 + own * passive_score(state, tab, np.int64(0)),
-            1.0 - v0 + own * passive_score(state, tab, np.int64(1)))
+    return (v0 + own * passive_score(state, tab, int(np.int64(0))),
+            1.0 - v0 + own * passive_score(state, tab, int(np.int64(1))))
 
 
 @njit(cache=True)
@@ -612,7 +614,8 @@ def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
 
 @njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray,
-                 net: bool | None = True, wars: bool | None = True):
+                 net: bool | None = True, wars: bool | None = True,
+                 widen_code: bool | None = True):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
     the search draws nothing from a random stream.
@@ -626,6 +629,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     answers, before the buyer's own; the search then drifts into passing wars that end with
     both seats far below zero. The model's one-ply player, which wars never, plays the
     war out to the end and shows what it is worth.
+
+    ``net``, ``wars``, ``widen_code`` None: compiled without the value network, the war
+    rollouts, the progressive widening (:func:`patchsim.play.loops.code_needed`).
     """
     iters = max(1, int(params[L_ITERATIONS]))
     c = params[L_C]
@@ -652,14 +658,16 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     best_g = np.empty(width, dtype=np.int64)
     best_s = np.empty(width, dtype=np.float64)
     memo = new_memo(MEMO_SLOTS if widen == 0 else 0)
-    nodes: Int = 1
+    # typed, not constants: numba would compile expand, uct_child and judge_children once
+    # more for the first iteration's constant node numbers
+    nodes: Int = int(np.int64(1))
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
         # never before the first iteration has expanded the root
         if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
-        node: Int = 0
+        node: Int = int(np.int64(0))
         depth = 0
         path[0] = 0
         widened = False
@@ -668,7 +676,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         # select: descend by UCT through expanded nodes (every child has been evaluated,
         # so counts one visit)
         while first_child[node] >= 0:
-            if widen > 0:
+            # widen_code None: compiled without the widening (pruned, as the war branch)
+            if widen_code is not None and widen > 0:
                 # progressive widening: at widen * 4^s visits a node holding 2^s placements
                 # a patch takes the next 2^s best by the model (k(n) ~ sqrt(n))
                 m_now = np.int64(1) << stage[node]
@@ -697,7 +706,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 r0, r1 = seat_rewards(params, st, tab, value0(params, st, tab, scratch))
             else:
                 pm = core.to_move(st, tab)
-                na = tree_actions(params, st, tab, acts, np.int64(1), prior, best_g, best_s, memo)
+                na = tree_actions(params, st, tab, acts, np.int64(1), prior, best_g, best_s, memo,
+                                  widen_code)
                 if nodes + na > cap:
                     break  # the tree is full (time budget beyond the sized tree): decide now
                 first = nodes
@@ -713,9 +723,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                     while run < war and move[path[depth - run]] == core.PASS:
                         run += 1
                     if run == war:
-                        work[:] = st
+                        core.copy_into(work, st)
                         model_rollout(params, work, tab, acts, scratch, prior, best_g, best_s,
-                                      memo)
+                                      memo, widen_code)
                         r0, r1 = seat_rewards(params, work, tab,
                                               value0(params, work, tab, scratch))
         backup(path, depth, visits, value, mover, r0, r1)

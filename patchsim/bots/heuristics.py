@@ -371,7 +371,7 @@ def top_placements_memo(state: np.ndarray, tab: np.ndarray, out: np.ndarray, top
                 continue
         if holes0 < 0:
             holes0 = count_holes(tab, qlo, qhi) if w_holes != 0.0 else 0  # unused when 0
-        m = 0
+        m = int(np.int64(0))  # typed: a constant 0 compiles keep_best once more
         first = core.patch_first(tab, patch)
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):

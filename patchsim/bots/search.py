@@ -102,7 +102,7 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
 
     cap = 1 + min(iters, TREE_ITERATIONS) * max_children
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
-    nodes: Int = 1
+    nodes: Int = int(np.int64(1))  # typed: constants compile expand and uct_child once more
     work = np.empty(state.shape[0], dtype=np.int64)
 
     for it in range(iters):
@@ -111,7 +111,7 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
         # never before the root is expanded (the first iteration): a move must come back
         if it % STOP_EVERY == STOP_EVERY - 1 and stop[0] != 0:
             break
-        node: Int = 0
+        node: Int = int(np.int64(0))
         depth = 0
         path[depth] = node
         while True:
@@ -132,7 +132,7 @@ def mcts_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.
             if visits[node] == 0:
                 break
         # rollout
-        work[:] = states[node]
+        core.copy_into(work, states[node])
         while True:
             pm = core.to_move(work, tab)
             if pm < 0:

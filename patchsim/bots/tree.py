@@ -47,7 +47,7 @@ def new_tree(cap: Int, root: np.ndarray):
     """Room for ``cap`` nodes, with the root's state in node 0: (states, first_child,
     nchild, visits, value, mover, move, path)."""
     states = np.empty((cap, root.shape[0]), dtype=np.int64)
-    states[0, :] = root
+    core.copy_into(states[0], root)
     first_child = np.full(cap, -1, dtype=np.int64)
     nchild = np.zeros(cap, dtype=np.int64)
     visits = np.zeros(cap, dtype=np.int64)
@@ -70,7 +70,7 @@ def expand(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
     nchild[node] = na
     for a in range(na):
         ch = nodes + a
-        states[ch, :] = st
+        core.copy_into(states[ch], st)
         play_macro(states[ch], tab, acts[a])
         move[ch] = acts[a]
         mover[ch] = pm
@@ -203,7 +203,7 @@ def regrow(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
     for i in range(n_old):
         src = fc + i
         dst = nodes + i
-        states[dst, :] = states[src]
+        core.copy_into(states[dst], states[src])
         first_child[dst] = first_child[src]
         nchild[dst] = nchild[src]
         visits[dst] = visits[src]
@@ -224,7 +224,7 @@ def regrow(states: np.ndarray, first_child: np.ndarray, nchild: np.ndarray,
         if known:
             continue
         ch = nodes + count
-        states[ch, :] = st
+        core.copy_into(states[ch], st)
         play_macro(states[ch], tab, code)
         first_child[ch] = -1
         nchild[ch] = 0

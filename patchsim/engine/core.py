@@ -330,8 +330,10 @@ def score(state: np.ndarray, tab: np.ndarray, p: int) -> int:
 @njit(cache=True)
 def winner(state: np.ndarray, tab: np.ndarray) -> int:
     """Winner of a finished game: higher score, else who reached the last space first."""
-    s0 = score(state, tab, 0)
-    s1 = score(state, tab, 1)
+    # typed seats, not constants: numba compiles a callee once per constant it is called
+    # with (here score, and empty_squares under it, twice more)
+    s0 = score(state, tab, int(np.int64(0)))
+    s1 = score(state, tab, int(np.int64(1)))
     if s0 > s1:
         return 0
     if s1 > s0:
@@ -404,6 +406,17 @@ def max_moves(tab: np.ndarray) -> int:
 
 
 @njit(cache=True)
+def copy_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[:] = src`` for two 1-D arrays of one length, as a loop. Why not the slice
+    assignment: numba compiles, for an array assigned into a slice, a formatter of the
+    shape-mismatch message (about 2.7 s of a first run's compile, the first time any
+    function needs it); the callers' lengths agree by construction, so the check buys
+    nothing there."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True)
 def perft(state: np.ndarray, tab: np.ndarray, depth: int) -> int:
     """The number of distinct legal move sequences of length ``depth`` from ``state`` (a
     sequence that ends the game early does not count). A regression check on move generation
@@ -420,7 +433,7 @@ def perft(state: np.ndarray, tab: np.ndarray, depth: int) -> int:
     moves = np.empty((depth - 1, m), dtype=np.int64)
     nmoves = np.zeros(depth - 1, dtype=np.int64)
     nexts = np.zeros(depth - 1, dtype=np.int64)
-    states[0, :] = state
+    copy_into(states[0], state)
     nmoves[0] = legal_moves(states[0], tab, moves[0])
     total = 0
     level = 0
@@ -431,7 +444,7 @@ def perft(state: np.ndarray, tab: np.ndarray, depth: int) -> int:
         code = moves[level, nexts[level]]
         nexts[level] += 1
         child = states[level + 1]
-        child[:] = states[level]
+        copy_into(child, states[level])
         apply_move(child, tab, code)
         if level + 1 == depth - 1:
             total += legal_moves(child, tab, scratch)
@@ -478,7 +491,9 @@ def legality(state: np.ndarray, tab: np.ndarray, code: int) -> int:
     return LEGAL
 
 
-@njit(cache=True)
+# inlined before typing: called with constants (the event kinds), a compiled function would
+# be compiled once per combination of them (ten copies in one game loop)
+@njit(cache=True, inline="always")
 def _log(ev: np.ndarray, ne: int, kind, a, b, c, d, e) -> int:
     """Append one event row if there is room (an empty log records nothing)."""
     if ne < ev.shape[0]:
@@ -641,7 +656,8 @@ def apply_logged(state: np.ndarray, tab: np.ndarray, code: int, ev, ne) -> int:
 @njit(cache=True)
 def apply_move(state: np.ndarray, tab: np.ndarray, code: int) -> None:
     """Apply a legal move in place without logging events."""
-    apply_logged(state, tab, code, np.zeros((0, EV_WIDTH), dtype=np.int64), 0)
+    # a typed 0: a constant would compile apply_logged, the whole move rule, a second time
+    apply_logged(state, tab, code, np.zeros((0, EV_WIDTH), dtype=np.int64), np.int64(0))
 
 
 # --- random numbers ---------------------------------------------------------------------------

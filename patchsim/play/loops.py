@@ -7,10 +7,10 @@ and the same :mod:`patchsim.engine.core` functions the Python API uses.
 Compiled only for what a run plays: the entry points (:func:`play_deals`, :func:`play_game`,
 :func:`play_games`) are Python functions that tell the compiled loop which optional code the
 call's bots use (:func:`code_needed`): the rollout search, the value network, the war
-rollouts. What no bot uses is compiled pruned away (numba removes a branch on an argument
-that is None before it types the code), so that code is neither compiled nor loaded: one
-implementation of every bot, a few specialisations of the loop, each cached on disk like any
-other signature.
+rollouts, the progressive widening. What no bot uses is compiled pruned away (numba
+removes a branch on an argument that is None before it types the code), so that code is
+neither compiled nor loaded: one implementation of every bot, a few specialisations of the
+loop, each cached on disk like any other signature.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import L_WAR_ROLLOUTS, carries_net, learned_search
+from patchsim.bots.features import L_WAR_ROLLOUTS, L_WIDEN, carries_net, learned_search
 from patchsim.bots.heuristics import count_holes
 from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
@@ -45,39 +45,42 @@ R_WIDTH = 21
 STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
-Needed = tuple[bool | None, bool | None, bool | None]
-"""The loops' ``mcts, net, wars`` arguments: True where a bot uses that code, None where none
-does (the loop is then compiled without it)."""
+Needed = tuple[bool | None, bool | None, bool | None, bool | None]
+"""The loops' ``mcts, net, wars, widen`` arguments: True where a bot uses that code, None
+where none does (the loop is then compiled without it)."""
 
 
 def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed:
     """What optional code the bots of policy ids ``kinds`` with parameter rows ``params``
     use: the rollout search (an ``mcts`` bot without ``eval=``), the value network (a row
     that carries one, ``eval=net``) and the learned search's war rollouts
-    (``war_rollouts`` > 0)."""
+    (``war_rollouts`` > 0) and its progressive widening (``widen`` > 0)."""
     kinds = np.asarray(kinds)
     learned = [i for i in range(len(kinds)) if kinds[i] == LEARNED]
     mcts = bool(np.any(kinds == MCTS))
     net = any(carries_net(params[i]) for i in learned)
     wars = any(params[i, L_WAR_ROLLOUTS] > 0 for i in learned)
-    return (True if mcts else None, True if net else None, True if wars else None)
+    widen = any(params[i, L_WIDEN] > 0 for i in learned)
+    return (True if mcts else None, True if net else None, True if wars else None,
+            True if widen else None)
 
 
 @njit(cache=True)
 def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    rng: np.ndarray, buf: np.ndarray, stop: np.ndarray,
                    mcts: bool | None = True, net: bool | None = True,
-                   wars: bool | None = True) -> int:
+                   wars: bool | None = True, widen: bool | None = True) -> int:
     """The move policy ``kind`` chooses in ``state`` (as
     :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
-    move found so far, once ``stop[0]`` is not 0. ``mcts``, ``net``, ``wars`` None: compiled
-    without the rollout search, the value network, the war rollouts (:func:`code_needed`)."""
+    move found so far, once ``stop[0]`` is not 0. ``mcts``, ``net``, ``wars``, ``widen``
+    None: compiled without the rollout search, the value network, the war rollouts, the
+    progressive widening (:func:`code_needed`)."""
     # a branch on an argument's None-ness is pruned when numba compiles the function for
     # that argument's type: with mcts=None, mcts_search is never compiled nor loaded
     if mcts is not None and kind == MCTS:
         return mcts_search(params, state, tab, rng, buf, stop)
     if kind == LEARNED:
-        return learned_search(params, state, tab, rng, buf, stop, net, wars)
+        return learned_search(params, state, tab, rng, buf, stop, net, wars, widen)
     return rollout_move(kind, params, state, tab, rng, buf)
 
 
@@ -102,13 +105,14 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
                       result: np.ndarray, stop: np.ndarray, mcts: bool | None = True,
-                      net: bool | None = True, wars: bool | None = True) -> int:
+                      net: bool | None = True, wars: bool | None = True,
+                      widen: bool | None = True) -> int:
     """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
     gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
-    caller, which set the flag, discards them. ``mcts``, ``net``, ``wars``: as
+    caller, which set the flag, discards them. ``mcts``, ``net``, ``wars``, ``widen``: as
     :func:`choose_or_stop`."""
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
-    ne = 0
+    ne = int(np.int64(0))  # typed: a constant 0 compiles apply_logged once more
     result[:] = 0
     while True:
         p = core.to_move(state, tab)
@@ -117,7 +121,7 @@ def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
         if stop[0] != 0:
             return ne
         code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop,
-                              mcts, net, wars)
+                              mcts, net, wars, widen)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -165,7 +169,7 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
 @njit(cache=True, nogil=True)
 def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                 params: np.ndarray, mcts: bool | None, net: bool | None,
-                wars: bool | None) -> np.ndarray:
+                wars: bool | None, widen: bool | None) -> np.ndarray:
     n = circles.shape[0]
     out = np.zeros((n, R_WIDTH), dtype=np.int64)
     moves = np.empty(0, dtype=np.int64)
@@ -177,7 +181,7 @@ def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: 
         rng[0] = seeds[i, 0]
         rng[1] = seeds[i, 1]
         play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never, mcts, net,
-                          wars)
+                          wars, widen)
     return out
 
 
@@ -206,8 +210,9 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
 @njit(cache=True, nogil=True)
 def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
                 params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
-                mcts: bool | None, net: bool | None, wars: bool | None):
-    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars`` say."""
+                mcts: bool | None, net: bool | None, wars: bool | None,
+                widen: bool | None):
+    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars``, ``widen`` say."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -217,7 +222,7 @@ def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds
     k2 = np.empty(2, dtype=np.int64)
     p2 = np.empty((2, params.shape[1]), dtype=np.float64)
     nm = 0
-    ne = 0
+    ne = int(np.int64(0))  # typed: a constant 0 compiles apply_logged once more
     for i in range(n):
         for order in range(2):
             if stop[0] != 0:
@@ -226,13 +231,14 @@ def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds
             a = order  # the pairing bot in seat 0
             k2[0] = kinds[a]
             k2[1] = kinds[1 - a]
-            p2[0, :] = params[a]
-            p2[1, :] = params[1 - a]
+            core.copy_into(p2[0], params[a])
+            core.copy_into(p2[1], params[1 - a])
             rng[0] = streams[i, a]
             rng[1] = streams[i, 1 - a]
             state = core.new_state(tab, circles[i])
             nev[row] = play_game_or_stop(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
-                                         ev[ne:ne + max_events], res[row], stop, mcts, net, wars)
+                                         ev[ne:ne + max_events], res[row], stop, mcts, net, wars,
+                                         widen)
             if stop[0] != 0:  # the game may be unfinished: the batch is abandoned
                 return res, moves[:nm], ev[:ne], nev, STOPPED
             if res[row, R_ERROR] != 0:
