@@ -132,7 +132,9 @@ from patchsim.play.worker import warm_up
 
 warm_up(load_run_config("edition2", games=2, bots=sys.argv[1].split(";")))
 print(json.dumps({"mcts": len(search.mcts_search.signatures),
-                  "learned": len(features.learned_search.signatures)}))
+                  "learned": len(features.learned_search.signatures),
+                  "tree_loaded": len(features.learned_tree.stats.cache_hits),
+                  "tree_compiled": len(features.learned_tree.stats.cache_misses)}))
 """
 
 
@@ -151,6 +153,9 @@ def test_a_run_without_a_rollout_search_does_not_compile_it(tmp_path):
                                     str(tmp_path / "cache"))
     assert got["learned"] == 1  # compiled here (the observable can see a compile)
     assert got["mcts"] == 0  # and the rollout search's branch was pruned
+    # the learned search's tree was compiled beside, by the helper (play.compile_ahead), for
+    # the very types the loop calls it with: this process loaded it from the cache
+    assert got["tree_loaded"] == 1 and got["tree_compiled"] == 0
 
 
 def test_the_warm_up_of_a_run_with_a_python_bot_compiles_the_move_policy():

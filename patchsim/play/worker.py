@@ -26,11 +26,13 @@ import numpy as np
 from joblib import Parallel, delayed, parallel_config
 
 from patchsim.bots import policies
+from patchsim.bots.features import LEARNED
 from patchsim.bots.learned import LearnedBot, ModelError, bind_bot, param_rows
 from patchsim.bots.registry import Bot, CompiledBot, make_bot
 from patchsim.engine import core
 from patchsim.engine.deal import deal_circle
 from patchsim.engine.tables import compile_ruleset
+from patchsim.play import compile_ahead
 from patchsim.play import loops as playout
 from patchsim.play.batches import Batch, BatchStopped, play_batch
 from patchsim.play.config import RunConfig, RunError
@@ -62,11 +64,26 @@ def warm_up(config: RunConfig) -> None:
     mixed = any(compiled[a] != compiled[b] for a, b in config.pairings)
     if not in_loop and not mixed:
         return  # Python bots only: nothing of theirs is compiled
-    idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
+    with compile_ahead.temporary_folder() as folder:
+        helper = None
+        if in_loop:
+            run_bots = [b for i, b in enumerate(bots)
+                        if i in in_loop and isinstance(b, CompiledBot)]
+            like = (np.array([b.kind for b in run_bots], dtype=np.int64),
+                    param_rows([b.params for b in run_bots]))
+            needed = playout.code_needed(*like)
+            learned = [i for i, b in enumerate(run_bots) if b.kind == LEARNED]
+            if learned and not cache_is_warm():  # a cold cache: compile on two cores
+                row = like[1][learned[0]]
+                circle = compile_ahead.plain_circle(len(rs.patches),
+                                                    tables.patch_index[rs.start_after])
+                helper = compile_ahead.start(tables.tab, row, circle, needed, Path(folder))
+        idx = np.array([[tables.patch_index[c] for c in deal_circle(rs, 0)]], dtype=np.int64)
+        if helper is not None:
+            compile_ahead.compile_beside(tables.tab, row, core.new_state(tables.tab, idx[0]),
+                                         needed)
+            compile_ahead.finish(helper)
     if in_loop:
-        run_bots = [b for i, b in enumerate(bots) if i in in_loop and isinstance(b, CompiledBot)]
-        like = (np.array([b.kind for b in run_bots], dtype=np.int64),
-                param_rows([b.params for b in run_bots]))
         playout.play_deals(tables.tab, idx, np.zeros((1, 2), dtype=np.uint64),
                            np.full(2, policies.RANDOM, dtype=np.int64),
                            np.zeros((2, policies.N_PARAMS)), max_plies(rs),
