@@ -93,6 +93,9 @@ def warm_up(config: RunConfig) -> None:
         policies.choose_move(policies.RANDOM, np.zeros(policies.N_PARAMS), state, tables.tab,
                              np.ones(1, dtype=np.uint64),
                              np.empty(core.max_moves(tables.tab), dtype=np.int64))
+    # filled: a later warm-up (a cached run on any backend, a worker's first task) only
+    # loads, and starts no helper. Python-only line-ups returned above and leave no mark.
+    (cache_folder() / WARM_MARK).touch()
 
 
 WARM_MARK = "patchsim-warm.done"  # in numba's cache folder: a warm-up has filled it
@@ -137,8 +140,7 @@ def warm_gate(config: RunConfig) -> Iterator[str]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield path
-        warm_up(config)
-        (folder / WARM_MARK).touch()
+        warm_up(config)  # writes the mark once it has compiled something
     finally:
         with contextlib.suppress(OSError):
             fcntl.flock(fd, fcntl.LOCK_UN)
