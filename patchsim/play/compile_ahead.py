@@ -31,7 +31,6 @@ from patchsim.engine import core
 from patchsim.play import loops
 
 HELPER_SECONDS = 600.0  # the longest wait for a helper before the loop compiles the tree itself
-_FLAGS = ("net", "wars", "widen")
 
 
 def _flag_codes(needed: loops.Needed) -> np.ndarray:
