@@ -14,11 +14,15 @@ from patchsim.bots.heuristics import (
     top_placements,
     top_placements_memo,
 )
+from patchsim.bots.learned import bind_bot
 from patchsim.bots.registry import make_bot
 from patchsim.engine import core
-from patchsim.engine.deal import deal_circle
+from patchsim.engine.deal import deal_arrays, deal_circle
 from patchsim.engine.game import Game
 from patchsim.engine.ruleset import load_ruleset
+from patchsim.engine.tables import compile_ruleset
+from patchsim.play import loops
+from patchsim.play.match import max_events, max_plies
 
 
 def positions(rules: str, seed: int, plies: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -79,3 +83,36 @@ def test_the_memo_remembers() -> None:
     memo[used, 4] = 99999  # poison
     n2 = top_placements_memo(state, tab, out, 1, 1.0, 0.0, 0.0, -1, memo)
     assert n2 == n and set(out[1:n2].tolist()) == {99999}
+
+
+
+def test_a_bots_memo_kept_over_a_batch_plays_the_games_of_a_memo_per_search() -> None:
+    """The compiled batch keeps one memo per pairing bot over all its games, seats swapped
+    between them (patchsim.play.loops.bot_memo); move by move, the Python API gives every
+    search a fresh memo. The games must be the same, with two learned bots whose packing
+    weights and top_k differ (a memo shared between them, or following the seat instead of
+    the bot, would hand one bot the other's placements)."""
+    rs = load_ruleset("edition2")
+    tab = compile_ruleset(rs).tab
+    bots = [bind_bot(make_bot(spec), rs) for spec in (
+        "mcts(eval=learned, iterations=12)",
+        "mcts(eval=learned, iterations=12, holes=1, window=0.5, top_k=2)")]
+    seeds = [4, 11, 23]
+    circles, streams = deal_arrays(rs, seeds)
+    res, moves, _, _, err = loops.play_deals(
+        tab, circles, streams, np.array([b.kind for b in bots]),
+        np.stack([b.params for b in bots]), max_plies(rs), max_events(rs),
+        np.zeros(1, dtype=np.int64))
+    assert err == -1
+    at = 0
+    for i, seed in enumerate(seeds):
+        for order in range(2):  # the pairing's first bot in seat 0, then in seat 1
+            seats = (bots[order], bots[1 - order])
+            rng = [streams[i, order:order + 1].copy(), streams[i, 1 - order:2 - order].copy()]
+            game = Game.new(rs, circle=deal_circle(rs, seed))
+            while not game.finished:
+                p = game.to_move
+                game.apply(int(seats[p].choose_code(game, rng[p])))
+            n = int(res[2 * i + order, loops.R_PLIES])
+            assert game.history == moves[at:at + n].tolist(), (seed, order)
+            at += n

@@ -157,7 +157,8 @@ def test_a_stopped_search_still_returns_a_legal_move(spec):
     game = Game.new(E2, circle=deal_circle(E2, 2))
     buf = np.empty(core.max_moves(tables.tab), dtype=np.int64)
     code = playout.choose_or_stop(bot.kind, bot.params, game.state, tables.tab,
-                                  np.ones(1, dtype=np.uint64), buf, np.ones(1, dtype=np.int64))
+                                  np.ones(1, dtype=np.uint64), buf, np.ones(1, dtype=np.int64),
+                                  playout.bot_memo(bot.kind))
     assert core.legality(game.state, tables.tab, code) == 0
 
 

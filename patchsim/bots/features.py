@@ -461,13 +461,15 @@ def search_actions_memo(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                  buf: np.ndarray) -> Int:
     """:func:`learned_search`, never stopped early."""
-    return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64))
+    return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64),
+                          new_memo(MEMO_SLOTS))
 
 
 @njit(cache=True)
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                   buf: np.ndarray, stop: np.ndarray, net: bool | None = True,
-                   wars: bool | None = True, widen: bool | None = True) -> Int:
+                   buf: np.ndarray, stop: np.ndarray, memo: np.ndarray,
+                   net: bool | None = True, wars: bool | None = True,
+                   widen: bool | None = True) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -488,6 +490,10 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
 
     Cut short (the most visited root move so far) once another thread sets ``stop[0]``,
     read every 16 iterations, so that a run stops within a move.
+
+    ``memo`` (:func:`patchsim.bots.heuristics.new_memo`) remembers the placement ranking;
+    the compiled loops keep one per bot for a whole batch of games, since its keys are exact
+    (the same moves with any memo) and most positions' rankings are met again.
     """
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
@@ -497,7 +503,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     n_root = tree_actions(params, state, tab, acts, np.int64(1), prior,
                           np.empty(width, dtype=np.int64), np.empty(width, dtype=np.float64),
-                          np.empty((0, MEMO_COLS), dtype=np.int64), widen)
+                          memo, widen)
     if n_root == 1:
         return core.PASS
     # Epsilon picks among the searched root moves, not all legal moves: a uniform legal move
@@ -509,8 +515,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     eps = params[L_EPSILON]
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]
-    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop, net,
-                                                            wars, widen)
+    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop, memo,
+                                                            net, wars, widen)
     fc = first_child[0]
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
@@ -614,11 +620,12 @@ def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
 
 @njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray,
-                 net: bool | None = True, wars: bool | None = True,
+                 memo: np.ndarray, net: bool | None = True, wars: bool | None = True,
                  widen_code: bool | None = True):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
     pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
-    the search draws nothing from a random stream.
+    the search draws nothing from a random stream. ``memo``: the bot's placement memo (a
+    widening search ranks by the model and never reads it).
 
     With ``L_WAR_ROLLOUTS`` = k > 0, a node the tree reaches by k passes in a row (a
     passing war: the offer frozen) backs up the result of :func:`model_rollout` from it
@@ -657,7 +664,6 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     best_g = np.empty(width, dtype=np.int64)
     best_s = np.empty(width, dtype=np.float64)
-    memo = new_memo(MEMO_SLOTS if widen == 0 else 0)
     # typed, not constants: numba would compile expand, uct_child and judge_children once
     # more for the first iteration's constant node numbers
     nodes: Int = int(np.int64(1))
@@ -738,6 +744,6 @@ def learned_root(params: np.ndarray, state: np.ndarray,
     codes of its children, their visit counts and their mean values (the mover's win
     expectation after the move)."""
     first_child, nchild, visits, value, move = learned_tree(
-        params, state, tab, np.zeros(1, dtype=np.int64))
+        params, state, tab, np.zeros(1, dtype=np.int64), new_memo(MEMO_SLOTS))
     sl = slice(first_child[0], first_child[0] + nchild[0])
     return move[sl].copy(), visits[sl].copy(), value[sl] / np.maximum(visits[sl], 1)

@@ -124,7 +124,8 @@ def compile_tree(path: str) -> None:
     states, first_child, nchild, _, _, mover, move, _ = tree.new_tree(2, state)
     tree.expand(states, first_child, nchild, mover, move, tab, 0, 1,
                 np.array([core.PASS], dtype=np.int64), 1, core.to_move(state, tab))
-    features.learned_tree(row, state, tab, np.zeros(1, dtype=np.int64), *_flags(flags))
+    features.learned_tree(row, state, tab, np.zeros(1, dtype=np.int64),
+                          heuristics.new_memo(0), *_flags(flags))
     heuristics.leather_square(state, tab, 0)
     loops.finish_result(state, tab, np.zeros((1, loops.R_WIDTH), dtype=np.int64)[0])
 
