@@ -127,12 +127,13 @@ WARM = """
 import json, sys
 from patchsim.bots import network, search
 from patchsim.bots import features
+from patchsim.play import loops
 from patchsim.play.config import load_run_config
 from patchsim.play.worker import warm_up
 
 warm_up(load_run_config("edition2", games=2, bots=sys.argv[1].split(";")))
 print(json.dumps({"mcts": len(search.mcts_search.signatures),
-                  "learned": len(features.learned_search.signatures),
+                  "loop": len(loops._play_deals.signatures),
                   "tree_loaded": len(features.learned_tree.stats.cache_hits),
                   "tree_compiled": len(features.learned_tree.stats.cache_misses)}))
 """
@@ -151,7 +152,7 @@ def test_a_run_without_a_rollout_search_does_not_compile_it(tmp_path):
     # an empty cache: everything the warm-up needs is compiled here, in this process
     got = compiled_in_fresh_process("greedy;mcts(eval=learned, iterations=4)",
                                     str(tmp_path / "cache"))
-    assert got["learned"] == 1  # compiled here (the observable can see a compile)
+    assert got["loop"] == 1  # compiled here (the observable can see a compile)
     assert got["mcts"] == 0  # and the rollout search's branch was pruned
     # the learned search's tree was compiled beside, by the helper (play.compile_ahead), for
     # the very types the loop calls it with: this process loaded it from the cache

@@ -465,7 +465,9 @@ def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np
                           new_memo(MEMO_SLOTS))
 
 
-@njit(cache=True)
+# inlined where it is called (the compiled loops): one compiled level fewer in the loop's
+# first compile (see patchsim.play.loops.choose_or_stop)
+@njit(cache=True, inline="always")
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                    buf: np.ndarray, stop: np.ndarray, memo: np.ndarray,
                    net: bool | None = True, wars: bool | None = True,
@@ -521,9 +523,10 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
     temperature = params[L_TEMPERATURE]
+    root = np.int64(0)  # typed, not the literal 0: one signature of each, compiled ahead
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
-        return move[sample_by_visits(first_child, nchild, visits, 0, temperature, rng)]
-    return move[most_visited_decision(first_child, nchild, visits, value, move, tab, 0)]
+        return move[sample_by_visits(first_child, nchild, visits, root, temperature, rng)]
+    return move[most_visited_decision(first_child, nchild, visits, value, move, tab, root)]
 
 
 @njit(cache=True)

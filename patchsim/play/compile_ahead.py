@@ -100,6 +100,17 @@ def compile_beside(tab: np.ndarray, row: np.ndarray, state: np.ndarray,
     rng = np.zeros(2, dtype=np.uint64)
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     scripted.rollout_move(scripted.RANDOM, row, work, tab, rng[0:1], buf)
+    # what the loop calls around the tree (the search's root, which is inlined into the
+    # loop, and the loop's own steps): compiled here while the helper works on the tree,
+    # not after it, one at a time. Empty trees (no children) make them return at once.
+    nodes = np.zeros(2, dtype=np.int64)
+    tree.most_visited_decision(nodes, nodes, nodes, np.zeros(2), nodes, tab, 0)
+    tree.sample_by_visits(nodes, nodes, nodes, 0, 1.0, rng[0:1])
+    heuristics.leather_square(work, tab, 0)
+    loops.bot_memo(0)
+    core.copy_into(np.empty(row.shape[0]), np.zeros(row.shape[0]))
+    core.legality(work, tab, core.PASS)
+    loops.finish_result(work, tab, np.zeros((1, loops.R_WIDTH), dtype=np.int64)[0])
     # the arrays learned_search hands tree_actions at the root
     width = features.widen_width(row)
     acts = np.empty(1 + tab[core.T_OFFER] * width, dtype=np.int64)
@@ -113,7 +124,7 @@ def compile_tree(path: str) -> None:
     """The helper's work, with the arrays and optional code of ``path`` (written by
     :func:`start`): the tree's expansion first (while this process's parent compiles the
     evaluation, which the tree then loads), then one search of one iteration by the tree,
-    then the leather heuristic and the result row the loop calls outside it."""
+    then the count of legal moves a run's report asks for."""
     with np.load(path) as f:
         tab, row, circle, flags = f["tab"], f["row"].copy(), f["circle"], f["flags"]
         readonly = f["readonly"].tolist()
@@ -126,8 +137,7 @@ def compile_tree(path: str) -> None:
                 np.array([core.PASS], dtype=np.int64), 1, core.to_move(state, tab))
     features.learned_tree(row, state, tab, np.zeros(1, dtype=np.int64),
                           heuristics.new_memo(0), *_flags(flags))
-    heuristics.leather_square(state, tab, 0)
-    loops.finish_result(state, tab, np.zeros((1, loops.R_WIDTH), dtype=np.int64)[0])
+    core.count_legal(state, tab)  # the report's move counts (patchsim.engine.game)
 
 
 def temporary_folder() -> tempfile.TemporaryDirectory[str]:

@@ -65,7 +65,10 @@ def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed
             True if widen else None)
 
 
-@njit(cache=True)
+# inlined into the loop (as play_game_or_stop below, and the learned search into this):
+# each compiled level links and optimises its whole call tree once more, about a second
+# of a first run's one-core stretch per level (benchmarks/bench_first_run.py)
+@njit(cache=True, inline="always")
 def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    rng: np.ndarray, buf: np.ndarray, stop: np.ndarray, memo: np.ndarray,
                    mcts: bool | None = True, net: bool | None = True,
