@@ -523,7 +523,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
     temperature = params[L_TEMPERATURE]
-    root = np.int64(0)  # typed, not the literal 0: one signature of each, compiled ahead
+    root = int(np.int64(0))  # typed, not the literal 0: one signature of each, compiled ahead
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
         return move[sample_by_visits(first_child, nchild, visits, root, temperature, rng)]
     return move[most_visited_decision(first_child, nchild, visits, value, move, tab, root)]
