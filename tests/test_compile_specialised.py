@@ -132,7 +132,12 @@ from patchsim.play.config import load_run_config
 from patchsim.play.worker import warm_up
 
 warm_up(load_run_config("edition2", games=2, bots=sys.argv[1].split(";")))
+import gc
+from numba.core.registry import CPUDispatcher
+twice = sorted(d.py_func.__name__ for d in gc.get_objects()
+               if isinstance(d, CPUDispatcher) and len(d.signatures) > 1)
 print(json.dumps({"mcts": len(search.mcts_search.signatures),
+                  "twice": twice,
                   "loop": len(loops._play_deals.signatures),
                   "tree_loaded": len(features.learned_tree.stats.cache_hits),
                   "tree_compiled": len(features.learned_tree.stats.cache_misses)}))
@@ -154,6 +159,9 @@ def test_a_run_without_a_rollout_search_does_not_compile_it(tmp_path):
                                     str(tmp_path / "cache"))
     assert got["loop"] == 1  # compiled here (the observable can see a compile)
     assert got["mcts"] == 0  # and the rollout search's branch was pruned
+    # what compile_ahead compiles beside the helper is what the loop calls, not a second
+    # signature of it (a literal 0 for a typed int would compile the function twice)
+    assert got["twice"] == []
     # the learned search's tree was compiled beside, by the helper (play.compile_ahead), for
     # the very types the loop calls it with: this process loaded it from the cache
     assert got["tree_loaded"] == 1 and got["tree_compiled"] == 0

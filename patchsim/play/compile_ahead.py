@@ -91,8 +91,9 @@ def compile_beside(tab: np.ndarray, row: np.ndarray, state: np.ndarray,
     """Compile (or load) in this process, each for the types the loop calls it with: the
     learned evaluation (:func:`patchsim.bots.features.value0`) first, so that the helper
     finds it in the cache when its tree reaches it, then what the loop calls outside the
-    tree: the scripted bots (:func:`patchsim.bots.scripted.rollout_move`) and the search's
-    move list (:func:`patchsim.bots.features.tree_actions`)."""
+    tree: the scripted bots (:func:`patchsim.bots.scripted.rollout_move`), the search
+    root's choice of move and the loop's own steps, and the search's move list
+    (:func:`patchsim.bots.features.tree_actions`)."""
     _, net, _, widen = needed
     work = state.copy()
     features.value0(row, work, tab,
