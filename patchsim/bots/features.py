@@ -513,7 +513,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     # placements against a handful of decisions), a blunder that wrecks the quilt. The
     # searched moves are pass and each affordable patch at its best packing, so the variety
     # is in the decisions a strong player weighs (which patch, or pass), and the bot stays
-    # strong. Training explores the same way (patchsim.play.train.selfplay).
+    # strong. Training explores the same way (patchsim.play.selfplay.selfplay).
     eps = params[L_EPSILON]
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]

@@ -38,12 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from patchsim._version import __version__
 from patchsim.atomic import atomic_path, atomic_write
 from patchsim.bots import features as F
-from patchsim.bots import network as NET
 from patchsim.bots.learned import (
     MODEL_FILE,
     PACK_FILE,
@@ -56,10 +54,9 @@ from patchsim.bots.learned import (
     param_rows,
     user_model_root,
 )
-from patchsim.bots.policies import SCRIPTED, choose_move
+from patchsim.bots.policies import SCRIPTED
 from patchsim.bots.registry import make_bot
 from patchsim.document.render import to_markdown
-from patchsim.engine import core
 from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
@@ -67,6 +64,15 @@ from patchsim.errors import PatchsimError
 from patchsim.play.loops import R_WINNER, play_deals
 from patchsim.play.match import max_events, max_plies
 from patchsim.play.placement_effects import HELD_COLUMNS, placement_effects
+from patchsim.play.selfplay import (
+    NO_OPPONENT,
+    RECORD_ALL_FEATURES,
+    RECORD_FEATURES,
+    margins_and_winners,
+    play_quality,
+    result_rows,
+    selfplay,
+)
 from patchsim.play.train_document import training_document
 
 # plays the self-play games; its placement ranking is pinned to contact alone (the learned
@@ -128,75 +134,6 @@ def pack_settings(seed: int = 1) -> TrainSettings:
                          shape_games=SHAPE_GAMES)
 
 
-# what a self-play position records: the linear model's features (from seat 0's side), the
-# value network's inputs (from the mover's side), or feature version 2 (eval=pack)
-RECORD_FEATURES = 0
-RECORD_NET_INPUTS = 1
-RECORD_ALL_FEATURES = 2
-NO_OPPONENT = -1  # opp_seat of a game the learner plays against itself
-
-
-@njit(cache=True, nogil=True)
-def selfplay(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kind: int,
-             params: np.ndarray, epsilon: float, record: int, rows_out: np.ndarray,
-             game_of: np.ndarray, mover: np.ndarray, margins: np.ndarray,
-             winners: np.ndarray, opp_kind: int, opp_params: np.ndarray,
-             opp_seat: np.ndarray) -> int:
-    """Play one self-play game per circle with policy ``kind``/``params`` in both seats, or
-    in game i against ``opp_kind``/``opp_params`` in seat ``opp_seat[i]`` (``NO_OPPONENT``:
-    itself); record every decision position (``record``: ``RECORD_FEATURES``,
-    ``RECORD_ALL_FEATURES`` or ``RECORD_NET_INPUTS`` into ``rows_out``; its game index in
-    ``game_of``, its mover in ``mover``) and each game's final margin and winner. Only the
-    learner explores (epsilon). Returns the number of rows written. The one self-play loop
-    of every training: they differ only in what a position records and whom they play."""
-    buf = np.empty(core.max_moves(tab), dtype=np.int64)
-    acts = np.empty(1 + tab[core.T_OFFER] * 64, dtype=np.int64)
-    explore = params[:F.N_PARAMS].copy()  # a network bot's row carries its network after
-    explore[F.L_TOP_K] = 2.0
-    explore[F.L_CONTACT] = 1.0
-    explore[F.L_HOLES] = 0.5
-    explore[F.L_WINDOW] = 0.3
-    rng = np.zeros(2, dtype=np.uint64)
-    rows = 0
-    for i in range(circles.shape[0]):
-        state = core.new_state(tab, circles[i])
-        rng[0] = streams[i, 0]
-        rng[1] = streams[i, 1]
-        while True:
-            p = core.to_move(state, tab)
-            if p < 0:
-                break
-            r = rng[p:p + 1]
-            learner = p != opp_seat[i]
-            if state[core.S_PENDING] > 0:
-                if learner:
-                    code = choose_move(kind, params, state, tab, r, buf)
-                else:
-                    code = choose_move(opp_kind, opp_params, state, tab, r, buf)
-            else:
-                if rows < rows_out.shape[0]:
-                    if record == RECORD_NET_INPUTS:
-                        NET.net_inputs(state, tab, p, rows_out[rows])
-                    elif record == RECORD_ALL_FEATURES:
-                        F.all_features(state, tab, rows_out[rows])
-                    else:
-                        F.features(state, tab, rows_out[rows])
-                    game_of[rows] = i
-                    mover[rows] = p
-                    rows += 1
-                if not learner:
-                    code = choose_move(opp_kind, opp_params, state, tab, r, buf)
-                elif core.rng_unit(r) < epsilon:
-                    n = F.search_actions(explore, state, tab, acts)
-                    code = acts[core.rng_below(r, n)]
-                else:
-                    code = choose_move(kind, params, state, tab, r, buf)
-            core.apply_move(state, tab, code)
-        margins[i] = core.score(state, tab, 0) - core.score(state, tab, 1)
-        winners[i] = core.winner(state, tab)
-    return rows
-
-
 def seed_streams(seed: int, generation: int, chunk: int, n: int) -> np.ndarray:
     ss = np.random.SeedSequence(entropy=seed, spawn_key=(generation, chunk))
     return ss.generate_state(3 * n, dtype=np.uint64)
@@ -221,10 +158,12 @@ def league_opponent(settings: TrainSettings, generation: int, chunk: int,
 def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
                     weights: np.ndarray | None, scale: float, jobs: int,
                     progress: Callable[[int], None] | None = None,
-                    pool: Sequence[tuple[np.ndarray, float]] = ()) -> dict[str, np.ndarray]:
-    """Self-play data of one generation: features, margins (per row), winners, game ids.
-    With a league (``settings.league``), some chunks play greedy or a model of ``pool``
-    (:func:`league_opponent`)."""
+                    pool: Sequence[tuple[np.ndarray, float]] = (),
+                    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Self-play data of one generation (features, margins (per row), winners, game ids)
+    and how its games were played (:func:`patchsim.play.selfplay.play_quality`, over the
+    games the learner played against itself). With a league (``settings.league``), some
+    chunks play greedy or a model of ``pool`` (:func:`league_opponent`)."""
     tables = compile_ruleset(ruleset)
     tab = tables.tab
     greedy = make_bot("greedy").params.copy()  # type: ignore[attr-defined]
@@ -242,7 +181,7 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
     nchunks = (n + CHUNK - 1) // CHUNK
     cap = max_plies(ruleset)
 
-    def work(c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def work(c: int) -> tuple[np.ndarray, ...]:
         m = min(CHUNK, n - c * CHUNK)
         words = seed_streams(settings.seed, generation, c, m)
         # the deals: seeds below 2**63 from the same stream family
@@ -252,8 +191,8 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
         feats = np.zeros((m * cap, width))
         game_of = np.zeros(m * cap, dtype=np.int64)
         mover = np.zeros(m * cap, dtype=np.int64)
-        margins = np.zeros(m, dtype=np.int64)
-        winners = np.zeros(m, dtype=np.int64)
+        results = result_rows(m)
+        opening = np.zeros(m, dtype=np.int64)
         who = league_opponent(settings, generation, c, pool)
         opp_kind, opp_params = kind, params
         opp_seat = np.full(m, NO_OPPONENT, dtype=np.int64)
@@ -265,11 +204,14 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
                 opp_params = fill_params(params, Model(*pool[who]))
             opp_seat = np.arange(m, dtype=np.int64) % 2  # the learner in either seat
         rows = selfplay(tab, circles, streams, kind, params, settings.epsilon, record,
-                        feats, game_of, mover, margins, winners, opp_kind, opp_params,
+                        feats, game_of, mover, results, opening, opp_kind, opp_params,
                         opp_seat)
         if progress is not None:
             progress(m)
-        return feats[:rows], game_of[:rows] + c * CHUNK, margins, winners
+        margins, winners = margins_and_winners(results)
+        own = np.full(m, who == -1)  # the learner against itself: where a convention shows
+        return (feats[:rows], game_of[:rows] + c * CHUNK, margins, winners, results[own],
+                opening[own])
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         parts = list(ex.map(work, range(nchunks)))  # in chunk order: worker count is moot
@@ -277,9 +219,11 @@ def play_generation(ruleset: Ruleset, settings: TrainSettings, generation: int,
     game = np.concatenate([p[1] for p in parts])
     margins = np.concatenate([p[2] for p in parts])
     winners = np.concatenate([p[3] for p in parts])
+    quality = play_quality(np.concatenate([p[4] for p in parts]),
+                           np.concatenate([p[5] for p in parts]))
     return {"x": feats, "y": margins[game].astype(np.float64),
             "win": (winners[game] == 0).astype(np.float64), "game": game,
-            "gen": np.full(len(game), generation, dtype=np.int64)}
+            "gen": np.full(len(game), generation, dtype=np.int64)}, quality
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> np.ndarray:
@@ -490,7 +434,8 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
 
         if progress is not None:
             progress(0, settings.games_per_generation, label)
-        data = play_generation(ruleset, settings, gen, weights, scale, jobs, tick, pool)
+        data, quality = play_generation(ruleset, settings, gen, weights, scale, jobs, tick,
+                                        pool)
         if settings.league and weights is not None:
             pool.append((weights, scale))
         # keep the last `window` generations
@@ -517,7 +462,7 @@ def train(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: int =
                         "games": total_games, "train_rmse": train_fit["rmse"],
                         "val_rmse": val["rmse"], "val_r2": val["r2"],
                         "val_winner_accuracy": val["winner_sign_accuracy"], "scale": scale,
-                        "win_rates": strength})
+                        "win_rates": strength, "play": quality})
         manifest = {
             "ruleset_hash": h, "ruleset_name": ruleset.name,
             "feature_version": fversion,
@@ -636,6 +581,21 @@ def write_report(folder: Path, model: Model, history: list[dict[str, Any]],
     ax.legend()
     ax.set_title("loss")
     _save_fig(fig, folder / f"{prefix}loss.png")
+    played = [r for r in history if (r.get("play") or {}).get("games")]
+    if played:  # histories written before 2026-12-06 have no record of how games went
+        fig = Figure(figsize=(6, 3.5))
+        ax = fig.subplots()
+        gens = [r["generation"] for r in played]
+        for key, label in (("degenerate", "degenerate games"),
+                           ("opens_with_passes", "open with 6+ passes"),
+                           ("bonus", "7x7 bonus claimed")):
+            ax.plot(gens, [100 * r["play"][key] for r in played], marker="o", label=label)
+        ax.set_xlabel("generation")
+        ax.set_ylabel("share of self-play games (%)")
+        ax.set_ylim(0, 100)
+        ax.legend()
+        ax.set_title("how the self-play games were played")
+        _save_fig(fig, folder / f"{prefix}play.png")
     names = F.ALL_FEATURE_NAMES if len(model.weights) == F.N_ALL_FEATURES else F.FEATURE_NAMES
     doc = training_document(man, history, opponents, names, model.weights, prefix)
     path = folder / f"{prefix}report.md"

@@ -37,11 +37,17 @@ from patchsim.engine.deal import deal_arrays
 from patchsim.engine.ruleset import Ruleset
 from patchsim.engine.tables import compile_ruleset
 from patchsim.play.match import max_plies
+from patchsim.play.selfplay import (
+    NO_OPPONENT,
+    RECORD_NET_INPUTS,
+    margins_and_winners,
+    play_quality,
+    result_rows,
+    selfplay,
+)
 from patchsim.play.train import (
     CHUNK,
     EPSILON,
-    NO_OPPONENT,
-    RECORD_NET_INPUTS,
     WINDOW,
     TrainError,
     TrainResult,
@@ -50,10 +56,10 @@ from patchsim.play.train import (
     checkpoint_save,
     fit_scale,
     seed_streams,
-    selfplay,
     strength_against,
     validation_figures,
 )
+from patchsim.play.train_document import PLAY_COLUMNS, play_cell
 
 # Expert iteration with game outcomes as targets: generation 0 plays greedy self-play, every
 # later one the network search itself (NET_TRAIN_SPEC, a share of random searched moves); each
@@ -93,7 +99,8 @@ class NetSettings:
 
 def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: int,
                          net: np.ndarray | None, jobs: int,
-                         progress: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
+                         progress: Callable[[int], None] | None = None,
+                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Self-play data of one generation: inputs, targets (the mover's final margin), the
     mover's win, game ids."""
     tables = compile_ruleset(ruleset)
@@ -118,14 +125,16 @@ def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: in
         xs = np.zeros((m * cap, NET.N_INPUTS))
         game_of = np.zeros(m * cap, dtype=np.int64)
         mover = np.zeros(m * cap, dtype=np.int64)
-        margins = np.zeros(m, dtype=np.int64)
-        winners = np.zeros(m, dtype=np.int64)
+        results = result_rows(m)
+        opening = np.zeros(m, dtype=np.int64)
         rows = selfplay(tab, circles, streams, kind, params, settings.epsilon,
-                        RECORD_NET_INPUTS, xs, game_of, mover, margins, winners, kind, params,
+                        RECORD_NET_INPUTS, xs, game_of, mover, results, opening, kind, params,
                         np.full(m, NO_OPPONENT, dtype=np.int64))
         if progress is not None:
             progress(m)
-        return xs[:rows], game_of[:rows] + c * CHUNK, mover[:rows], margins, winners
+        margins, winners = margins_and_winners(results)
+        return (xs[:rows], game_of[:rows] + c * CHUNK, mover[:rows], margins, winners,
+                results, opening)
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
         parts = list(ex.map(work, range(nchunks)))  # in chunk order: worker count is moot
@@ -135,8 +144,10 @@ def _net_play_generation(ruleset: Ruleset, settings: NetSettings, generation: in
     margins = np.concatenate([p[3] for p in parts])[game].astype(np.float64)
     winners = np.concatenate([p[4] for p in parts])[game]
     sign = np.where(mover == 0, 1.0, -1.0)
+    quality = play_quality(np.concatenate([p[5] for p in parts]),
+                           np.concatenate([p[6] for p in parts]))
     return {"x": x, "y": sign * margins, "win": (winners == mover).astype(np.float64),
-            "game": game, "gen": np.full(len(game), generation, dtype=np.int64)}
+            "game": game, "gen": np.full(len(game), generation, dtype=np.int64)}, quality
 
 
 def init_net(settings: NetSettings, x: np.ndarray) -> np.ndarray:
@@ -250,7 +261,7 @@ def train_net(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: i
 
         if progress is not None:
             progress(0, settings.games_per_generation, label)
-        data = _net_play_generation(ruleset, settings, gen, net, jobs, tick)
+        data, quality = _net_play_generation(ruleset, settings, gen, net, jobs, tick)
         if buffer:
             keep = buffer["gen"] > gen - settings.window
             buffer = {k: np.concatenate([v[keep], data[k]]) for k, v in buffer.items()}
@@ -273,7 +284,8 @@ def train_net(ruleset: Ruleset, *, minutes: float = 20.0, jobs: int = 1, seed: i
                         "games": total_games, "train_rmse": math.sqrt(mse),
                         "val_rmse": val["rmse"], "val_r2": val["r2"],
                         "val_winner_accuracy": val["winner_sign_accuracy"],
-                        "scale": float(net[NET.H_SCALE]), "win_rates": strength})
+                        "scale": float(net[NET.H_SCALE]), "win_rates": strength,
+                        "play": quality})
         manifest = {
             "ruleset_hash": h, "ruleset_name": ruleset.name, "net_version": NET.NET_VERSION,
             "seed": settings.seed,
@@ -323,15 +335,17 @@ def write_net_report(folder: Path, model: NetModel, history: list[dict[str, Any]
         f"{man['validation']['r2']:.3f}, winner predicted by the sign in "
         f"{100 * man['validation']['winner_sign_accuracy']:.1f}% of positions.", "",
         "| gen | minutes | games | fit RMSE | held-out RMSE | R^2 | scale | "
-        + " | ".join(f"vs {o}" for o in opps) + " |",
-        "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(opps)]
+        + "".join(f"vs {o} | " for o in opps) + " | ".join(h for _, h, _ in PLAY_COLUMNS)
+        + " |",
+        "|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * (len(opps) + len(PLAY_COLUMNS))]
     for r in history:
         rates = r["win_rates"] or {}
         lines.append(f"| {r['generation']} | {r['minutes']:.2f} | {r['games']} | "
                      f"{r['train_rmse']:.2f} | {r['val_rmse']:.2f} | {r['val_r2']:.3f} | "
                      f"{r['scale']:.1f} | "
-                     + " | ".join(f"{100 * rates[o]:.0f}%" if o in rates else "" for o in opps)
-                     + " |")
+                     + "".join((f"{100 * rates[o]:.0f}%" if o in rates else "") + " | "
+                               for o in opps)
+                     + " | ".join(play_cell(r, k, d) for k, _, d in PLAY_COLUMNS) + " |")
     path = folder / "net-report.md"
     atomic_write(path, "\n".join(lines) + "\n")
     return path
