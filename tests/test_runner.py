@@ -570,7 +570,11 @@ def test_the_compiled_loop_sees_a_stop_set_by_another_thread_while_it_plays():
     rs = load_ruleset("edition2")
     tables = compile_ruleset(rs)
     bot = make_bot("greedy")
-    circles, streams = deal_arrays(rs, np.arange(5000, dtype=np.int64))
+    # enough deals (about 10 s of CPU) that a thread which never sees the flag cannot finish
+    # them while a loaded machine keeps this one from setting it
+    # (5,000 deals dealt, each played four times: dealing is Python, the loop is not)
+    circles, streams = (np.tile(a, (4, 1)) for a in deal_arrays(rs, np.arange(5000)))
+    deals = len(circles)
     kinds = np.array([bot.kind, bot.kind], dtype=np.int64)
     params = np.stack([bot.params, bot.params])
 
@@ -581,14 +585,14 @@ def test_the_compiled_loop_sees_a_stop_set_by_another_thread_while_it_plays():
     play(1, np.zeros(1, dtype=np.int64))  # compiled (or loaded) before it is timed
     # the CPU time of the call's set-up alone (its output arrays), stopped before a game
     t = time.thread_time()
-    play(5000, np.ones(1, dtype=np.int64))
+    play(deals, np.ones(1, dtype=np.int64))
     setup = time.thread_time() - t
     stop = np.zeros(1, dtype=np.int64)
     out: dict = {}
-    thread = threading.Thread(target=lambda: out.update(r=play(5000, stop)))
+    thread = threading.Thread(target=lambda: out.update(r=play(deals, stop)))
     thread.start()
     # the flag is set once the thread has played: its own CPU time, which a busy machine
-    # does not advance, is 50 ms past its set-up (some 100 greedy games; 10,000 take seconds)
+    # does not advance, is 50 ms past its set-up (some 100 greedy games)
     clock = time.pthread_getcpuclockid(thread.ident)
     while time.clock_gettime(clock) < 2 * setup + 0.05 and "r" not in out:
         time.sleep(0.001)
@@ -596,7 +600,7 @@ def test_the_compiled_loop_sees_a_stop_set_by_another_thread_while_it_plays():
     thread.join()
     res, *_, bad = out["r"]
     assert bad == playout.STOPPED
-    assert 0 < np.count_nonzero(res[:, playout.R_PLIES]) < 10000
+    assert 0 < np.count_nonzero(res[:, playout.R_PLIES]) < deals
 
 
 @pytest.mark.slow
