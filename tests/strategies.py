@@ -1,4 +1,5 @@
-"""Hypothesis strategies shared by the property tests: random valid rulesets."""
+"""Rulesets shared by the tests: random valid rulesets (hypothesis strategies) and a small
+fixed one that trains and plays in moments."""
 
 from __future__ import annotations
 
@@ -6,6 +7,18 @@ from hypothesis import strategies as st
 
 BASE_SHAPES = ["XX", "XXX", "XX/X.", "XXX/.X.", "XX./.XX", "XXXX/X...", ".X./XXX/.X.",
                "XXX/X.X", "X", "XX/XX", "XXXXX", "XXX/..X/..X"]
+
+# a 5x5 ruleset of eight patches: a training or a self-play of it takes moments
+SMALL = {
+    "name": "small", "board": {"rows": 5, "cols": 5}, "starting_buttons": 5,
+    "track": {"last_space": 20, "income": [5, 10, 15, 20], "leather": [8, 14]},
+    "offer_size": 3, "bonus": {"square": 3, "points": 4}, "empty_square_penalty": 2,
+    "patches": [{"id": f"Q{i}", "shape": s, "cost": c, "time": t, "income": n}
+                for i, (s, c, t, n) in enumerate([
+                    ("XX", 1, 1, 0), ("XXX", 2, 2, 1), ("XX/X.", 3, 1, 1), ("XXX/.X.", 4, 3, 2),
+                    ("XX/XX", 5, 4, 2), ("X", 0, 1, 0), ("XXXX", 3, 3, 1), ("XX./.XX", 2, 2, 0)])],
+    "start_after": "Q0", "leather_when_full": "discard",
+}
 
 
 @st.composite

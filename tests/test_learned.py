@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import ruleset_dicts
+from strategies import SMALL, ruleset_dicts
 from typer.testing import CliRunner
 
 from patchsim.bots import features as F
@@ -35,16 +35,6 @@ from patchsim.play import loops as playout
 from patchsim.play.match import max_plies, play_game, seat_streams
 from patchsim.play.train import TrainSettings, train
 
-SMALL = {
-    "name": "small", "board": {"rows": 5, "cols": 5}, "starting_buttons": 5,
-    "track": {"last_space": 20, "income": [5, 10, 15, 20], "leather": [8, 14]},
-    "offer_size": 3, "bonus": {"square": 3, "points": 4}, "empty_square_penalty": 2,
-    "patches": [{"id": f"Q{i}", "shape": s, "cost": c, "time": t, "income": n}
-                for i, (s, c, t, n) in enumerate([
-                    ("XX", 1, 1, 0), ("XXX", 2, 2, 1), ("XX/X.", 3, 1, 1), ("XXX/.X.", 4, 3, 2),
-                    ("XX/XX", 5, 4, 2), ("X", 0, 1, 0), ("XXXX", 3, 3, 1), ("XX./.XX", 2, 2, 0)])],
-    "start_after": "Q0", "leather_when_full": "discard",
-}
 QUICK = TrainSettings(seed=3, games_per_generation=16, eval_deals=2, eval_iterations=4)
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from strategies import SMALL
 
 from patchsim.analysis.degenerate import opening_pass_runs
 from patchsim.bots import features as F
@@ -91,17 +92,6 @@ def test_play_quality_reads_result_rows_as_the_packing_table_does():
     assert q["degenerate_lo"] <= q["degenerate"] <= q["degenerate_hi"]
     assert play_quality(result_rows(0), np.zeros(0, dtype=np.int64)) == {"games": 0}
 
-
-SMALL = {
-    "name": "small", "board": {"rows": 5, "cols": 5}, "starting_buttons": 5,
-    "track": {"last_space": 20, "income": [5, 10, 15, 20], "leather": [8, 14]},
-    "offer_size": 3, "bonus": {"square": 3, "points": 4}, "empty_square_penalty": 2,
-    "patches": [{"id": f"Q{i}", "shape": s, "cost": c, "time": t, "income": n}
-                for i, (s, c, t, n) in enumerate([
-                    ("XX", 1, 1, 0), ("XXX", 2, 2, 1), ("XX/X.", 3, 1, 1), ("XXX/.X.", 4, 3, 2),
-                    ("XX/XX", 5, 4, 2), ("X", 0, 1, 0), ("XXXX", 3, 3, 1), ("XX./.XX", 2, 2, 0)])],
-    "start_after": "Q0", "leather_when_full": "discard",
-}
 
 
 def test_the_training_history_and_document_show_how_each_generation_played(tmp_path):
