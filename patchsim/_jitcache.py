@@ -95,12 +95,30 @@ def locator_class() -> type:
     return SourceKeyedLocator
 
 
+def skip_loop_vectorizer() -> None:
+    """Compile without LLVM's loop vectorizer, unless NUMBA_LOOP_VECTORIZE says otherwise.
+
+    Patchsim's compiled code is branchy integer work (bit masks, searches, short loops over
+    offers and placements) that the vectorizer seldom transforms but always analyses: without
+    it a first run compiles about 1.7 s (15%) less and plays as fast (docs/benchmarks.md, "The
+    first run and the compile cache", 2026-12-07). No patchsim function uses fastmath, so the
+    vectorizer could not reorder a floating-point sum: the same games either way (the pinned
+    games of the tests check it). Numba reads the setting at every compile, so it also holds
+    for other numba code compiled in the same process."""
+    import numba
+
+    if "NUMBA_LOOP_VECTORIZE" not in os.environ:
+        numba.config.LOOP_VECTORIZE = 0  # type: ignore[attr-defined]  # set at run time
+
+
 def configure() -> None:
     """Point numba at the cache of these sources, and file patchsim's code in it by where it
-    lies inside the package (not on disk). Nothing changes when NUMBA_CACHE_DIR is set."""
+    lies inside the package (not on disk); compile without the loop vectorizer
+    (:func:`skip_loop_vectorizer`). The cache is left alone when NUMBA_CACHE_DIR is set."""
     import numba
     from numba.core import caching
 
+    skip_loop_vectorizer()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     folder = cache_root() / source_digest(PACKAGE, numba.__version__)

@@ -95,3 +95,18 @@ def test_the_folder_name_is_a_hash_of_the_sources_and_numba(tmp_path) -> None:
     assert _jitcache.source_digest(pkg, "0.61") != one
     (pkg / "sub" / "b.py").write_text("y = 3\n")
     assert _jitcache.source_digest(pkg, "0.60") != one
+
+
+VECTORIZER = "import numba, patchsim.engine; print(numba.config.LOOP_VECTORIZE)"
+
+
+@pytest.mark.parametrize(("env", "expected"), [(None, "0"), ("1", "1"), ("0", "0")])
+def test_patchsim_compiles_without_the_loop_vectorizer_unless_the_user_asks(env, expected) -> None:
+    # the vectorizer costs compile time and buys patchsim's branchy code nothing; a user's
+    # NUMBA_LOOP_VECTORIZE is theirs to keep
+    child = {k: v for k, v in os.environ.items() if k != "NUMBA_LOOP_VECTORIZE"}
+    if env is not None:
+        child["NUMBA_LOOP_VECTORIZE"] = env
+    out = subprocess.run([sys.executable, "-c", VECTORIZER], env=child, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == expected
