@@ -100,11 +100,11 @@ def skip_loop_vectorizer() -> None:
 
     Patchsim's compiled code is branchy integer work (bit masks, searches, short loops over
     offers and placements) that the vectorizer seldom transforms but always analyses: without
-    it a first run compiles about 1.7 s (15%) less and plays as fast (docs/benchmarks.md, "The
-    first run and the compile cache", 2026-12-07). No patchsim function uses fastmath, so the
-    vectorizer could not reorder a floating-point sum: the same games either way (the pinned
-    games of the tests check it). Numba reads the setting at every compile, so it also holds
-    for other numba code compiled in the same process."""
+    it a first run compiles about a fifth less (13-14 s against 17 s) and plays as fast
+    (docs/benchmarks.md, "The first run and the compile cache", 2026-12-07). No patchsim
+    function uses fastmath, so the vectorizer could not reorder a floating-point sum: the same
+    games either way (the pinned games of the tests check it). Numba reads the setting at
+    every compile, so it also holds for other numba code compiled in the same process."""
     import numba
 
     if "NUMBA_LOOP_VECTORIZE" not in os.environ:
