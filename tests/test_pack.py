@@ -27,7 +27,7 @@ from patchsim.bots.learned import (
     fill_params,
     load_model,
 )
-from patchsim.bots.registry import make_bot
+from patchsim.bots.registry import BotSpecError, make_bot
 from patchsim.bots.tree import most_visited_decision, regrow
 from patchsim.engine import core
 from patchsim.engine.game import Game
@@ -387,3 +387,46 @@ def test_the_root_decides_the_patch_by_its_placements_summed_visits(e2: Ruleset)
     fc, nc, visits, value, move = _root([core.PASS, g_a[0], g_b], [30, 10, 20],
                                         [0.4, 0.6, 0.9])
     assert move[most_visited_decision(fc, nc, visits, value, move, tab, 0)] == core.PASS
+
+
+def test_widening_by_the_packing_ranking_takes_the_heuristics_order() -> None:
+    """widen_by=1: a widened node's placements are the packing ranking's m best, the same
+    placements and order top_placements gives with top_k=m."""
+    g = game_after(6, 3)
+    params = make_bot("mcts(eval=learned, widen=8, widen_by=1)").params  # type: ignore[attr-defined]
+    for m in (1, 2, 4):
+        out = np.empty(1 + 3 * m, dtype=np.int64)
+        n = F.ranked_actions(params, g.state, g.tab, out, m, np.zeros(F.N_ALL_FEATURES),
+                             np.empty(m, dtype=np.int64), np.empty(m))
+        ref = np.empty(1 + 3 * m, dtype=np.int64)
+        n_ref = H.top_placements(g.state, g.tab, ref, m, params[F.L_CONTACT],
+                                 params[F.L_HOLES], params[F.L_WINDOW], -1)
+        assert n == n_ref and list(out[:n]) == list(ref[:n_ref])
+
+
+def test_widening_by_the_packing_ranking_with_one_placement_is_todays_player() -> None:
+    """widen_max=1 with widen_by=1 never widens and expands as top_k=1: the same moves as
+    today's player; widen_by=0 lets the model pick the one placement instead."""
+    e2 = load_ruleset("edition2")
+    today = bind_bot(make_bot("mcts(eval=learned, iterations=60)"), e2)
+    same = bind_bot(make_bot("mcts(eval=learned, iterations=60, widen=8, widen_max=1, "
+                             "widen_by=1)"), e2)
+    by_model = bind_bot(make_bot("mcts(eval=learned, iterations=60, widen=8, widen_max=1)"), e2)
+    differs = 0
+    for seed in range(2):
+        game = Game.new(e2, seed=seed)
+        while not game.finished:
+            a = today.choose_code(game, np.array([7], dtype=np.uint64))
+            assert same.choose_code(game, np.array([7], dtype=np.uint64)) == a
+            differs += by_model.choose_code(game, np.array([7], dtype=np.uint64)) != a
+            game.apply(a)
+    assert differs > 0  # the model's placement is not the ranking's
+
+
+def test_widen_by_is_a_knob_of_the_evaluations_only() -> None:
+    assert make_bot("mcts(eval=learned, widen_by=1)").params[F.L_WIDEN_BY] == 1  # type: ignore[attr-defined]
+    assert make_bot("mcts(eval=learned)").params[F.L_WIDEN_BY] == 0  # type: ignore[attr-defined]
+    with pytest.raises(BotSpecError, match="widen_by"):
+        make_bot("mcts(widen_by=1)")
+    with pytest.raises(BotSpecError, match="widen_by"):
+        make_bot("mcts(eval=learned, widen_by=2)")

@@ -31,6 +31,7 @@ from patchsim.bots.heuristics import (
     keep_best,
     leather_square,
     new_memo,
+    placement_score,
     top_placements_memo,
 )
 from patchsim.bots.network import H_VERSION, net_value0, scratch_size
@@ -92,6 +93,10 @@ L_PACK = L_WIDEN_MAX + 1
 # that between moves of about equal value the one that leaves the seat more points wins.
 # 0: the reward is the win expectation alone, exactly as before
 L_OWN_SCORE = L_PACK + 1  # 38
+# the order a widening search takes a patch's placements in: 0 the model's own judgement of
+# the quilt after it (placement_prior), 1 the packing heuristic the unwidened search ranks by
+# (contact, holes, bonus window: heuristics.placement_score with L_CONTACT..L_WINDOW)
+L_WIDEN_BY = L_OWN_SCORE + 1  # 39
 L_PACK_WEIGHTS = 40
 N_PACK_FEATURES = 5  # slots L_PACK_WEIGHTS .. L_PACK_WEIGHTS + 4
 N_ALL_FEATURES = 22 + N_PACK_FEATURES
@@ -386,14 +391,21 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
                    m: Int | np.int64, scratch: np.ndarray, best_g: np.ndarray,
                    best_s: np.ndarray) -> Int:
     """Pass, then for each affordable offered patch its ``m`` best placements among all
-    that fit, by :func:`placement_prior` (the searched moves of a node widened to ``m``);
-    returns how many. ``best_g``/``best_s`` hold ``m`` entries (no allocation per node)."""
+    that fit, by :func:`placement_prior` (the searched moves of a node widened to ``m``),
+    or with ``L_WIDEN_BY`` by the packing ranking the unwidened search uses
+    (:func:`patchsim.bots.heuristics.placement_score`); returns how many.
+    ``best_g``/``best_s`` hold ``m`` entries (no allocation per node)."""
     p = core.to_move(state, tab)
     out[0] = core.PASS
     n = 1
     btn = state[core.S_BTN + p]
     last = tab[core.T_LAST]
     pos = state[core.S_POS + p]
+    by_packing = params[L_WIDEN_BY] > 0
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    holes0 = count_holes(tab, qlo, qhi) if by_packing and params[L_HOLES] != 0.0 else 0
     for k in range(tab[core.T_OFFER]):
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
@@ -407,7 +419,11 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
-            s = placement_prior(params, state, tab, p, g, tl, scratch)
+            if by_packing:
+                s = placement_score(tab, qlo, qhi, holes0, g, params[L_CONTACT],
+                                    params[L_HOLES], params[L_WINDOW], bonus_open)
+            else:
+                s = placement_prior(params, state, tab, p, g, tl, scratch)
             if kept < m or s > best_s[kept - 1]:
                 kept = keep_best(best_g, best_s, kept, int(m), g, s)
         for j in range(kept):
@@ -422,10 +438,12 @@ def tree_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: np
                  memo: np.ndarray, widen: bool | None = True) -> Int:
     """The moves a node of the learned search branches on: with ``L_WIDEN`` > 0 (placements
     chosen by search) the ``m`` best placements of each patch by the model
-    (:func:`ranked_actions`), else :func:`search_actions` (``top_k`` by contact, remembered
-    in the search's ``memo``). ``widen`` None: compiled without the model's ranking (no bot
+    (:func:`ranked_actions`), else, or when the widening follows the packing ranking
+    (``L_WIDEN_BY``; a node is expanded with one placement a patch, as ``top_k=1`` has it),
+    :func:`search_actions` (``top_k`` by the packing ranking, remembered in the search's
+    ``memo``). ``widen`` None: compiled without the model's ranking (no bot
     of the caller widens; see :func:`patchsim.play.loops.code_needed`)."""
-    if widen is not None and params[L_WIDEN] > 0:
+    if widen is not None and params[L_WIDEN] > 0 and params[L_WIDEN_BY] == 0:
         return ranked_actions(params, state, tab, out, m, scratch, best_g, best_s)
     return search_actions_memo(params, state, tab, out, memo)
 
@@ -688,7 +706,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
             # widen_code None: compiled without the widening (pruned, as the war branch)
             if widen_code is not None and widen > 0:
                 # progressive widening: at widen * 4^s visits a node holding 2^s placements
-                # a patch takes the next 2^s best by the model (k(n) ~ sqrt(n))
+                # a patch takes the next 2^s best (by the model, or with L_WIDEN_BY by the
+                # packing ranking; k(n) ~ sqrt(n))
                 m_now = np.int64(1) << stage[node]
                 if m_now < width and visits[node] >= widen * (np.int64(4) ** stage[node]):
                     m_new = min(2 * m_now, width)

@@ -349,6 +349,10 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
                                high=10**6)),
     "widen_max": (F.L_WIDEN_MAX, Param(8, "most placements a patch a widened node searches",
                                        int, low=1, high=64)),
+    "widen_by": (F.L_WIDEN_BY, Param(0, "the order a widening node takes a patch's "
+                                        "placements in: 0 the model's value of the quilt "
+                                        "after it, 1 the packing ranking (contact, holes, "
+                                        "window)", int, low=0, high=1)),
     "contact": (F.L_CONTACT, Param(1.0, "placement ranking: per side touching")),
     # The placement of each searched patch counts the one-square holes it makes and how far
     # it fills the fullest bonus window, besides its contact. They once doubled the cost of a
@@ -363,8 +367,8 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
 }
 # what a spec may set (mcts's own names; the contact weight stays at 1, the unit of the others)
 LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
-                 "temperature", "sample_plies", "war_rollouts", "widen", "widen_max", "holes",
-                 "window", "own_score")
+                 "temperature", "sample_plies", "war_rollouts", "widen", "widen_max", "widen_by",
+                 "holes", "window", "own_score")
 
 
 class LearnedBot:

@@ -345,7 +345,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
 _EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max",
-                    "holes", "window", "own_score")
+                    "widen_by", "holes", "window", "own_score")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -398,6 +398,10 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                          high=10**6),
           "widen_max": Param(8, "eval=learned/pack/net: most placements a patch a widened "
                              "node searches", int, low=1, high=64),
+          "widen_by": Param(0, "eval=learned/pack/net: the order a widening node takes a "
+                            "patch's placements in: 0 the model's value of the quilt after "
+                            "it, 1 the packing ranking (contact, holes, window)", int, low=0,
+                            high=1),
           "holes": Param(1.0, "eval=learned/pack/net: placement ranking, per one-square "
                          "hole made (besides 1 per side in contact; with window=0, 0 is the "
                          "ranking before 2026-12-03)", low=0, high=100),
