@@ -252,3 +252,32 @@ def test_the_degenerate_games_benchmark_prints_the_packing_figures_beside_greedy
             assert lo <= value <= hi, (bot, m)
     assert figures["packing"]["random"]["holes"][0] > figures["packing"]["greedy"]["holes"][0]
     assert figures["degenerate_share"][0] == figures["packing"]["random"]["degenerate"][0]
+
+
+def test_the_opening_passes_benchmark_judges_both_groups_of_deals() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "opening_passes.py"),
+                          "--bot", "mcts(eval=learned, iterations=8)", "--deals", "40",
+                          "--passes", "2", "--after", "1", "--judge", "greedy;random",
+                          "--games", "2", "--jobs", "1", "--json"],
+                         capture_output=True, text=True, check=True, cwd=root)
+    figures = json.loads(out.stdout)
+    runs = figures["opening_runs"]
+    assert 0 < runs <= 40 and figures["after"] == 1 and figures["share"] == runs / 40
+    assert set(figures["judges"]) == {"greedy", "random"}
+    for judge in figures["judges"].values():
+        passing, control = judge["groups"].values()
+        assert passing["deals"] == runs
+        assert control["deals"] <= runs  # as many as it finds, at most as many
+        for group in (passing, control):
+            if group["deals"] > 1:
+                assert group["lo"] <= group["buy_minus_pass"] <= group["hi"]
+                assert group["buy_minus_pass"] == pytest.approx(
+                    group["after_buy"] - group["after_pass"])
+    refused = subprocess.run([sys.executable, str(root / "benchmarks" / "opening_passes.py"),
+                              "--after", "6", "--passes", "6"],
+                             capture_output=True, text=True, cwd=root)
+    assert refused.returncode == 2 and "--after 6" in refused.stderr
