@@ -344,8 +344,9 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
                                              high=10**6)),
     "war_rollouts": (F.L_WAR_ROLLOUTS, Param(0, WAR_ROLLOUTS_HELP, int, low=0, high=64)),
     "widen": (F.L_WIDEN, Param(0, "placements chosen by search: a node holding 2^s placements "
-                                  "a patch takes the next best by the model at widen x 4^s "
-                                  "visits (0: top_k by contact, never widened)", int, low=0,
+                                  "a patch takes the next best (by the model, or the packing "
+                                  "ranking with widen_by=1) at widen x 4^s visits (0: top_k "
+                                  "by the packing ranking, never widened)", int, low=0,
                                high=10**6)),
     "widen_max": (F.L_WIDEN_MAX, Param(8, "most placements a patch a widened node searches",
                                        int, low=1, high=64)),

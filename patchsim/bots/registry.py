@@ -393,9 +393,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
           "war_rollouts": Param(0, "eval=learned: " + WAR_ROLLOUTS_HELP, int, low=0,
                                 high=64),
           "widen": Param(0, "eval=learned/pack/net: placements chosen by search, every "
-                         "legal one ranked by the model; a node widens at widen x 4^s "
-                         "visits (0: top_k by contact; eval=pack: 8)", int, low=0,
-                         high=10**6),
+                         "legal one ranked by the model (widen_by=1: by the packing "
+                         "ranking); a node widens at widen x 4^s visits (0: top_k by the "
+                         "packing ranking; eval=pack: 8)", int, low=0, high=10**6),
           "widen_max": Param(8, "eval=learned/pack/net: most placements a patch a widened "
                              "node searches", int, low=1, high=64),
           "widen_by": Param(0, "eval=learned/pack/net: the order a widening node takes a "
