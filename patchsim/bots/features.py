@@ -31,7 +31,7 @@ from patchsim.bots.heuristics import (
     keep_best,
     leather_square,
     new_memo,
-    placement_score,
+    top_placements,
     top_placements_memo,
 )
 from patchsim.bots.network import H_VERSION, net_value0, scratch_size
@@ -393,19 +393,19 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
     """Pass, then for each affordable offered patch its ``m`` best placements among all
     that fit, by :func:`placement_prior` (the searched moves of a node widened to ``m``),
     or with ``L_WIDEN_BY`` by the packing ranking the unwidened search uses
-    (:func:`patchsim.bots.heuristics.placement_score`); returns how many.
+    (:func:`patchsim.bots.heuristics.top_placements`); returns how many.
     ``best_g``/``best_s`` hold ``m`` entries (no allocation per node)."""
+    if params[L_WIDEN_BY] > 0:
+        # the unwidened search's own ranking, m deep (one definition of it; no memo: its
+        # keys do not hold m)
+        return top_placements(state, tab, out, int(m), params[L_CONTACT], params[L_HOLES],
+                              params[L_WINDOW], (-1))
     p = core.to_move(state, tab)
     out[0] = core.PASS
     n = 1
     btn = state[core.S_BTN + p]
     last = tab[core.T_LAST]
     pos = state[core.S_POS + p]
-    by_packing = params[L_WIDEN_BY] > 0
-    qlo = state[core.S_QLO + p]
-    qhi = state[core.S_QHI + p]
-    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
-    holes0 = count_holes(tab, qlo, qhi) if by_packing and params[L_HOLES] != 0.0 else 0
     for k in range(tab[core.T_OFFER]):
         patch = core.offer_patch(state, tab, k)
         if patch < 0:
@@ -419,11 +419,7 @@ def ranked_actions(params: np.ndarray, state: np.ndarray, tab: np.ndarray, out: 
         for g in range(first, first + core.patch_count(tab, patch)):
             if not core.fits(state, tab, p, g):
                 continue
-            if by_packing:
-                s = placement_score(tab, qlo, qhi, holes0, g, params[L_CONTACT],
-                                    params[L_HOLES], params[L_WINDOW], bonus_open)
-            else:
-                s = placement_prior(params, state, tab, p, g, tl, scratch)
+            s = placement_prior(params, state, tab, p, g, tl, scratch)
             if kept < m or s > best_s[kept - 1]:
                 kept = keep_best(best_g, best_s, kept, int(m), g, s)
         for j in range(kept):
