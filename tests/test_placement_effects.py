@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from positions import played_position
 
 from patchsim.bots import features as F
-from patchsim.bots.registry import make_bot
 from patchsim.engine import core
-from patchsim.engine.deal import deal_circle
-from patchsim.engine.game import Game
 from patchsim.engine.ruleset import load_ruleset
 from patchsim.play.placement_effects import (
     HELD_COLUMNS,
@@ -31,15 +29,8 @@ def test_placements_of_one_patch_differ_in_the_shape_terms_only(seed: int, plies
                                                                 rules: str) -> None:
     """The design's premise: after two placements of the same patch every feature but the
     shape terms is the same, so a drawn placement's deviation lies in SHAPE_COLUMNS."""
-    rs = load_ruleset(rules)
-    game = Game.new(rs, circle=deal_circle(rs, seed))
-    bot = make_bot("greedy(epsilon=0.3)")
-    stream = np.array([seed + 1], dtype=np.uint64)
-    for _ in range(plies):
-        if game.finished:
-            return
-        game.apply(int(bot.choose_code(game, stream)))
-    if game.finished or game.pending_leather:
+    game = played_position(rules, seed, plies)
+    if game is None:
         return
     tab, state = game.tab, game.state
     p = int(game.to_move)
@@ -146,3 +137,73 @@ def test_a_base_feature_model_holds_the_shape_effects_it_has(tmp_path) -> None:
     for c in held:
         assert model.weights[c] == pytest.approx(effects[str(c)]["effect"])
     assert len(model.weights) == F.N_FEATURES
+
+
+# --- the packing ranking's terms, drawn among the ranking's best (ranking_effects) ---------
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31), plies=st.integers(0, 40),
+       weights=st.tuples(st.floats(0.1, 3), st.floats(0, 3), st.floats(0, 3)),
+       rules=st.sampled_from(["edition2", "variants/quilt7", "variants/no_bonus"]))
+def test_the_ranking_terms_weighed_are_the_searchs_placement_score(
+        seed: int, plies: int, weights: tuple[float, float, float], rules: str) -> None:
+    """What is measured is what the search ranks by: the weighted terms of every placement
+    of every offered patch are heuristics.placement_score, and the drawn-among order is
+    that score's, best first."""
+    from patchsim.bots.heuristics import count_holes, placement_score
+    from patchsim.play.placement_effects import _ranking
+
+    game = played_position(rules, seed, plies)
+    if game is None:
+        return
+    tab, state = game.tab, game.state
+    p = int(game.to_move)
+    rank, terms = _ranking(weights)
+    qlo, qhi = state[core.S_QLO + p], state[core.S_QHI + p]
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    holes0 = count_holes(tab, qlo, qhi)
+    sign = 1 - 2 * p
+    for k in range(tab[core.T_OFFER]):
+        patch = core.offer_patch(state, tab, k)
+        if patch < 0:
+            break
+        order = rank(state, tab, p, patch)
+        scores = [placement_score(tab, qlo, qhi, holes0, g, *weights, bonus_open)
+                  for g in order]
+        assert scores == sorted(scores, reverse=True)
+        for g, sc in zip(order[:8], scores, strict=False):
+            row = terms(state, tab, p, g) * sign
+            assert np.dot((weights[0], -weights[1], weights[2]), row) == pytest.approx(sc)
+            assert row[0] >= 0 and (bonus_open or row[2] == 0.0)
+
+
+def test_a_ranking_game_draws_and_is_a_function_of_its_seed() -> None:
+    from patchsim.play.placement_effects import RANKING_TERMS, ranking_game
+
+    rs = load_ruleset("variants/quilt7")
+    a = ranking_game(rs, "greedy", 11)
+    b = ranking_game(rs, "greedy", 11)
+    assert a[0].shape == (len(RANKING_TERMS),) and a[2] > 0
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1:] == b[1:]
+    # k = 1 is the ranking's own choice: nothing drawn, nothing deviates
+    total, _, draws = ranking_game(rs, "greedy", 11, k=1)
+    assert draws == 0 and not total.any()
+
+
+def test_ranking_effects_whatever_the_workers_and_the_implied_weights() -> None:
+    from patchsim.play.placement_effects import RankingEffects, ranking_effects
+
+    rs = load_ruleset("variants/quilt7")
+    one = ranking_effects(rs, "greedy", 12, seed=4, jobs=1)
+    two = ranking_effects(rs, "greedy", 12, seed=4, jobs=2)
+    np.testing.assert_array_equal(one.beta, two.beta)
+    assert one.games == 12 and one.treatments > 0
+    with pytest.raises(ValueError, match="at least"):
+        ranking_effects(rs, "greedy", 4)
+    eff = RankingEffects((1.0, 1.0, 0.5), np.array([0.4, -0.6, 0.2]), np.ones(3), 10, 1.0, 1.0)
+    assert eff.weights() == pytest.approx((1.0, 1.5, 0.5))
+    flat = RankingEffects((1.0, 1.0, 0.5), np.array([-0.1, -0.6, 0.2]), np.ones(3), 10, 1, 1)
+    with pytest.raises(ValueError, match="not positive"):
+        flat.weights()
