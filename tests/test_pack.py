@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from positions import root_node
 
 from patchsim.bots import features as F
 from patchsim.bots import heuristics as H
@@ -361,30 +362,20 @@ def test_a_pack_training_writes_its_files_beside_todays_model(tmp_path) -> None:
     assert np.array_equal(again.model.weights, res.model.weights)  # a seed replays it
 
 
-def _root(moves: list[int], visits: list[int], means: list[float]):
-    """A root (node 0) whose children are ``moves`` with those visits and mean values."""
-    n = len(moves)
-    first_child = np.array([1] + [-1] * n, dtype=np.int64)
-    nchild = np.array([n] + [0] * n, dtype=np.int64)
-    v = np.array([sum(visits)] + visits, dtype=np.int64)
-    value = np.array([0.0] + [m * k for m, k in zip(means, visits, strict=True)])
-    return first_child, nchild, v, value, np.array([-99] + moves, dtype=np.int64)
-
-
 def test_the_root_decides_the_patch_by_its_placements_summed_visits(e2: Ruleset) -> None:
     tab = compile_ruleset(e2).tab
     g_a = [core.patch_first(tab, 3) + i for i in range(3)]  # three placements of one patch
     g_b = core.patch_first(tab, 7)
     # pass has the most visits of any single child, the patch the most in all
-    fc, nc, visits, value, move = _root([core.PASS, *g_a, g_b], [40, 20, 25, 15, 10],
+    fc, nc, visits, value, move = root_node([core.PASS, *g_a, g_b], [40, 20, 25, 15, 10],
                                         [0.5, 0.5, 0.5, 0.5, 0.4])
     best = most_visited_decision(fc, nc, visits, value, move, tab, 0)
     assert move[best] == g_a[1]  # the patch, at its most visited placement
     # one placement a patch: the plain most visited child, ties to the better mean
-    fc, nc, visits, value, move = _root([core.PASS, g_a[0], g_b], [30, 30, 10],
+    fc, nc, visits, value, move = root_node([core.PASS, g_a[0], g_b], [30, 30, 10],
                                         [0.4, 0.6, 0.9])
     assert move[most_visited_decision(fc, nc, visits, value, move, tab, 0)] == g_a[0]
-    fc, nc, visits, value, move = _root([core.PASS, g_a[0], g_b], [30, 10, 20],
+    fc, nc, visits, value, move = root_node([core.PASS, g_a[0], g_b], [30, 10, 20],
                                         [0.4, 0.6, 0.9])
     assert move[most_visited_decision(fc, nc, visits, value, move, tab, 0)] == core.PASS
 

@@ -31,6 +31,7 @@ from patchsim.bots.heuristics import (
     keep_best,
     leather_square,
     new_memo,
+    placement_score,
     top_placements,
     top_placements_memo,
 )
@@ -41,12 +42,14 @@ from patchsim.bots.tree import (
     Int,
     backup,
     expand,
+    grouped_uct_child,
     most_visited_decision,
     new_tree,
     now_ms,
     play_macro,
     regrow,
     sample_by_visits,
+    sample_decision_by_visits,
     uct_child,
 )
 from patchsim.engine import core
@@ -99,6 +102,14 @@ L_OWN_SCORE = L_PACK + 1  # 38
 L_WIDEN_BY = L_OWN_SCORE + 1  # 39
 L_PACK_WEIGHTS = 40
 N_PACK_FEATURES = 5  # slots L_PACK_WEIGHTS .. L_PACK_WEIGHTS + 4
+# what a widened search charges a placement for falling below its patch's best by the
+# packing ranking (L_WIDEN_BY = 1): points per unit of heuristics.placement_score (a side in
+# contact), taken off the placing seat's reward along every line through it (converted at
+# the squash's slope, 0.5 / L_SCALE a point). The ranking's terms are worth that much in
+# final margin (benchmarks/ranking_effects.py: 0.63 points a side in contact), and the
+# model sees none of contact, so without it the tree picks among a patch's placements by
+# differences of a few thousandths. 0: no charge, exactly as before
+L_PLACE_COST = L_PACK_WEIGHTS + N_PACK_FEATURES  # 45
 N_ALL_FEATURES = 22 + N_PACK_FEATURES
 SMALL_REGION = 3  # squares: an empty region this small takes only the smallest patches
 
@@ -539,6 +550,9 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     temperature = params[L_TEMPERATURE]
     root = int(np.int64(0))  # typed, not the literal 0: one signature of each, compiled ahead
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
+        if params[L_WIDEN] > 0:  # several placements a patch: draw the decision
+            return move[sample_decision_by_visits(first_child, nchild, visits, value, move,
+                                                  tab, root, temperature, rng)]
         return move[sample_by_visits(first_child, nchild, visits, root, temperature, rng)]
     return move[most_visited_decision(first_child, nchild, visits, value, move, tab, root)]
 
@@ -601,14 +615,93 @@ def seat_rewards(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 
 
 @njit(cache=True)
+def ranking_scores(params: np.ndarray, state: np.ndarray, tab: np.ndarray, move: np.ndarray,
+                   first: Int, end: Int, scores: np.ndarray) -> None:
+    """``scores[i]``: the packing ranking's score of the move ``move[first + i]`` at
+    ``state`` (:func:`patchsim.bots.heuristics.placement_score` with the search's weights;
+    0 for a pass), for ``i < end - first``."""
+    p = core.to_move(state, tab)
+    qlo = state[core.S_QLO + p]
+    qhi = state[core.S_QHI + p]
+    wh = params[L_HOLES]
+    bonus_open = state[core.S_BONUS] < 0 and tab[core.T_HAS_BONUS] == 1
+    holes0 = count_holes(tab, qlo, qhi) if wh != 0.0 else 0
+    for i in range(end - first):
+        g = move[first + i]
+        scores[i] = 0.0
+        if g >= 0:
+            scores[i] = placement_score(tab, qlo, qhi, holes0, g, params[L_CONTACT], wh,
+                                        params[L_WINDOW], bonus_open)
+
+
+@njit(cache=True)
+def placement_charges(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                      move: np.ndarray, charge: np.ndarray, first: Int, end: Int,
+                      scores: np.ndarray) -> None:
+    """``charge[ch]`` for the children ``first .. end - 1`` of a node at ``state``: how far
+    each child's placement falls below the best placement of the same patch among them by
+    the packing ranking (:func:`ranking_scores`), times ``L_PLACE_COST`` points a unit, in
+    reward at the squash's slope (``scores``: room for ``end - first`` floats). A pass and
+    a patch's best placement cost nothing, so a node holding one placement a patch (the
+    first stage of the widening) is charged nothing."""
+    scale = params[L_SCALE] if params[L_SCALE] > 0 else 10.0
+    per_unit = params[L_PLACE_COST] * 0.5 / scale
+    ranking_scores(params, state, tab, move, first, end, scores)
+    for i in range(end - first):
+        g = move[first + i]
+        charge[first + i] = 0.0
+        if g < 0:
+            continue
+        patch = core.placement_patch(tab, g)
+        best = scores[i]
+        for j in range(end - first):
+            o = move[first + j]
+            if o >= 0 and core.placement_patch(tab, o) == patch and scores[j] > best:
+                best = scores[j]
+        charge[first + i] = per_unit * (best - scores[i])
+
+
+@njit(cache=True)
+def distinct_placements(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                        acts: np.ndarray, na: Int, scores: np.ndarray) -> Int:
+    """Keep of ``acts[:na]`` (pass, then each patch's placements best first) the pass and,
+    per patch, the first placement of each packing-ranking score; returns how many are
+    left. Placements of one patch that the ranking scores alike are mostly mirror images
+    of one another (an empty quilt's corners), and a widened node searching them all splits
+    the patch's visits among copies of one move."""
+    ranking_scores(params, state, tab, acts, 0, na, scores)
+    n = 0
+    for a in range(na):
+        g = acts[a]
+        sc = scores[a]
+        if g >= 0:
+            patch = core.placement_patch(tab, g)
+            copy = False
+            for b in range(n):
+                if (acts[b] >= 0 and core.placement_patch(tab, acts[b]) == patch
+                        and scores[b] == sc):
+                    copy = True
+                    break
+            if copy:
+                continue
+        acts[n] = g
+        scores[n] = sc
+        n += 1
+    return n
+
+
+@njit(cache=True)
 def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
                    value: np.ndarray, tab: np.ndarray, first: Int, end: Int, pm: Int,
-                   scratch: np.ndarray, net: bool | None = True) -> tuple[float, float]:
+                   scratch: np.ndarray, charge: np.ndarray,
+                   net: bool | None = True) -> tuple[float, float]:
     """Evaluate the new children ``first .. end - 1`` of a node where ``pm`` moves (one
     visit each, valued by the mover's reward) and return the two seats' rewards (player 0,
     player 1) at the best of them for the mover: what the expansion (or widening) backs
-    up."""
+    up. ``charge``: what each child's placement costs the mover, in reward (``L_PLACE_COST``;
+    empty: nothing, the arithmetic as before)."""
     own = params[L_OWN_SCORE]
+    charged = charge.shape[0] > 0
     best_u = -np.inf
     best_v = 0.0  # the mover's win expectation at the best child
     best_ch = first
@@ -619,12 +712,23 @@ def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
         u = v
         if own != 0.0:
             u = v + own * passive_score(states[ch], tab, np.int64(pm))
+        if charged:
+            u -= charge[ch]
         visits[ch] = 1
         value[ch] = u
         if u > best_u:
             best_u = u
             best_v = v
             best_ch = ch
+    if charged:
+        # the mover's reward at the best child, its charge included (the other seat's is its
+        # win expectation, with its own score term)
+        other = 1.0 - best_v
+        if own != 0.0:
+            other += own * passive_score(states[best_ch], tab, np.int64(1 - pm))
+        if pm == 0:
+            return best_u, other
+        return other, best_u
     if own == 0.0:
         # the win expectations alone, in the same arithmetic as ever (the same games)
         v0 = best_v if pm == 0 else 1.0 - best_v
@@ -681,6 +785,12 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     prior = np.empty(N_ALL_FEATURES, dtype=np.float64)
     best_g = np.empty(width, dtype=np.int64)
     best_s = np.empty(width, dtype=np.float64)
+    # placements charged for falling below their patch's best (L_PLACE_COST), in a search
+    # widened by the packing ranking: per node, taken off its mover's reward on every line
+    # through it. Empty: no charges (judge_children's arithmetic as before)
+    charged = widen > 0 and params[L_WIDEN_BY] > 0 and params[L_PLACE_COST] > 0
+    charge = np.zeros(cap if charged else 0, dtype=np.float64)
+    pscores = np.empty(max_children, dtype=np.float64)
     # typed, not constants: numba would compile expand, uct_child and judge_children once
     # more for the first iteration's constant node numbers
     nodes: Int = int(np.int64(1))
@@ -710,18 +820,31 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                     pm = core.to_move(states[node], tab)
                     na = ranked_actions(params, states[node], tab, acts, m_new, prior, best_g,
                                         best_s)
+                    if params[L_WIDEN_BY] > 0:  # the ranking's ties: one of each
+                        na = distinct_placements(params, states[node], tab, acts, na, pscores)
                     stage[node] += 1
                     if nodes + nchild[node] + na <= cap:
                         nodes, first_new = regrow(states, first_child, nchild, visits, value,
                                                   mover, move, stage, tab, node, nodes, acts,
                                                   na, pm)
+                        if charged:  # the whole block: its children moved
+                            placement_charges(params, states[node], tab, move, charge,
+                                              first_child[node], nodes, pscores)
                         if first_new < nodes:
                             # this iteration backs up the best new move, as an expansion
                             r0, r1 = judge_children(params, states, visits, value,
-                                                    tab, first_new, nodes, pm, scratch, net)
-                            widened = True
-                            break
-            node = uct_child(first_child, nchild, visits, value, node, c)
+                                                    tab, first_new, nodes, pm, scratch,
+                                                    charge, net)
+                            if not charged:
+                                widened = True
+                                break
+                            # charged, the new placements are the patch's worse ones: their
+                            # best is no news about the node; the descent goes on by UCT
+            if widen > 0:  # several placements a patch: the decision, then where
+                node = grouped_uct_child(first_child, nchild, visits, value, move, tab, node,
+                                         c)
+            else:
+                node = uct_child(first_child, nchild, visits, value, node, c)
             depth += 1
             path[depth] = node
         if not widened:
@@ -737,9 +860,11 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 first = nodes
                 nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
                                acts, na, pm)
+                if charged:
+                    placement_charges(params, st, tab, move, charge, first, nodes, pscores)
                 # evaluate every new child at once: the mover's view, and its best backs up
                 r0, r1 = judge_children(params, states, visits, value, tab, first, nodes, pm,
-                                        scratch, net)
+                                        scratch, charge, net)
                 # wars None: compiled without the war rollouts (no bot of the game sets
                 # them; the branch on a None argument is pruned, as leaf_value0's)
                 if wars is not None and war > 0 and depth >= war:
@@ -752,6 +877,12 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                       memo, widen_code)
                         r0, r1 = seat_rewards(params, work, tab,
                                               value0(params, work, tab, scratch))
+        if charged:  # the placements on the line, each charged to the seat that made it
+            for d in range(1, depth + 1):
+                if mover[path[d]] == 0:
+                    r0 -= charge[path[d]]
+                else:
+                    r1 -= charge[path[d]]
         backup(path, depth, visits, value, mover, r0, r1)
     return first_child, nchild, visits, value, move
 

@@ -52,6 +52,7 @@ from patchsim.bots import network as N
 from patchsim.bots.policies import N_PARAMS
 from patchsim.bots.registry import (
     OWN_SCORE_HELP,
+    PLACE_COST_HELP,
     SAMPLING_HELP,
     WAR_ROLLOUTS_HELP,
     BotSpecError,
@@ -365,11 +366,12 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
     "window": (F.L_WINDOW, Param(0.5, "placement ranking: per bonus-window square",
                                        low=0, high=100)),
     "own_score": (F.L_OWN_SCORE, Param(0.0, OWN_SCORE_HELP, low=0, high=1)),
+    "place_cost": (F.L_PLACE_COST, Param(0.0, PLACE_COST_HELP, low=0, high=100)),
 }
 # what a spec may set (mcts's own names; the contact weight stays at 1, the unit of the others)
 LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
                  "temperature", "sample_plies", "war_rollouts", "widen", "widen_max", "widen_by",
-                 "holes", "window", "own_score")
+                 "holes", "window", "own_score", "place_cost")
 
 
 class LearnedBot:

@@ -263,6 +263,10 @@ WAR_ROLLOUTS_HELP = ("passing wars: k > 0 values a tree node reached by k passes
 OWN_SCORE_HELP = ("a seat's reward adds own_score x the points it would end on if it only "
                   "passed from there (its score, income to come, a button a space ahead): "
                   "a tie-breaker towards moves that leave the seat points (0: win only)")
+PLACE_COST_HELP = ("with widen and widen_by=1: points a placement costs its seat per unit "
+                   "it falls below its patch's best by the packing ranking (a side in "
+                   "contact; about 0.6 measured), so that the model chooses a lower-ranked "
+                   "placement only where it sees more than that (0: no charge)")
 
 
 def check_sampling(bot: str, values: dict[str, Any]) -> None:
@@ -345,7 +349,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
 _EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max",
-                    "widen_by", "holes", "window", "own_score")
+                    "widen_by", "holes", "window", "own_score", "place_cost")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -409,7 +413,9 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
                           "fullest bonus window (in the printed game's 7 points)", low=0,
                           high=100),
           "own_score": Param(0.0, "eval=learned/pack/net: " + OWN_SCORE_HELP, low=0,
-                             high=1)})(_mcts_factory)
+                             high=1),
+          "place_cost": Param(0.0, "eval=learned/pack/net: " + PLACE_COST_HELP, low=0,
+                              high=100)})(_mcts_factory)
 def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
     """The bot a spec names; BotSpecError listing what exists when it names none.
 

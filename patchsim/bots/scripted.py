@@ -19,7 +19,7 @@ ALWAYS_PASS = 1
 FIRST_FIT = 2
 SCRIPTED = 3
 
-N_PARAMS = 48  # the learned search uses 45 (patchsim.bots.features)
+N_PARAMS = 48  # the learned search uses 46 (patchsim.bots.features)
 
 # --- scripted policy parameters (also the rollout policy of the search bot) --------------------
 P_W_INCOME = 0  # value of one income button per income mark still ahead

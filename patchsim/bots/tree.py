@@ -98,6 +98,72 @@ def uct_child(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
 
 
 @njit(cache=True)
+def first_of_decision(move: np.ndarray, tab: np.ndarray, fc: Int, ch: Int) -> bool:
+    """Whether child ``ch`` is the first among ``fc .. ch`` of its decision
+    (:func:`move_group`): a loop over a node's decisions visits each once."""
+    grp = move_group(tab, move[ch])
+    for o in range(fc, ch):  # noqa: SIM110 - numba compiles the loop, not a generator
+        if move_group(tab, move[o]) == grp:
+            return False
+    return True
+
+
+@njit(cache=True)
+def decision_visits(visits: np.ndarray, move: np.ndarray, tab: np.ndarray, fc: Int, end: Int,
+                    group: Int) -> Int:
+    """The visits of decision ``group`` summed over its children among ``fc .. end - 1``."""
+    n = 0
+    for o in range(fc, end):
+        if move_group(tab, move[o]) == group:
+            n += visits[o]
+    return n
+
+
+@njit(cache=True)
+def grouped_uct_child(first_child: np.ndarray, nchild: np.ndarray, visits: np.ndarray,
+                      value: np.ndarray, move: np.ndarray, tab: np.ndarray, node: Int,
+                      c: float) -> Int:
+    """:func:`uct_child` in two steps, for a node holding several placements of a patch:
+    first the decision (pass, or which patch; :func:`move_group`) by UCT over its visits
+    summed and the mean of its most visited placement, then that decision's placement by UCT
+    among its own. Why: with one UCT score a child, a patch searched in eight placements
+    gets eight exploration bonuses against the pass's one, and its visits grow because its
+    placements are many, not because buying is better; and a patch's worth is that of its
+    best placement, not the mean over the poor ones tried once."""
+    fc = first_child[node]
+    end = fc + nchild[node]
+    for ch in range(fc, end):
+        if visits[ch] == 0:
+            return ch
+    lnv = np.log(visits[node] + 1.0)
+    best_grp = move_group(tab, move[fc])
+    best_u = -1e300
+    best_n = 1
+    for ch in range(fc, end):
+        if not first_of_decision(move, tab, fc, ch):
+            continue
+        grp = move_group(tab, move[ch])
+        n = decision_visits(visits, move, tab, fc, end, grp)
+        lead = most_visited_of(visits, value, move, tab, fc, end, grp)
+        u = value[lead] / visits[lead] + c * np.sqrt(lnv / n)
+        if u > best_u:
+            best_u = u
+            best_grp = grp
+            best_n = n
+    lng = np.log(best_n + 1.0)
+    best = -1
+    best_u = -1e300
+    for ch in range(fc, end):
+        if move_group(tab, move[ch]) != best_grp:
+            continue
+        u = value[ch] / visits[ch] + c * np.sqrt(lng / visits[ch])
+        if u > best_u:
+            best_u = u
+            best = ch
+    return best
+
+
+@njit(cache=True)
 def backup(path: np.ndarray, depth: Int, visits: np.ndarray, value: np.ndarray,
            mover: np.ndarray, reward0: float, reward1: float) -> None:
     """Count a visit on every node of ``path[:depth + 1]`` and add to each (but the root)
@@ -135,19 +201,24 @@ def most_visited_decision(first_child: np.ndarray, nchild: np.ndarray, visits: n
     lead = fc  # the child that set best_group (ties between decisions: its mean value)
     for ch in range(fc, end):
         grp = move_group(tab, move[ch])
-        total = 0
-        for other in range(fc, end):
-            if move_group(tab, move[other]) == grp:
-                total += visits[other]
+        total = decision_visits(visits, move, tab, fc, end, grp)
         if total > best_total or (total == best_total and visits[ch] > 0
                                   and visits[lead] > 0
                                   and value[ch] / visits[ch] > value[lead] / visits[lead]):
             best_total = total
             best_group = grp
             lead = ch
+    return most_visited_of(visits, value, move, tab, fc, end, best_group)
+
+
+@njit(cache=True)
+def most_visited_of(visits: np.ndarray, value: np.ndarray, move: np.ndarray, tab: np.ndarray,
+                    fc: Int, end: Int, group: Int) -> Int:
+    """The most visited child among ``fc .. end - 1`` of decision ``group`` (ties: the
+    better mean value)."""
     best = -1
     for ch in range(fc, end):
-        if move_group(tab, move[ch]) != best_group:
+        if move_group(tab, move[ch]) != group:
             continue
         if best < 0 or visits[ch] > visits[best] or (
                 visits[ch] == visits[best] and visits[ch] > 0
@@ -185,6 +256,44 @@ def sample_by_visits(first_child: np.ndarray, nchild: np.ndarray, visits: np.nda
             if u < 0.0:
                 return ch
     return last  # rounding: u reached the total
+
+
+@njit(cache=True)
+def sample_decision_by_visits(first_child: np.ndarray, nchild: np.ndarray,
+                              visits: np.ndarray, value: np.ndarray, move: np.ndarray,
+                              tab: np.ndarray, node: Int, temperature: float,
+                              rng: np.ndarray) -> Int:
+    """:func:`sample_by_visits` for a node holding several placements of a patch: the
+    decision (pass, or which patch) drawn by its visits summed over its placements, then
+    its most visited placement. The opening varies in what is bought, as in a search of one
+    placement a patch; where it goes stays the search's choice (a placement tried once is
+    never drawn for its one visit)."""
+    fc = first_child[node]
+    end = fc + nchild[node]
+    inv_t = 1.0 / temperature
+    vmax = 0
+    for ch in range(fc, end):  # the largest decision total: weights relative to it
+        vmax = max(vmax, decision_visits(visits, move, tab, fc, end, move_group(tab, move[ch])))
+    if vmax == 0:
+        return fc  # not reached: a search visits one root child at least
+    total = 0.0
+    for sweep in range(2):  # the sum of the weights, then the draw
+        u = core.rng_unit(rng) * total if sweep == 1 else 0.0
+        for ch in range(fc, end):
+            if not first_of_decision(move, tab, fc, ch):
+                continue
+            grp = move_group(tab, move[ch])
+            tot = decision_visits(visits, move, tab, fc, end, grp)
+            if tot == 0:
+                continue
+            w = (tot / vmax) ** inv_t
+            if sweep == 0:
+                total += w
+            else:
+                u -= w
+                if u < 0.0:
+                    return most_visited_of(visits, value, move, tab, fc, end, grp)
+    return most_visited_decision(first_child, nchild, visits, value, move, tab, node)
 
 
 @njit(cache=True)
