@@ -550,7 +550,7 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     temperature = params[L_TEMPERATURE]
     root = int(np.int64(0))  # typed, not the literal 0: one signature of each, compiled ahead
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
-        if params[L_WIDEN] > 0:  # several placements a patch: draw the decision
+        if widen is not None and params[L_WIDEN] > 0:  # several a patch: the decision
             return move[sample_decision_by_visits(first_child, nchild, visits, value, move,
                                                   tab, root, temperature, rng)]
         return move[sample_by_visits(first_child, nchild, visits, root, temperature, rng)]
@@ -788,7 +788,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     # placements charged for falling below their patch's best (L_PLACE_COST), in a search
     # widened by the packing ranking: per node, taken off its mover's reward on every line
     # through it. Empty: no charges (judge_children's arithmetic as before)
-    charged = widen > 0 and params[L_WIDEN_BY] > 0 and params[L_PLACE_COST] > 0
+    charged = (widen_code is not None and widen > 0 and params[L_WIDEN_BY] > 0
+               and params[L_PLACE_COST] > 0)
     charge = np.zeros(cap if charged else 0, dtype=np.float64)
     pscores = np.empty(max_children, dtype=np.float64)
     # typed, not constants: numba would compile expand, uct_child and judge_children once
@@ -840,7 +841,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                 break
                             # charged, the new placements are the patch's worse ones: their
                             # best is no news about the node; the descent goes on by UCT
-            if widen > 0:  # several placements a patch: the decision, then where
+            # several placements a patch: the decision, then where (widen_code None:
+            # compiled without it, as the widening)
+            if widen_code is not None and widen > 0:
                 node = grouped_uct_child(first_child, nchild, visits, value, move, tab, node,
                                          c)
             else:
@@ -860,7 +863,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 first = nodes
                 nodes = expand(states, first_child, nchild, mover, move, tab, node, nodes,
                                acts, na, pm)
-                if charged:
+                if widen_code is not None and charged:
                     placement_charges(params, st, tab, move, charge, first, nodes, pscores)
                 # evaluate every new child at once: the mover's view, and its best backs up
                 r0, r1 = judge_children(params, states, visits, value, tab, first, nodes, pm,
@@ -877,7 +880,8 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                                       memo, widen_code)
                         r0, r1 = seat_rewards(params, work, tab,
                                               value0(params, work, tab, scratch))
-        if charged:  # the placements on the line, each charged to the seat that made it
+        # the placements on the line, each charged to the seat that made it
+        if widen_code is not None and charged:
             for d in range(1, depth + 1):
                 if mover[path[d]] == 0:
                     r0 -= charge[path[d]]
