@@ -181,7 +181,14 @@ def test_the_widened_search_is_deterministic() -> None:
 
 
 def test_place_cost_is_a_knob_of_the_evaluations_only() -> None:
-    assert make_bot("mcts(eval=learned, place_cost=5)").params[F.L_PLACE_COST] == 5  # type: ignore[attr-defined]
+    spec = "mcts(eval=learned, widen=8, widen_by=1, place_cost=5)"
+    assert make_bot(spec).params[F.L_PLACE_COST] == 5  # type: ignore[attr-defined]
+    # without a widening by the ranking there is nothing to charge: said, not ignored
+    for knobs in ("place_cost=5", "widen=8, place_cost=5", "widen_by=1, place_cost=5"):
+        with pytest.raises(BotSpecError, match="needs widen > 0 and widen_by=1"):
+            make_bot(f"mcts(eval=learned, {knobs})")
+    with pytest.raises(BotSpecError, match="widen=0, widen_by=1"):
+        make_bot("mcts(eval=net, widen_by=1, place_cost=1)")
     assert make_bot("mcts(eval=net)").params[F.L_PLACE_COST] == 0  # type: ignore[attr-defined]
     with pytest.raises(BotSpecError, match="place_cost"):
         make_bot("mcts(place_cost=1)")

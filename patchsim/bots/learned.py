@@ -392,6 +392,13 @@ class LearnedBot:
         values.update(self.defaults)
         values.update(given)
         check_sampling("mcts(eval=learned)", values)
+        if values["place_cost"] > 0 and not (values["widen"] > 0 and values["widen_by"] == 1):
+            # a charge with nothing to charge would be ignored without a word
+            raise BotSpecError(
+                f"mcts(eval={self.evaluation}): place_cost={values['place_cost']:g} charges "
+                "the placements a widened search takes in the packing ranking's order, so it "
+                f"needs widen > 0 and widen_by=1 (here widen={values['widen']}, "
+                f"widen_by={values['widen_by']})")
         self.params = np.zeros(N_PARAMS, dtype=np.float64)
         for key, value in values.items():
             self.params[LEARNED_PARAMS[key][0]] = float(value)
