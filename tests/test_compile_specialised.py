@@ -19,7 +19,7 @@ import pytest
 from test_network import random_net
 
 from patchsim.bots import policies
-from patchsim.bots.features import L_WAR_ROLLOUTS, L_WIDEN
+from patchsim.bots.features import L_REUSE, L_WAR_ROLLOUTS, L_WIDEN
 from patchsim.bots.learned import bind_bot, param_rows
 from patchsim.bots.registry import CompiledBot, make_bot
 from patchsim.engine.deal import deal_arrays
@@ -55,17 +55,20 @@ def test_the_loop_holds_only_the_code_its_bots_use():
         return playout.code_needed(np.array(kinds), param_rows(rows))
 
     widen = bound("mcts(eval=learned, iterations=4, widen=2)", tables).params
-    assert needed([S, L], [greedy, learned]) == (None, None, None, None)  # the main job
-    assert needed([S, M], [greedy, search]) == (True, None, None, None)
-    assert needed([L, L], [learned, wars]) == (None, None, True, None)
-    assert needed([S, L], [greedy, net_row(tables)]) == (None, True, None, None)
-    assert needed([M, L], [search, net_row(tables)]) == (True, True, None, None)
-    assert needed([L, S], [widen, greedy]) == (None, None, None, True)
+    reuse = bound("mcts(eval=learned, iterations=4, reuse=1)", tables).params
+    assert needed([S, L], [greedy, learned]) == (None, None, None, None, None)  # the main job
+    assert needed([S, M], [greedy, search]) == (True, None, None, None, None)
+    assert needed([L, L], [learned, wars]) == (None, None, True, None, None)
+    assert needed([S, L], [greedy, net_row(tables)]) == (None, True, None, None, None)
+    assert needed([M, L], [search, net_row(tables)]) == (True, True, None, None, None)
+    assert needed([L, S], [widen, greedy]) == (None, None, None, True, None)
+    assert needed([L, L], [learned, reuse]) == (None, None, None, None, True)
     # a rollout search's row is read as a search's: its slot L_WAR_ROLLOUTS is not a war
     odd = search.copy()
     odd[L_WAR_ROLLOUTS] = 5
     odd[L_WIDEN] = 3
-    assert needed([M, S], [odd, greedy]) == (True, None, None, None)
+    odd[L_REUSE] = 1
+    assert needed([M, S], [odd, greedy]) == (True, None, None, None, None)
 
 
 def python_api_moves(tables, bots, circle, streams) -> list[int]:
@@ -79,7 +82,7 @@ def python_api_moves(tables, bots, circle, streams) -> list[int]:
     return list(game.history)
 
 
-@pytest.mark.parametrize("spec", ["war", "net", "widen"])
+@pytest.mark.parametrize("spec", ["war", "net", "widen", "reuse"])
 def test_each_specialisation_plays_as_the_python_api_and_its_code_matters(spec):
     # the loop compiled for what the bots use (here the war rollouts, the value network or
     # the widening) plays the games the Python API plays; the loop without that code plays
@@ -91,6 +94,11 @@ def test_each_specialisation_plays_as_the_python_api_and_its_code_matters(spec):
         row = bot.params
         pruned = row.copy()
         pruned[L_WAR_ROLLOUTS] = 0
+    elif spec == "reuse":
+        bot = bound("mcts(eval=learned, iterations=30, reuse=1)", tables)
+        row = bot.params
+        pruned = row.copy()
+        pruned[L_REUSE] = 0
     elif spec == "widen":
         bot = bound("mcts(eval=learned, iterations=30, widen=2)", tables)
         row = bot.params

@@ -158,7 +158,8 @@ def test_a_stopped_search_still_returns_a_legal_move(spec):
     buf = np.empty(core.max_moves(tables.tab), dtype=np.int64)
     code = playout.choose_or_stop(bot.kind, bot.params, game.state, tables.tab,
                                   np.ones(1, dtype=np.uint64), buf, np.ones(1, dtype=np.int64),
-                                  playout.bot_memo(bot.kind))
+                                  playout.bot_memo(bot.kind),
+                                  playout.bot_keep(bot.kind, bot.params, tables.tab))
     assert core.legality(game.state, tables.tab, code) == 0
 
 

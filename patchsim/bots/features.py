@@ -35,6 +35,7 @@ from patchsim.bots.heuristics import (
     top_placements,
     top_placements_memo,
 )
+from patchsim.bots.kept_tree import find_kept, keep_subtree, kept_nodes, new_keep, restore_subtree
 from patchsim.bots.network import H_VERSION, net_value0, scratch_size
 from patchsim.bots.network import HEADER as NET_HEADER
 from patchsim.bots.scripted import N_PARAMS
@@ -110,6 +111,10 @@ N_PACK_FEATURES = 5  # slots L_PACK_WEIGHTS .. L_PACK_WEIGHTS + 4
 # model sees none of contact, so without it the tree picks among a patch's placements by
 # differences of a few thousandths. 0: no charge, exactly as before
 L_PLACE_COST = L_PACK_WEIGHTS + N_PACK_FEATURES  # 45
+# 1: the search starts from the subtree it kept under its last move (patchsim.bots.kept_tree)
+# when the position it is asked about is a node of it; its iterations or time come on top
+# of the visits kept. 0: every search starts from an empty tree, exactly as before
+L_REUSE = L_PLACE_COST + 1  # 46
 N_ALL_FEATURES = 22 + N_PACK_FEATURES
 SMALL_REGION = 3  # squares: an empty region this small takes only the smallest patches
 
@@ -485,18 +490,38 @@ def search_actions_memo(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
 @njit(cache=True)
 def learned_move(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
                  buf: np.ndarray) -> Int:
-    """:func:`learned_search`, never stopped early."""
+    """:func:`learned_search`, never stopped early, from an empty tree."""
+    return learned_move_kept(params, state, tab, rng, buf,
+                             new_keep(int(np.int64(0)), state.shape[0]))
+
+
+@njit(cache=True)
+def learned_keep(params: np.ndarray, tab: np.ndarray) -> np.ndarray:
+    """An empty kept tree for a learned bot of parameter row ``params``: room for a whole
+    search's tree with ``L_REUSE`` (the subtree it keeps is smaller), none without."""
+    n = 0
+    if params[L_REUSE] > 0:
+        n = 1 + min(max(1, int(params[L_ITERATIONS])), TREE_ITERATIONS) * (
+            1 + tab[core.T_OFFER] * widen_width(params))
+    return new_keep(n, core.S_CIRCLE + tab[core.T_NPATCH])  # a state's length (new_state)
+
+
+@njit(cache=True)
+def learned_move_kept(params: np.ndarray, state: np.ndarray, tab: np.ndarray,
+                      rng: np.ndarray, buf: np.ndarray, keep: np.ndarray) -> Int:
+    """:func:`learned_search`, never stopped early, with the seat's kept tree ``keep``
+    (:func:`patchsim.bots.kept_tree.new_keep`; read and refilled with ``L_REUSE``)."""
     return learned_search(params, state, tab, rng, buf, np.zeros(1, dtype=np.int64),
-                          new_memo(MEMO_SLOTS))
+                          new_memo(MEMO_SLOTS), keep)
 
 
 # inlined where it is called (the compiled loops): one compiled level fewer in the loop's
 # first compile (see patchsim.play.loops.choose_or_stop)
 @njit(cache=True, inline="always")
 def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: np.ndarray,
-                   buf: np.ndarray, stop: np.ndarray, memo: np.ndarray,
+                   buf: np.ndarray, stop: np.ndarray, memo: np.ndarray, keep: np.ndarray,
                    net: bool | None = True, wars: bool | None = True,
-                   widen: bool | None = True) -> Int:
+                   widen: bool | None = True, reuse: bool | None = True) -> Int:
     """Tree search with the learned evaluation at the leaves (no rollouts).
 
     Expanding a node creates every searched child and evaluates it at once, so one
@@ -521,6 +546,11 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     ``memo`` (:func:`patchsim.bots.heuristics.new_memo`) remembers the placement ranking;
     the compiled loops keep one per bot for a whole batch of games, since its keys are exact
     (the same moves with any memo) and most positions' rankings are met again.
+
+    ``keep`` (:mod:`patchsim.bots.kept_tree`): with ``L_REUSE`` the search starts from the
+    subtree kept under this bot's last move when ``state`` is a node of it, and keeps the
+    subtree under the move it plays (the compiled loops empty it at each game's start).
+    ``reuse`` None: compiled without it.
     """
     p0 = core.to_move(state, tab)
     if state[core.S_PENDING] > 0:
@@ -542,8 +572,8 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     eps = params[L_EPSILON]
     if eps > 0 and core.rng_unit(rng) < eps:
         return acts[core.rng_below(rng, n_root)]
-    first_child, nchild, visits, value, move = learned_tree(params, state, tab, stop, memo,
-                                                            net, wars, widen)
+    (first_child, nchild, visits, value, move, states, mover, stage,
+     charge) = learned_tree(params, state, tab, stop, memo, keep, net, wars, widen, reuse)
     fc = first_child[0]
     if fc < 0:
         return core.PASS  # not reached: the first iteration always expands the root
@@ -551,10 +581,16 @@ def learned_search(params: np.ndarray, state: np.ndarray, tab: np.ndarray, rng: 
     root = int(np.int64(0))  # typed, not the literal 0: one signature of each, compiled ahead
     if temperature > 0 and state[core.S_PLY] < params[L_SAMPLE_PLIES]:
         if widen is not None and params[L_WIDEN] > 0:  # several a patch: the decision
-            return move[sample_decision_by_visits(first_child, nchild, visits, value, move,
-                                                  tab, root, temperature, rng)]
-        return move[sample_by_visits(first_child, nchild, visits, root, temperature, rng)]
-    return move[most_visited_decision(first_child, nchild, visits, value, move, tab, root)]
+            chosen = sample_decision_by_visits(first_child, nchild, visits, value, move,
+                                               tab, root, temperature, rng)
+        else:
+            chosen = sample_by_visits(first_child, nchild, visits, root, temperature, rng)
+    else:
+        chosen = most_visited_decision(first_child, nchild, visits, value, move, tab, root)
+    if reuse is not None and params[L_REUSE] > 0:
+        keep_subtree(keep, chosen, state[core.S_PLY], states, first_child, nchild, visits,
+                     value, mover, move, stage, charge)
+    return move[chosen]
 
 
 @njit(cache=True)
@@ -741,12 +777,15 @@ def judge_children(params: np.ndarray, states: np.ndarray, visits: np.ndarray,
 
 @njit(cache=True)
 def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: np.ndarray,
-                 memo: np.ndarray, net: bool | None = True, wars: bool | None = True,
-                 widen_code: bool | None = True):
+                 memo: np.ndarray, keep: np.ndarray, net: bool | None = True,
+                 wars: bool | None = True, widen_code: bool | None = True,
+                 reuse: bool | None = True):
     """The tree :func:`learned_search` grows from ``state`` (not finished, no leather
-    pending): (first_child, nchild, visits, value, move), node 0 the root. Deterministic:
-    the search draws nothing from a random stream. ``memo``: the bot's placement memo (a
-    widening search ranks by the model and never reads it).
+    pending): (first_child, nchild, visits, value, move, states, mover, stage, charge), node
+    0 the root. Deterministic: the search draws nothing from a random stream. ``memo``: the
+    bot's placement memo (a widening search ranks by the model and never reads it).
+    ``keep``: with ``L_REUSE``, the tree starts as the kept subtree whose root is ``state``
+    if there is one (:func:`patchsim.bots.kept_tree.find_kept`); it is only read here.
 
     With ``L_WAR_ROLLOUTS`` = k > 0, a node the tree reaches by k passes in a row (a
     passing war: the offer frozen) backs up the result of :func:`model_rollout` from it
@@ -758,8 +797,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     both seats far below zero. The model's one-ply player, which wars never, plays the
     war out to the end and shows what it is worth.
 
-    ``net``, ``wars``, ``widen_code`` None: compiled without the value network, the war
-    rollouts, the progressive widening (:func:`patchsim.play.loops.code_needed`).
+    ``net``, ``wars``, ``widen_code``, ``reuse`` None: compiled without the value network,
+    the war rollouts, the progressive widening, the kept tree
+    (:func:`patchsim.play.loops.code_needed`).
     """
     iters = max(1, int(params[L_ITERATIONS]))
     c = params[L_C]
@@ -779,6 +819,11 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
         cap = 1 + 2 * n * (1 + tab[core.T_OFFER]) + 8 * max_children
     else:
         cap = 1 + n * max_children
+    kept_at = -1
+    if reuse is not None and params[L_REUSE] > 0:
+        kept_at = find_kept(keep, state)
+        if kept_at >= 0:  # room for the kept subtree (its rows are all after its root's)
+            cap += kept_nodes(keep) - kept_at
     states, first_child, nchild, visits, value, mover, move, path = new_tree(cap, state)
     stage = np.zeros(cap if widen > 0 else 1, dtype=np.int64)
     scratch = np.empty(leaf_scratch(params, net), dtype=np.float64)
@@ -795,6 +840,9 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
     # typed, not constants: numba would compile expand, uct_child and judge_children once
     # more for the first iteration's constant node numbers
     nodes: Int = int(np.int64(1))
+    if reuse is not None and kept_at >= 0:
+        nodes = restore_subtree(keep, kept_at, states, first_child, nchild, visits, value,
+                                mover, move, stage, charge)
     for it in range(iters):
         if time_ms > 0 and it % CLOCK_EVERY == CLOCK_EVERY - 1 and now_ms() - t_start > time_ms:
             break
@@ -888,7 +936,7 @@ def learned_tree(params: np.ndarray, state: np.ndarray, tab: np.ndarray, stop: n
                 else:
                     r1 -= charge[path[d]]
         backup(path, depth, visits, value, mover, r0, r1)
-    return first_child, nchild, visits, value, move
+    return first_child, nchild, visits, value, move, states, mover, stage, charge
 
 
 def learned_root(params: np.ndarray, state: np.ndarray,
@@ -896,7 +944,8 @@ def learned_root(params: np.ndarray, state: np.ndarray,
     """The root of the learned search's tree at ``state`` (diagnostics and tests): the move
     codes of its children, their visit counts and their mean values (the mover's win
     expectation after the move)."""
-    first_child, nchild, visits, value, move = learned_tree(
-        params, state, tab, np.zeros(1, dtype=np.int64), new_memo(MEMO_SLOTS))
+    first_child, nchild, visits, value, move, _, _, _, _ = learned_tree(
+        params, state, tab, np.zeros(1, dtype=np.int64), new_memo(MEMO_SLOTS),
+        new_keep(0, state.shape[0]))
     sl = slice(first_child[0], first_child[0] + nchild[0])
     return move[sl].copy(), visits[sl].copy(), value[sl] / np.maximum(visits[sl], 1)

@@ -367,11 +367,13 @@ LEARNED_PARAMS: dict[str, tuple[int, Param]] = {
                                        low=0, high=100)),
     "own_score": (F.L_OWN_SCORE, Param(0.0, OWN_SCORE_HELP, low=0, high=1)),
     "place_cost": (F.L_PLACE_COST, Param(0.0, PLACE_COST_HELP, low=0, high=100)),
+    "reuse": (F.L_REUSE, Param(0, "1: start each search from the subtree kept under the "
+                                  "bot's last move (0: an empty tree)", int, low=0, high=1)),
 }
 # what a spec may set (mcts's own names; the contact weight stays at 1, the unit of the others)
 LEARNED_KNOBS = ("iterations", "c", "top_k", "margin_weight", "time_ms", "epsilon",
                  "temperature", "sample_plies", "war_rollouts", "widen", "widen_max", "widen_by",
-                 "holes", "window", "own_score", "place_cost")
+                 "holes", "window", "own_score", "place_cost", "reuse")
 
 
 class LearnedBot:
@@ -453,6 +455,21 @@ class BoundLearnedBot(CompiledBot):
         self.model = model
         self._provenance = (provenance_of(model, ruleset, bot.model_choice)
                             if ruleset is not None and model.path is not None else None)
+        self._keeps: dict[tuple[int, int | None], np.ndarray] = {}  # (table, seat): kept tree
+
+    def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
+        """The move code this bot picks; with ``reuse=1`` from the tree it kept at its last
+        move in this seat (as the compiled loops keep one a bot; a new game's first position
+        is never a node of an earlier game's tree, :func:`patchsim.bots.kept_tree.find_kept`)."""
+        if self.params[F.L_REUSE] <= 0:
+            return super().choose_code(game, rng_state)
+        key = (id(game.tab), game.to_move)
+        keep = self._keeps.get(key)
+        if keep is None:
+            keep = self._keeps[key] = F.learned_keep(self.params, game.tab)
+        buf = np.empty(core.max_moves(game.tab), dtype=np.int64)
+        return int(F.learned_move_kept(self.params, game.state, game.tab, rng_state, buf,
+                                       keep))
 
     @property
     def provenance(self) -> dict[str, Any]:

@@ -349,7 +349,7 @@ def register_evaluation(name: str, factory: Callable[..., Bot],
 
 # mcts parameters that only a registered evaluation (eval=learned) takes
 _EVALUATION_ONLY = ("models", "model", "epsilon", "war_rollouts", "widen", "widen_max",
-                    "widen_by", "holes", "window", "own_score", "place_cost")
+                    "widen_by", "holes", "window", "own_score", "place_cost", "reuse")
 
 
 def _mcts_factory(eval: str = "rollout", models: str | None = None, model: str | None = None,
@@ -415,7 +415,10 @@ register("mcts", "Monte Carlo tree search over pass and the best few placements 
           "own_score": Param(0.0, "eval=learned/pack/net: " + OWN_SCORE_HELP, low=0,
                              high=1),
           "place_cost": Param(0.0, "eval=learned/pack/net: " + PLACE_COST_HELP, low=0,
-                              high=100)})(_mcts_factory)
+                              high=100),
+          "reuse": Param(0, "eval=learned/pack/net: 1 starts each search from the subtree "
+                         "kept under the bot's last move (0: an empty tree)", int, low=0,
+                         high=1)})(_mcts_factory)
 def make_bot(spec: str | dict[str, Any] | Bot, *, bot_path: Sequence[str] = ()) -> Bot:
     """The bot a spec names; BotSpecError listing what exists when it names none.
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from patchsim.bots import features, heuristics, scripted, tree
+from patchsim.bots import features, heuristics, kept_tree, scripted, tree
 from patchsim.engine import core
 from patchsim.play import loops
 
@@ -35,8 +35,9 @@ HELPER_SECONDS = 600.0  # the longest wait for a helper before the loop compiles
 
 def _flag_codes(needed: loops.Needed) -> np.ndarray:
     # the loops' optional-code arguments, None or True, as numbers for the helper's file
-    _, net, wars, widen = needed
-    return np.array([-1 if f is None else 1 for f in (net, wars, widen)], dtype=np.int64)
+    _, net, wars, widen, reuse = needed
+    return np.array([-1 if f is None else 1 for f in (net, wars, widen, reuse)],
+                    dtype=np.int64)
 
 
 def _flags(codes: np.ndarray) -> tuple[bool | None, ...]:
@@ -94,7 +95,7 @@ def compile_beside(tab: np.ndarray, row: np.ndarray, state: np.ndarray,
     tree: the scripted bots (:func:`patchsim.bots.scripted.rollout_move`), the search
     root's choice of move and the loop's own steps, and the search's move list
     (:func:`patchsim.bots.features.tree_actions`)."""
-    _, net, _, widen = needed
+    _, net, _, widen, _ = needed
     work = state.copy()
     features.value0(row, work, tab,
                     np.empty(features.leaf_scratch(row, net), dtype=np.float64))
@@ -109,6 +110,8 @@ def compile_beside(tab: np.ndarray, row: np.ndarray, state: np.ndarray,
     tree.sample_by_visits(nodes, nodes, nodes, 0, 1.0, rng[0:1])
     heuristics.leather_square(work, tab, 0)
     loops.bot_memo(0)
+    loops.bot_keep(0, row, tab)
+    kept_tree.forget(kept_tree.new_keep(0, state.shape[0]))
     core.copy_into(np.empty(row.shape[0]), np.zeros(row.shape[0]))
     core.legality(work, tab, core.PASS)
     loops.finish_result(work, tab, np.zeros((1, loops.R_WIDTH), dtype=np.int64)[0])
@@ -137,7 +140,8 @@ def compile_tree(path: str) -> None:
     tree.expand(states, first_child, nchild, mover, move, tab, 0, 1,
                 np.array([core.PASS], dtype=np.int64), 1, core.to_move(state, tab))
     features.learned_tree(row, state, tab, np.zeros(1, dtype=np.int64),
-                          heuristics.new_memo(0), *_flags(flags))
+                          heuristics.new_memo(0), kept_tree.new_keep(0, state.shape[0]),
+                          *_flags(flags))
     core.count_legal(state, tab)  # the report's move counts (patchsim.engine.game)
 
 

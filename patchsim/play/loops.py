@@ -20,8 +20,16 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from patchsim.bots.features import L_WAR_ROLLOUTS, L_WIDEN, carries_net, learned_search
+from patchsim.bots.features import (
+    L_REUSE,
+    L_WAR_ROLLOUTS,
+    L_WIDEN,
+    carries_net,
+    learned_keep,
+    learned_search,
+)
 from patchsim.bots.heuristics import BOT_MEMO_SLOTS, count_holes, new_memo
+from patchsim.bots.kept_tree import forget, new_keep
 from patchsim.bots.policies import LEARNED, MCTS  # the policy ids, named in one place
 from patchsim.bots.scripted import rollout_move
 from patchsim.bots.search import mcts_search
@@ -45,24 +53,26 @@ R_WIDTH = 21
 STOPPED = -2  # play_deals' error row when it was asked to stop
 
 
-Needed = tuple[bool | None, bool | None, bool | None, bool | None]
-"""The loops' ``mcts, net, wars, widen`` arguments: True where a bot uses that code, None
-where none does (the loop is then compiled without it)."""
+Needed = tuple[bool | None, bool | None, bool | None, bool | None, bool | None]
+"""The loops' ``mcts, net, wars, widen, reuse`` arguments: True where a bot uses that code,
+None where none does (the loop is then compiled without it)."""
 
 
 def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed:
     """What optional code the bots of policy ids ``kinds`` with parameter rows ``params``
     use: the rollout search (an ``mcts`` bot without ``eval=``), the value network (a row
     that carries one, ``eval=net``) and the learned search's war rollouts
-    (``war_rollouts`` > 0) and its progressive widening (``widen`` > 0)."""
+    (``war_rollouts`` > 0), its progressive widening (``widen`` > 0) and its kept tree
+    (``reuse=1``)."""
     kinds = np.asarray(kinds)
     learned = [i for i in range(len(kinds)) if kinds[i] == LEARNED]
     mcts = bool(np.any(kinds == MCTS))
     net = any(carries_net(params[i]) for i in learned)
     wars = any(params[i, L_WAR_ROLLOUTS] > 0 for i in learned)
     widen = any(params[i, L_WIDEN] > 0 for i in learned)
+    reuse = any(params[i, L_REUSE] > 0 for i in learned)
     return (True if mcts else None, True if net else None, True if wars else None,
-            True if widen else None)
+            True if widen else None, True if reuse else None)
 
 
 # inlined into the loop (as play_game_or_stop below, and the learned search into this):
@@ -71,20 +81,23 @@ def code_needed(kinds: np.ndarray | Sequence[int], params: np.ndarray) -> Needed
 @njit(cache=True, inline="always")
 def choose_or_stop(kind: int, params: np.ndarray, state: np.ndarray, tab: np.ndarray,
                    rng: np.ndarray, buf: np.ndarray, stop: np.ndarray, memo: np.ndarray,
-                   mcts: bool | None = True, net: bool | None = True,
-                   wars: bool | None = True, widen: bool | None = True) -> int:
+                   keep: np.ndarray, mcts: bool | None = True, net: bool | None = True,
+                   wars: bool | None = True, widen: bool | None = True,
+                   reuse: bool | None = True) -> int:
     """The move policy ``kind`` chooses in ``state`` (as
     :func:`patchsim.bots.policies.choose_move`); the searches give up early, with the best
     move found so far, once ``stop[0]`` is not 0. ``memo``: the bot's placement memo
-    (:func:`bot_memo`; the learned search reads and fills it). ``mcts``, ``net``, ``wars``,
-    ``widen`` None: compiled without the rollout search, the value network, the war
-    rollouts, the progressive widening (:func:`code_needed`)."""
+    (:func:`bot_memo`; the learned search reads and fills it), ``keep`` its kept tree
+    (:func:`bot_keep`). ``mcts``, ``net``, ``wars``, ``widen``, ``reuse`` None: compiled
+    without the rollout search, the value network, the war rollouts, the progressive
+    widening, the kept tree (:func:`code_needed`)."""
     # a branch on an argument's None-ness is pruned when numba compiles the function for
     # that argument's type: with mcts=None, mcts_search is never compiled nor loaded
     if mcts is not None and kind == MCTS:
         return mcts_search(params, state, tab, rng, buf, stop)
     if kind == LEARNED:
-        return learned_search(params, state, tab, rng, buf, stop, memo, net, wars, widen)
+        return learned_search(params, state, tab, rng, buf, stop, memo, keep, net, wars, widen,
+                              reuse)
     return rollout_move(kind, params, state, tab, rng, buf)
 
 
@@ -100,7 +113,9 @@ def play_game(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray, params: np.
     """
     return int(play_game_or_stop(tab, state, kinds, params, rng, moves, ev, result,
                                  np.zeros(1, dtype=np.int64), bot_memo(kinds[0]),
-                                 bot_memo(kinds[1]), *code_needed(kinds, params)))
+                                 bot_memo(kinds[1]), bot_keep(kinds[0], params[0], tab),
+                                 bot_keep(kinds[1], params[1], tab),
+                                 *code_needed(kinds, params)))
 
 
 @njit(cache=True)
@@ -112,6 +127,17 @@ def bot_memo(kind: int) -> np.ndarray:
     return new_memo(BOT_MEMO_SLOTS if kind == LEARNED else 0)
 
 
+@njit(cache=True)
+def bot_keep(kind: int, params: np.ndarray, tab: np.ndarray) -> np.ndarray:
+    """An empty kept tree (:mod:`patchsim.bots.kept_tree`) for one bot of policy id ``kind``
+    and parameter row ``params``: a learned bot's (:func:`learned_keep`; room only with
+    ``reuse=1``), none for the others."""
+    if kind == LEARNED:
+        return learned_keep(params, tab)
+    # typed, not the literal 0: one signature of new_keep (a literal would compile another)
+    return new_keep(int(np.int64(0)), core.S_CIRCLE + tab[core.T_NPATCH])
+
+
 # inlined into the loops that call it (numba's own inliner, before typing): each compiled
 # entry point links and emits the machine code of its whole call tree once more, and this
 # level would add one more pass over the bots' code (about 1.5 s of the first run)
@@ -119,14 +145,19 @@ def bot_memo(kind: int) -> np.ndarray:
 def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
                       params: np.ndarray, rng: np.ndarray, moves: np.ndarray, ev: np.ndarray,
                       result: np.ndarray, stop: np.ndarray, memo0: np.ndarray,
-                      memo1: np.ndarray, mcts: bool | None = True,
-                      net: bool | None = True, wars: bool | None = True,
-                      widen: bool | None = True) -> int:
+                      memo1: np.ndarray, keep0: np.ndarray, keep1: np.ndarray,
+                      mcts: bool | None = True, net: bool | None = True,
+                      wars: bool | None = True, widen: bool | None = True,
+                      reuse: bool | None = True) -> int:
     """:func:`play_game`, given up before the next move once ``stop[0]`` is not 0 (a search
     gives up within a few iterations): ``state`` and ``result`` are then unfinished, and the
     caller, which set the flag, discards them. ``memo0``, ``memo1``: the placement memos
-    (:func:`bot_memo`) of the bots in seats 0 and 1. ``mcts``, ``net``, ``wars``,
-    ``widen``: as :func:`choose_or_stop`."""
+    (:func:`bot_memo`) of the bots in seats 0 and 1; ``keep0``, ``keep1`` their kept trees
+    (:func:`bot_keep`), emptied first: a game's moves never depend on the games before
+    it. ``mcts``, ``net``, ``wars``, ``widen``, ``reuse``: as :func:`choose_or_stop`."""
+    if reuse is not None:
+        forget(keep0)
+        forget(keep1)
     buf = np.empty(core.max_moves(tab), dtype=np.int64)
     ne = int(np.int64(0))  # typed: a constant 0 compiles apply_logged once more
     result[:] = 0
@@ -137,7 +168,8 @@ def play_game_or_stop(tab: np.ndarray, state: np.ndarray, kinds: np.ndarray,
         if stop[0] != 0:
             return ne
         code = choose_or_stop(kinds[p], params[p], state, tab, rng[p : p + 1], buf, stop,
-                              memo0 if p == 0 else memo1, mcts, net, wars, widen)
+                              memo0 if p == 0 else memo1, keep0 if p == 0 else keep1, mcts,
+                              net, wars, widen, reuse)
         ply = state[core.S_PLY]
         if ply < moves.shape[0]:
             moves[ply] = code
@@ -185,7 +217,7 @@ def play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: n
 @njit(cache=True, nogil=True)
 def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: np.ndarray,
                 params: np.ndarray, mcts: bool | None, net: bool | None,
-                wars: bool | None, widen: bool | None) -> np.ndarray:
+                wars: bool | None, widen: bool | None, reuse: bool | None) -> np.ndarray:
     n = circles.shape[0]
     out = np.zeros((n, R_WIDTH), dtype=np.int64)
     moves = np.empty(0, dtype=np.int64)
@@ -194,12 +226,14 @@ def _play_games(tab: np.ndarray, circles: np.ndarray, seeds: np.ndarray, kinds: 
     never = np.zeros(1, dtype=np.int64)
     memo0 = bot_memo(kinds[0])  # each seat's bot keeps its memo for all the games
     memo1 = bot_memo(kinds[1])
+    keep0 = bot_keep(kinds[0], params[0], tab)
+    keep1 = bot_keep(kinds[1], params[1], tab)
     for i in range(n):
         state = core.new_state(tab, circles[i])
         rng[0] = seeds[i, 0]
         rng[1] = seeds[i, 1]
         play_game_or_stop(tab, state, kinds, params, rng, moves, ev, out[i], never, memo0,
-                          memo1, mcts, net, wars, widen)
+                          memo1, keep0, keep1, mcts, net, wars, widen, reuse)
     return out
 
 
@@ -229,8 +263,9 @@ def play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds:
 def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds: np.ndarray,
                 params: np.ndarray, max_plies: int, max_events: int, stop: np.ndarray,
                 mcts: bool | None, net: bool | None, wars: bool | None,
-                widen: bool | None):
-    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars``, ``widen`` say."""
+                widen: bool | None, reuse: bool | None):
+    """:func:`play_deals`, compiled for the code ``mcts``, ``net``, ``wars``, ``widen``,
+    ``reuse`` say."""
     n = circles.shape[0]
     res = np.zeros((2 * n, R_WIDTH), dtype=np.int64)
     moves = np.empty(2 * n * max_plies, dtype=np.int64)
@@ -241,6 +276,8 @@ def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds
     # each pairing bot keeps its placement memo for the batch, whichever seat it is in
     memo_a = bot_memo(kinds[0])
     memo_b = bot_memo(kinds[1])
+    keep_a = bot_keep(kinds[0], params[0], tab)
+    keep_b = bot_keep(kinds[1], params[1], tab)
     p2 = np.empty((2, params.shape[1]), dtype=np.float64)
     nm = 0
     ne = int(np.int64(0))  # typed: a constant 0 compiles apply_logged once more
@@ -260,7 +297,10 @@ def _play_deals(tab: np.ndarray, circles: np.ndarray, streams: np.ndarray, kinds
             nev[row] = play_game_or_stop(tab, state, k2, p2, rng, moves[nm:nm + max_plies],
                                          ev[ne:ne + max_events], res[row], stop,
                                          memo_a if a == 0 else memo_b,
-                                         memo_b if a == 0 else memo_a, mcts, net, wars, widen)
+                                         memo_b if a == 0 else memo_a,
+                                         keep_a if a == 0 else keep_b,
+                                         keep_b if a == 0 else keep_a, mcts, net, wars, widen,
+                                         reuse)
             if stop[0] != 0:  # the game may be unfinished: the batch is abandoned
                 return res, moves[:nm], ev[:ne], nev, STOPPED
             if res[row, R_ERROR] != 0:
