@@ -2,7 +2,7 @@
 
 Patchwork has no chance after the deal, so the subtree under the move a search plays still
 describes every position in it exactly when the bot moves again: the opponent's answer (or
-the bot's own next turn, when it is still behind on the time track, docs/rules.md R4) is
+the bot's own next turn, when it is still behind on the time track, docs/rules.md R3) is
 a node of it, with its visits and values. A search that starts from that node instead of
 an empty tree spends its budget on top of what the last one learned.
 

@@ -455,7 +455,9 @@ class BoundLearnedBot(CompiledBot):
         self.model = model
         self._provenance = (provenance_of(model, ruleset, bot.model_choice)
                             if ruleset is not None and model.path is not None else None)
-        self._keeps: dict[tuple[int, int | None], np.ndarray] = {}  # (table, seat): kept tree
+        # a seat's kept tree (reuse=1): a bound bot plays one ruleset, whose states all have
+        # one length, and find_kept matches whole states, so the seat is the whole key
+        self._keeps: dict[int | None, np.ndarray] = {}
 
     def choose_code(self, game: Game, rng_state: np.ndarray) -> int:
         """The move code this bot picks; with ``reuse=1`` from the tree it kept at its last
@@ -463,10 +465,9 @@ class BoundLearnedBot(CompiledBot):
         is never a node of an earlier game's tree, :func:`patchsim.bots.kept_tree.find_kept`)."""
         if self.params[F.L_REUSE] <= 0:
             return super().choose_code(game, rng_state)
-        key = (id(game.tab), game.to_move)
-        keep = self._keeps.get(key)
+        keep = self._keeps.get(game.to_move)
         if keep is None:
-            keep = self._keeps[key] = F.learned_keep(self.params, game.tab)
+            keep = self._keeps[game.to_move] = F.learned_keep(self.params, game.tab)
         buf = np.empty(core.max_moves(game.tab), dtype=np.int64)
         return int(F.learned_move_kept(self.params, game.state, game.tab, rng_state, buf,
                                        keep))
